@@ -1,0 +1,253 @@
+// @ts-check
+// Envs: every registered environment with liveness, scheduling weights, work counters, score
+// distribution and evaluation results over steps.
+import { api } from "../api.js";
+import { createChart } from "../charts.js";
+import { h, pill, setChildren, setText } from "../dom.js";
+import { fmtDuration, fmtInt, fmtNum, fmtTime } from "../format.js";
+import { card, changeTracker, scroller, table, td } from "../page.js";
+import { hashFor } from "../router.js";
+
+const HISTOGRAM_BINS = 20;
+// Histograms and evals change slowly; fetch them every third poll (6 s).
+const DETAIL_EVERY_TICKS = 3;
+
+/** @type {Record<string, "ok" | "warn" | "bad">} */
+const STATUS_TONE = { active: "ok", stale: "warn", disconnected: "bad" };
+
+/**
+ * @param {import("../api.js").EnvStats} env
+ */
+function envRow(env) {
+  const heartbeat =
+    env.heartbeat_age_s === null
+      ? "no heartbeat"
+      : `heartbeat ${fmtDuration(env.heartbeat_age_s)} ago`;
+  return h(
+    "tr",
+    { "data-env-id": env.env_id },
+    td(
+      h(
+        "a",
+        { href: `#env-${env.env_id}`, class: "env-name" },
+        env.name,
+        h("span", { class: "muted small" }, ` #${env.env_id}`),
+      ),
+      { field: "name" },
+    ),
+    td(
+      [
+        pill(env.status, STATUS_TONE[env.status] ?? "muted"),
+        h("div", { class: "muted small" }, heartbeat),
+      ],
+      {
+        field: "status",
+      },
+    ),
+    td(fmtNum(env.weight), { numeric: true, field: "weight" }),
+    td(env.min_batch_allocation === null ? "–" : fmtNum(env.min_batch_allocation), {
+      numeric: true,
+      field: "min_batch_allocation",
+    }),
+    td(fmtInt(env.group_size), { numeric: true, field: "group_size" }),
+    td(fmtInt(env.items_in_flight), { numeric: true, field: "items_in_flight" }),
+    td(fmtInt(env.items_succeeded), { numeric: true, field: "items_succeeded" }),
+    td(fmtInt(env.items_failed), { numeric: true, field: "items_failed" }),
+    td(fmtInt(env.groups_submitted), { numeric: true, field: "groups_submitted" }),
+    td(fmtInt(env.sequences_submitted), { numeric: true, field: "sequences_submitted" }),
+    td(fmtNum(env.mean_score), { numeric: true, field: "mean_score" }),
+    td(fmtNum(env.mean_completion_tokens, 1), { numeric: true, field: "mean_completion_tokens" }),
+  );
+}
+
+/**
+ * Per-env detail card: histogram + evals. Charts are created once and updated in place.
+ * @param {import("../api.js").EnvStats} env
+ */
+function envDetail(env) {
+  const histogramEl = h("div", {
+    class: "chart",
+    role: "img",
+    "aria-label": `Score histogram for ${env.name}`,
+  });
+  const evalsEl = h("div", {
+    class: "chart",
+    role: "img",
+    "aria-label": `Evaluation results for ${env.name}`,
+  });
+  const histogramNote = h("p", { class: "muted small", "data-field": "score_samples" });
+  const evalsNote = h("p", { class: "muted small", "data-field": "evals_note" });
+  const evalTable = table(`Latest evaluation of ${env.name}`, [
+    "Metric",
+    { label: "Value", numeric: true },
+  ]);
+  const el = h(
+    "section",
+    { class: "card env-card", id: `env-${env.env_id}`, "data-env-id": env.env_id, tabindex: -1 },
+    h(
+      "h2",
+      { class: "card-title" },
+      h("span", { "data-field": "title" }, env.name),
+      " ",
+      h("a", { class: "small", href: hashFor("rollouts", { env_id: env.env_id }) }, "Rollouts →"),
+    ),
+    h(
+      "div",
+      { class: "chart-grid" },
+      h("figure", null, h("figcaption", null, "Score distribution"), histogramEl, histogramNote),
+      h(
+        "figure",
+        null,
+        h("figcaption", null, "Evaluation results by step"),
+        evalsEl,
+        evalsNote,
+        evalTable.el,
+      ),
+    ),
+  );
+  /** @type {import("../charts.js").Chart | null} */
+  let histogram = null;
+  /** @type {import("../charts.js").Chart | null} */
+  let evalsChart = null;
+  let metricKey = "";
+  const evalsChanged = changeTracker();
+  return {
+    el,
+    /**
+     * @param {import("../api.js").ScoreHistogram} scores
+     * @param {import("../api.js").EvalResults} evals
+     */
+    update(scores, evals) {
+      histogram ??= createChart(histogramEl, {
+        series: [{ label: "sequences", color: "#2563eb", format: (v) => fmtInt(v) }],
+        time: false,
+        bars: true,
+        xLabel: "score",
+        height: 180,
+      });
+      histogram.update([
+        scores.bins.map((b) => (b.lo + b.hi) / 2),
+        scores.bins.map((b) => b.count),
+      ]);
+      setText(histogramNote, `${fmtInt(scores.samples)} scored sequences`);
+
+      if (!evalsChanged(evals)) return;
+      const rows = [...evals.evals].sort((a, b) => a.step - b.step);
+      const names = [...new Set(rows.flatMap((r) => Object.keys(r.metrics)))].sort();
+      const key = names.join("\u0000");
+      if (key !== metricKey) {
+        evalsChart?.destroy();
+        evalsChart = null;
+        metricKey = key;
+      }
+      if (names.length > 0) {
+        evalsChart ??= createChart(evalsEl, {
+          series: names.map((label) => ({ label })),
+          time: false,
+          xLabel: "step",
+          height: 180,
+        });
+        evalsChart.update([
+          rows.map((r) => r.step),
+          ...names.map((n) => rows.map((r) => r.metrics[n] ?? null)),
+        ]);
+      }
+      evalsEl.hidden = names.length === 0;
+      const latest = rows.at(-1);
+      setText(
+        evalsNote,
+        latest
+          ? `${rows.length} evaluations; latest at step ${fmtInt(latest.step)} (${fmtTime(latest.created_at)})`
+          : "No evaluations reported yet.",
+      );
+      evalTable.el.hidden = !latest;
+      setChildren(
+        evalTable.tbody,
+        Object.entries(latest?.metrics ?? {}).map(([name, value]) =>
+          h("tr", null, td(name), td(fmtNum(value, 4), { numeric: true, field: name })),
+        ),
+      );
+    },
+    /** @param {string} name */
+    rename(name) {
+      setText(el.querySelector("[data-field=title]"), name);
+    },
+    destroy() {
+      histogram?.destroy();
+      evalsChart?.destroy();
+    },
+  };
+}
+
+/** @type {import("../page.js").PageFactory} */
+export function mountEnvs(root) {
+  const summary = table("Registered environments", [
+    "Environment",
+    "Status",
+    { label: "Weight", numeric: true },
+    { label: "Min alloc", numeric: true, title: "Minimum fraction of each batch" },
+    { label: "Group size", numeric: true },
+    { label: "In flight", numeric: true },
+    { label: "Succeeded", numeric: true },
+    { label: "Failed", numeric: true },
+    { label: "Groups", numeric: true },
+    { label: "Sequences", numeric: true },
+    { label: "Mean score", numeric: true },
+    { label: "Mean compl. tokens", numeric: true },
+  ]);
+  summary.el.dataset.testid = "envs-table";
+  const empty = h(
+    "p",
+    { class: "muted", hidden: true },
+    "No environments registered on this run yet. Environments appear here after POST /register-env.",
+  );
+  const details = h("div", { class: "env-details" });
+  setChildren(
+    root,
+    h("h1", { class: "page-title" }, "Environments"),
+    card("Registered environments", [empty, scroller(summary.el, "Registered environments")]),
+    details,
+  );
+  /** @type {Map<number, ReturnType<typeof envDetail>>} */
+  const cards = new Map();
+  const tableChanged = changeTracker();
+
+  return {
+    title: "Envs",
+    poll: true,
+    async refresh({ run, signal, tick }) {
+      const stats = await api.stats(run, signal);
+      empty.hidden = stats.envs.length > 0;
+      summary.el.hidden = stats.envs.length === 0;
+      if (tableChanged(stats.envs)) setChildren(summary.tbody, stats.envs.map(envRow));
+
+      let added = false;
+      for (const env of stats.envs) {
+        const existing = cards.get(env.env_id);
+        if (existing) existing.rename(env.name);
+        else {
+          const detail = envDetail(env);
+          cards.set(env.env_id, detail);
+          details.appendChild(detail.el);
+          added = true;
+        }
+      }
+      if (!added && tick % DETAIL_EVERY_TICKS !== 0) return;
+      const results = await Promise.all(
+        stats.envs.map((env) =>
+          Promise.all([
+            api.scores(run, env.env_id, HISTOGRAM_BINS, signal),
+            api.evals(run, env.env_id, signal),
+          ]),
+        ),
+      );
+      stats.envs.forEach((env, i) => {
+        const result = results[i];
+        if (result) cards.get(env.env_id)?.update(result[0], result[1]);
+      });
+    },
+    destroy() {
+      for (const c of cards.values()) c.destroy();
+    },
+  };
+}

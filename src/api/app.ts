@@ -1,0 +1,63 @@
+/**
+ * The Hono application: middleware, Atropos paths at the root and under /runs/{run},
+ * /v1 routes, the OpenAPI document and the dashboard's static assets.
+ */
+import { Hono } from "hono";
+import type { AppEnv } from "./context";
+import { ApiError, errorBody } from "./errors";
+import { auth } from "./middleware/auth";
+import { cors } from "./middleware/cors";
+import { gzipResponse } from "./middleware/gzip-response";
+import { requestContext } from "./middleware/request-context";
+import { openApiDocument } from "./openapi";
+import { atroposRoutes } from "./routes/atropos";
+import { v1Routes } from "./routes/v1";
+
+export function createApp() {
+  const app = new Hono<AppEnv>();
+  app.use("*", requestContext, cors, gzipResponse, auth);
+
+  app.get("/openapi.json", (c) => c.json(openApiDocument()));
+  app.get("/dashboard", (c) => c.redirect("/dashboard/", 302));
+  app.get("/dashboard/*", async (c) => {
+    if (!c.env.ASSETS) throw new ApiError("NOT_FOUND", "dashboard assets are not bound");
+    const url = new URL(c.req.url);
+    if (url.pathname === "/dashboard/") url.pathname = "/dashboard/index.html";
+    return c.env.ASSETS.fetch(new Request(url, c.req.raw));
+  });
+
+  app.route("/v1", v1Routes);
+  app.route("/runs/:run", atroposRoutes);
+  app.route("/", atroposRoutes);
+
+  app.notFound((c) => {
+    const error = new ApiError(
+      "NOT_FOUND",
+      `no route for ${c.req.method} ${c.req.path}; see /openapi.json`,
+    );
+    return c.json(errorBody(error, c.get("requestId") ?? ""), 404);
+  });
+  app.onError((err, c) => {
+    const requestId = c.get("requestId") ?? "";
+    if (err instanceof ApiError) {
+      // Atropos answers a bad gzip body with plain text; its clients only look at the status.
+      if (err.code === "INVALID_GZIP") return c.text("Invalid gzip payload", 400);
+      return c.json(errorBody(err, requestId), err.status as 400);
+    }
+    console.error(
+      JSON.stringify({
+        level: "error",
+        msg: "unhandled",
+        request_id: requestId,
+        error: String(err),
+        stack: err instanceof Error ? err.stack : undefined,
+      }),
+    );
+    const internal = new ApiError(
+      "INTERNAL",
+      `internal error (request id ${requestId}); the request may be retried`,
+    );
+    return c.json(errorBody(internal, requestId), 500);
+  });
+  return app;
+}

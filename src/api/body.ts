@@ -1,0 +1,100 @@
+/**
+ * Bounded request-body reading: a size cap on the wire and on gzip inflation (zip bombs),
+ * both answered with a clear 413 before anything is stored.
+ */
+import { ApiError } from "./errors";
+
+export interface BodyLimits {
+  maxBodyBytes: number;
+  maxInflatedBytes: number;
+}
+
+export interface ReadBody {
+  /** Bytes as received (possibly gzip). */
+  raw: Uint8Array<ArrayBuffer>;
+  /** Decoded JSON text bytes. */
+  bytes: Uint8Array<ArrayBuffer>;
+  gzip: boolean;
+}
+
+async function collect(
+  stream: ReadableStream<Uint8Array>,
+  limit: number,
+  what: string,
+): Promise<Uint8Array<ArrayBuffer>> {
+  const chunks: Uint8Array[] = [];
+  let total = 0;
+  const reader = stream.getReader();
+  for (;;) {
+    const { done, value } = await reader.read();
+    if (done) break;
+    total += value.byteLength;
+    if (total > limit) {
+      await reader.cancel().catch(() => {});
+      throw new ApiError(
+        "PAYLOAD_TOO_LARGE",
+        `${what} exceeds the limit of ${limit} bytes; split the submission (e.g. fewer groups per /scored_data_list call) or raise the server's limit`,
+      );
+    }
+    chunks.push(value);
+  }
+  if (chunks.length === 1 && chunks[0]!.buffer instanceof ArrayBuffer) {
+    return chunks[0] as Uint8Array<ArrayBuffer>;
+  }
+  const out = new Uint8Array(total);
+  let offset = 0;
+  for (const c of chunks) {
+    out.set(c, offset);
+    offset += c.byteLength;
+  }
+  return out;
+}
+
+export async function readBody(request: Request, limits: BodyLimits): Promise<ReadBody> {
+  const declared = Number(request.headers.get("content-length") ?? "NaN");
+  if (Number.isFinite(declared) && declared > limits.maxBodyBytes) {
+    throw new ApiError(
+      "PAYLOAD_TOO_LARGE",
+      `request body of ${declared} bytes exceeds the limit of ${limits.maxBodyBytes} bytes`,
+    );
+  }
+  const raw = request.body
+    ? await collect(request.body, limits.maxBodyBytes, "request body")
+    : new Uint8Array(new ArrayBuffer(0));
+  const gzip = (request.headers.get("content-encoding") ?? "").toLowerCase().includes("gzip");
+  if (!gzip || raw.byteLength === 0) return { raw, bytes: raw, gzip: false };
+  let bytes: Uint8Array<ArrayBuffer>;
+  try {
+    const inflated = new Blob([raw]).stream().pipeThrough(new DecompressionStream("gzip"));
+    bytes = await collect(inflated, limits.maxInflatedBytes, "decompressed request body");
+  } catch (error) {
+    if (error instanceof ApiError) throw error;
+    throw new ApiError("INVALID_GZIP", "Invalid gzip payload");
+  }
+  return { raw, bytes, gzip: true };
+}
+
+const decoder = new TextDecoder();
+
+/** Parses JSON, answering malformed input the way FastAPI does (422 json_invalid). */
+export function parseJson(bytes: Uint8Array): unknown {
+  if (bytes.byteLength === 0) {
+    throw new ApiError("VALIDATION_FAILED", "request body is empty; send a JSON document", [
+      { type: "missing", loc: ["body"], msg: "Field required" },
+    ]);
+  }
+  const text = decoder.decode(bytes);
+  try {
+    return JSON.parse(text);
+  } catch (error) {
+    const reason = error instanceof Error ? error.message : "JSON decode error";
+    throw new ApiError("VALIDATION_FAILED", `request body is not valid JSON: ${reason}`, [
+      {
+        type: "json_invalid",
+        loc: ["body", 0],
+        msg: "JSON decode error",
+        input: {},
+      },
+    ]);
+  }
+}

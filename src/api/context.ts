@@ -1,0 +1,30 @@
+import type { Context } from "hono";
+import { runNameSchema } from "../core/schemas";
+import type { Bindings } from "./bindings";
+import { ApiError } from "./errors";
+
+export interface AppEnv {
+  Bindings: Bindings;
+  Variables: { requestId: string };
+}
+
+export type AppContext = Context<AppEnv>;
+
+export const DEFAULT_RUN = "default";
+
+/** The run a request addresses: `/runs/{run}/…`, `/v1/runs/{run}/…`, or "default" at the root. */
+export function runOf(c: AppContext): string {
+  const run = c.req.param("run") ?? DEFAULT_RUN;
+  const parsed = runNameSchema.safeParse(run);
+  if (!parsed.success) {
+    throw new ApiError(
+      "BAD_REQUEST",
+      `invalid run name '${run}': ${parsed.error.issues[0]?.message}`,
+    );
+  }
+  return run;
+}
+
+export function coordinator(c: AppContext, run: string) {
+  return c.env.RUN_COORDINATOR.get(c.env.RUN_COORDINATOR.idFromName(run));
+}

@@ -1,0 +1,68 @@
+/**
+ * One error envelope for every failure: FastAPI's `detail` (what Atropos clients parse) plus a
+ * machine-readable code, a human message that says what to fix, and the request id.
+ */
+import type { ValidationDetail } from "../core/validation";
+
+export type ErrorCode =
+  | "BAD_REQUEST"
+  | "INVALID_GZIP"
+  | "VALIDATION_FAILED"
+  | "UNAUTHORIZED"
+  | "FORBIDDEN"
+  | "NOT_FOUND"
+  | "METHOD_NOT_ALLOWED"
+  | "CONFLICT"
+  | "PAYLOAD_TOO_LARGE"
+  | "UNSUPPORTED_MEDIA_TYPE"
+  | "UNAVAILABLE"
+  | "INTERNAL";
+
+const STATUS: Record<ErrorCode, number> = {
+  BAD_REQUEST: 400,
+  INVALID_GZIP: 400,
+  VALIDATION_FAILED: 422,
+  UNAUTHORIZED: 401,
+  FORBIDDEN: 403,
+  NOT_FOUND: 404,
+  METHOD_NOT_ALLOWED: 405,
+  CONFLICT: 409,
+  PAYLOAD_TOO_LARGE: 413,
+  UNSUPPORTED_MEDIA_TYPE: 415,
+  UNAVAILABLE: 503,
+  INTERNAL: 500,
+};
+
+export class ApiError extends Error {
+  readonly status: number;
+  constructor(
+    readonly code: ErrorCode,
+    message: string,
+    readonly details?: ValidationDetail[],
+  ) {
+    super(message);
+    this.status = STATUS[code];
+  }
+}
+
+export function errorBody(error: ApiError, requestId: string): Record<string, unknown> {
+  return {
+    detail: error.details ?? error.message,
+    error: { code: error.code, message: error.message, request_id: requestId },
+  };
+}
+
+/** Durable Object RPC drops custom error fields, so expected failures travel as values. */
+export type RpcResult<T> = { ok: true; value: T } | { ok: false; code: ErrorCode; message: string };
+
+export function rpcError(
+  code: ErrorCode,
+  message: string,
+): { ok: false; code: ErrorCode; message: string } {
+  return { ok: false, code, message };
+}
+
+export function unwrapRpc<T>(result: RpcResult<T>): T {
+  if (!result.ok) throw new ApiError(result.code, result.message);
+  return result.value;
+}

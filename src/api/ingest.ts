@@ -1,0 +1,199 @@
+/**
+ * Ingest of scored groups: validate, write the payload to R2, then record the group in D1 in one
+ * statement that also dedupes retries, picks the buffered/queued state and stamps the policy
+ * version. A 200 is only sent after both writes, so an acknowledged group survives any restart.
+ */
+import { checkGroupShape, groupStats } from "../core/group-stats";
+import { type ScoredDataInput, scoredDataListSchema, scoredDataSchema } from "../core/schemas";
+import { summarizeDetails, toValidationDetails, type ValidationDetail } from "../core/validation";
+import { type Bindings, numberVar } from "./bindings";
+import { ApiError } from "./errors";
+import { payloadKey, putPayload } from "./storage/payloads";
+
+export interface IngestItem {
+  group: ScoredDataInput;
+  /** Bytes to store: the JSON text, possibly gzip-compressed as received. */
+  payload: Uint8Array<ArrayBuffer>;
+  encoding: "identity" | "gzip";
+  /** SHA-256 of the JSON text: identical resubmissions are stored once. */
+  contentHash: string;
+}
+
+export interface IngestOutcome {
+  groupId: number;
+  status: "queued" | "buffered";
+  duplicate: boolean;
+  envId: number | null;
+}
+
+function fail(details: ValidationDetail[]): never {
+  throw new ApiError("VALIDATION_FAILED", summarizeDetails(details), details);
+}
+
+export function validateGroup(json: unknown): ScoredDataInput {
+  if (json === null || typeof json !== "object" || Array.isArray(json)) {
+    fail([
+      {
+        type: "model_attributes_type",
+        loc: ["body"],
+        msg: "Input should be a valid dictionary or object to extract fields from",
+        input: Array.isArray(json) ? "<list>" : json,
+      },
+    ]);
+  }
+  const parsed = scoredDataSchema.safeParse(json);
+  if (!parsed.success) fail(toValidationDetails(parsed.error, json));
+  const shape = checkGroupShape(parsed.data);
+  if (shape.length) fail(shape);
+  return parsed.data;
+}
+
+export function validateGroupList(json: unknown): ScoredDataInput[] {
+  const parsed = scoredDataListSchema.safeParse(json);
+  if (!parsed.success) fail(toValidationDetails(parsed.error, json));
+  const issues = parsed.data.flatMap((g, i) => checkGroupShape(g, ["body", i]));
+  if (issues.length) fail(issues);
+  return parsed.data;
+}
+
+export async function sha256Hex(bytes: Uint8Array<ArrayBuffer>): Promise<string> {
+  const digest = await crypto.subtle.digest("SHA-256", bytes);
+  return [...new Uint8Array(digest)].map((b) => b.toString(16).padStart(2, "0")).join("");
+}
+
+const INSERT_GROUP = `
+INSERT INTO groups (run, env_id, status, num_seqs, total_tokens, completion_tokens, score_mean,
+  score_min, score_max, scores_json, policy_version, payload_key, payload_encoding, payload_bytes,
+  content_hash, created_at, queued_at)
+SELECT ?1, ?2,
+  CASE WHEN ?2 IS NOT NULL AND ?3 < (SELECT group_size FROM envs WHERE run = ?1 AND env_id = ?2)
+    THEN 'buffered' ELSE 'queued' END,
+  ?3, ?4, ?5, ?6, ?7, ?8, ?9,
+  COALESCE(?10, (SELECT policy_version FROM runs WHERE name = ?1), 0),
+  ?11, ?12, ?13, ?14, ?15, ?15
+WHERE (?2 IS NULL OR EXISTS (SELECT 1 FROM envs WHERE run = ?1 AND env_id = ?2))
+  AND NOT EXISTS (SELECT 1 FROM groups WHERE run = ?1 AND content_hash = ?14 AND created_at > ?16)
+RETURNING id, status`;
+
+// Heartbeat: a submission proves the env is alive; written at most every 5 s per env.
+const TOUCH_ENV =
+  "UPDATE envs SET last_seen_at = ?3 WHERE run = ?1 AND env_id = ?2 AND last_seen_at < ?3 - 5000";
+
+export async function ingestGroups(
+  env: Bindings,
+  run: string,
+  items: IngestItem[],
+): Promise<IngestOutcome[]> {
+  const now = Date.now();
+  const dedupeCutoff = now - numberVar(env.DEDUPE_WINDOW_SECONDS, 900) * 1000;
+  for (const [i, item] of items.entries()) {
+    const envId = item.group.env_id ?? null;
+    if (envId !== null && envId < 0) {
+      fail([
+        {
+          type: "greater_than_equal",
+          loc: items.length > 1 ? ["body", i, "env_id"] : ["body", "env_id"],
+          msg: "env_id must be >= 0 (use the env_id returned by /register-env)",
+          input: envId,
+        },
+      ]);
+    }
+  }
+  if (items.length > 1) await requireRegisteredEnvs(env, run, items);
+  const keys = items.map(() => payloadKey(run));
+  await Promise.all(
+    items.map((item, i) => putPayload(env.PAYLOADS, keys[i]!, item.payload, item.encoding)),
+  );
+
+  const statements: D1PreparedStatement[] = [];
+  for (const [i, item] of items.entries()) {
+    const stats = groupStats(item.group);
+    const envId = item.group.env_id ?? null;
+    statements.push(
+      env.DB.prepare(INSERT_GROUP).bind(
+        run,
+        envId,
+        stats.numSeqs,
+        stats.totalTokens,
+        stats.completionTokens,
+        stats.scoreMean,
+        stats.scoreMin,
+        stats.scoreMax,
+        JSON.stringify(item.group.scores),
+        item.group.policy_version ?? null,
+        keys[i]!,
+        item.encoding,
+        item.payload.byteLength,
+        item.contentHash,
+        now,
+        dedupeCutoff,
+      ),
+    );
+  }
+  const touched = new Set(
+    items.map((it) => it.group.env_id).filter((e) => e !== null && e !== undefined),
+  );
+  for (const envId of touched) statements.push(env.DB.prepare(TOUCH_ENV).bind(run, envId, now));
+  const results = await env.DB.batch<{ id: number; status: "queued" | "buffered" }>(statements);
+
+  const outcomes: IngestOutcome[] = [];
+  const orphaned: string[] = [];
+  for (const [i, item] of items.entries()) {
+    const envId = item.group.env_id ?? null;
+    const row = results[i]?.results[0];
+    if (row) {
+      outcomes.push({ groupId: row.id, status: row.status, duplicate: false, envId });
+      continue;
+    }
+    orphaned.push(keys[i]!);
+    const prior = await env.DB.prepare(
+      "SELECT id, status FROM groups WHERE run = ?1 AND content_hash = ?2 AND created_at > ?3 ORDER BY id LIMIT 1",
+    )
+      .bind(run, item.contentHash, dedupeCutoff)
+      .first<{ id: number; status: string }>();
+    if (prior) {
+      outcomes.push({
+        groupId: prior.id,
+        status: prior.status === "buffered" ? "buffered" : "queued",
+        duplicate: true,
+        envId,
+      });
+      continue;
+    }
+    await env.PAYLOADS.delete(orphaned);
+    fail([
+      {
+        type: "value_error",
+        loc: items.length > 1 ? ["body", i, "env_id"] : ["body", "env_id"],
+        msg: `env_id ${envId} is not registered in run '${run}'; call /register-env and use the env_id it returns`,
+        input: envId,
+      },
+    ]);
+  }
+  if (orphaned.length) await env.PAYLOADS.delete(orphaned);
+  return outcomes;
+}
+
+/** Lists are all-or-nothing: check every env id before anything is written. */
+async function requireRegisteredEnvs(env: Bindings, run: string, items: IngestItem[]) {
+  const wanted = [...new Set(items.map((it) => it.group.env_id).filter((e) => e != null))];
+  if (wanted.length === 0) return;
+  const { results } = await env.DB.prepare(
+    "SELECT env_id FROM envs WHERE run = ?1 AND env_id IN (SELECT value FROM json_each(?2))",
+  )
+    .bind(run, JSON.stringify(wanted))
+    .all<{ env_id: number }>();
+  const known = new Set(results.map((r) => r.env_id));
+  const i = items.findIndex((it) => it.group.env_id != null && !known.has(it.group.env_id));
+  if (i >= 0) {
+    const envId = items[i]!.group.env_id;
+    fail([
+      {
+        type: "value_error",
+        loc: ["body", i, "env_id"],
+        msg: `env_id ${envId} is not registered in run '${run}'; call /register-env and use the env_id it returns`,
+        input: envId,
+      },
+    ]);
+  }
+}

@@ -1,0 +1,172 @@
+/**
+ * D1 schema: the system of record for run, env, group, batch and lease metadata.
+ * Group payload bytes live in R2 (see payloads.ts); `queue_counts` is maintained by triggers
+ * (drizzle/0001_queue_count_triggers.sql) so status endpoints never scan the queue.
+ */
+import { index, integer, primaryKey, real, sqliteTable, text } from "drizzle-orm/sqlite-core";
+
+export const runs = sqliteTable("runs", {
+  name: text("name").primaryKey(),
+  batchSize: integer("batch_size").notNull().default(-1),
+  maxTokenLen: integer("max_token_len").notNull().default(-1),
+  wandbGroup: text("wandb_group"),
+  wandbProject: text("wandb_project"),
+  checkpointDir: text("checkpoint_dir"),
+  saveCheckpointInterval: integer("save_checkpoint_interval").notNull().default(-1),
+  numSteps: integer("num_steps").notNull().default(-1),
+  step: integer("step").notNull().default(0),
+  policyVersion: integer("policy_version").notNull().default(0),
+  registered: integer("registered", { mode: "boolean" }).notNull().default(false),
+  started: integer("started", { mode: "boolean" }).notNull().default(false),
+  createdAt: integer("created_at").notNull(),
+  updatedAt: integer("updated_at").notNull(),
+});
+
+export const envs = sqliteTable(
+  "envs",
+  {
+    run: text("run").notNull(),
+    envId: integer("env_id").notNull(),
+    desiredName: text("desired_name").notNull(),
+    realName: text("real_name").notNull(),
+    envKey: text("env_key"),
+    maxTokenLength: integer("max_token_length").notNull(),
+    weight: real("weight").notNull(),
+    groupSize: integer("group_size").notNull(),
+    minBatchAllocation: real("min_batch_allocation"),
+    connected: integer("connected", { mode: "boolean" }).notNull().default(true),
+    registeredAt: integer("registered_at").notNull(),
+    lastSeenAt: integer("last_seen_at").notNull(),
+  },
+  (t) => [primaryKey({ columns: [t.run, t.envId] }), index("envs_by_key").on(t.run, t.envKey)],
+);
+
+export const groups = sqliteTable(
+  "groups",
+  {
+    id: integer("id").primaryKey({ autoIncrement: true }),
+    run: text("run").notNull(),
+    envId: integer("env_id"),
+    /** buffered → queued → leased → delivered */
+    status: text("status", { enum: ["buffered", "queued", "leased", "delivered"] }).notNull(),
+    numSeqs: integer("num_seqs").notNull(),
+    totalTokens: integer("total_tokens").notNull(),
+    completionTokens: integer("completion_tokens").notNull(),
+    scoreMean: real("score_mean"),
+    scoreMin: real("score_min"),
+    scoreMax: real("score_max"),
+    scoresJson: text("scores_json").notNull(),
+    policyVersion: integer("policy_version").notNull(),
+    payloadKey: text("payload_key").notNull(),
+    payloadEncoding: text("payload_encoding", { enum: ["identity", "gzip"] }).notNull(),
+    payloadBytes: integer("payload_bytes").notNull(),
+    contentHash: text("content_hash").notNull(),
+    batchId: text("batch_id"),
+    createdAt: integer("created_at").notNull(),
+    queuedAt: integer("queued_at"),
+  },
+  (t) => [
+    index("groups_queue").on(t.run, t.status, t.id),
+    index("groups_queue_by_env").on(t.run, t.status, t.envId, t.id),
+    index("groups_dedupe").on(t.run, t.contentHash),
+    index("groups_by_time").on(t.run, t.createdAt),
+    index("groups_by_batch").on(t.batchId),
+  ],
+);
+
+export const batches = sqliteTable(
+  "batches",
+  {
+    id: text("id").primaryKey(),
+    run: text("run").notNull(),
+    step: integer("step").notNull(),
+    status: text("status", { enum: ["leased", "acked"] }).notNull(),
+    /** "compat" = served by GET /batch, "lease" = POST /v1/.../batches/lease */
+    consumer: text("consumer", { enum: ["compat", "lease"] }).notNull(),
+    leaseId: text("lease_id").notNull(),
+    leaseCount: integer("lease_count").notNull().default(1),
+    leaseExpiresAt: integer("lease_expires_at").notNull(),
+    maxStaleness: integer("max_staleness"),
+    policyVersion: integer("policy_version").notNull(),
+    numGroups: integer("num_groups").notNull(),
+    numSeqs: integer("num_seqs").notNull(),
+    groupIds: text("group_ids").notNull(),
+    formationMs: real("formation_ms"),
+    createdAt: integer("created_at").notNull(),
+    ackedAt: integer("acked_at"),
+  },
+  (t) => [
+    index("batches_by_status").on(t.run, t.status, t.leaseExpiresAt),
+    index("batches_by_time").on(t.run, t.createdAt),
+  ],
+);
+
+export const idempotencyKeys = sqliteTable(
+  "idempotency_keys",
+  {
+    run: text("run").notNull(),
+    key: text("key").notNull(),
+    route: text("route").notNull(),
+    requestHash: text("request_hash").notNull(),
+    statusCode: integer("status_code").notNull(),
+    response: text("response").notNull(),
+    createdAt: integer("created_at").notNull(),
+  },
+  (t) => [primaryKey({ columns: [t.run, t.key] })],
+);
+
+/** Per (run, env, group size, status) counts of waiting groups; written only by triggers. */
+export const queueCounts = sqliteTable(
+  "queue_counts",
+  {
+    run: text("run").notNull(),
+    /** -1 for groups submitted without an env_id */
+    envId: integer("env_id").notNull(),
+    size: integer("size").notNull(),
+    status: text("status", { enum: ["buffered", "queued"] }).notNull(),
+    n: integer("n").notNull(),
+  },
+  (t) => [primaryKey({ columns: [t.run, t.envId, t.size, t.status] })],
+);
+
+export const deadLetters = sqliteTable(
+  "dead_letters",
+  {
+    id: integer("id").primaryKey({ autoIncrement: true }),
+    run: text("run").notNull(),
+    envName: text("env_name").notNull(),
+    envId: integer("env_id"),
+    item: text("item").notNull(),
+    error: text("error").notNull(),
+    attempts: integer("attempts").notNull(),
+    createdAt: integer("created_at").notNull(),
+  },
+  (t) => [index("dead_letters_by_run").on(t.run, t.createdAt)],
+);
+
+export const evals = sqliteTable(
+  "evals",
+  {
+    run: text("run").notNull(),
+    envId: integer("env_id").notNull(),
+    step: integer("step").notNull(),
+    metrics: text("metrics").notNull(),
+    createdAt: integer("created_at").notNull(),
+  },
+  (t) => [primaryKey({ columns: [t.run, t.envId, t.step] })],
+);
+
+/** Counters reported by env workers (feeder DO and queue consumers) for the dashboard. */
+export const workerStats = sqliteTable(
+  "worker_stats",
+  {
+    run: text("run").notNull(),
+    envId: integer("env_id").notNull(),
+    envName: text("env_name").notNull(),
+    itemsInFlight: integer("items_in_flight").notNull().default(0),
+    itemsSucceeded: integer("items_succeeded").notNull().default(0),
+    itemsFailed: integer("items_failed").notNull().default(0),
+    updatedAt: integer("updated_at").notNull(),
+  },
+  (t) => [primaryKey({ columns: [t.run, t.envId] })],
+);

@@ -1,0 +1,57 @@
+/**
+ * Shapes of the data that flows between environments, the rollout API and trainers.
+ * These mirror Atropos' `ScoredDataGroup` / `ScoredDataItem` (snake_case on the wire).
+ */
+
+export interface ChatMessage {
+  role: string;
+  // Atropos accepts any content value (string, multimodal parts, null).
+  content: unknown;
+  tool_calls?: ToolCall[];
+  tool_call_id?: string;
+  name?: string;
+  reward?: number;
+  [extra: string]: unknown;
+}
+
+export interface ToolCall {
+  id: string;
+  type: "function";
+  function: { name: string; arguments: string };
+}
+
+/** One group of rollouts for the same item, as an environment submits it. */
+export interface ScoredDataGroup {
+  tokens: number[][];
+  masks: number[][];
+  scores: number[];
+  advantages?: number[][] | null;
+  ref_logprobs?: number[][] | null;
+  messages?: ChatMessage[][] | null;
+  generation_params?: Record<string, unknown> | null;
+  inference_logprobs?: number[][] | null;
+  overrides?: Record<string, unknown>[] | null;
+  group_overrides?: Record<string, unknown> | null;
+  images?: unknown;
+  env_id?: number | null;
+  distill_token_ids?: number[][][] | null;
+  distill_logprobs?: number[][][] | null;
+  /** atropos-edge extension: policy version the rollouts were sampled under. */
+  policy_version?: number | null;
+}
+
+/** One rollout, as `collectTrajectory` returns it. */
+export interface ScoredDataItem {
+  tokens: number[];
+  masks: number[];
+  scores: number;
+  advantages?: number[] | null;
+  ref_logprobs?: number[] | null;
+  messages?: ChatMessage[] | null;
+  inference_logprobs?: number[] | null;
+  group_overrides?: Record<string, unknown> | null;
+  overrides?: Record<string, unknown> | null;
+  images?: unknown;
+  distill_token_ids?: number[][] | null;
+  distill_logprobs?: number[][] | null;
+}

@@ -1,0 +1,191 @@
+/**
+ * BaseEnv: the environment contract (Atropos `BaseEnv` in TypeScript naming).
+ *
+ * An env is a dataloader of scored groups. The runtime (Node `serveEnv`/`processEnv`, or the
+ * EnvSession Durable Object + queue consumers in a Worker) calls, in order:
+ *   setup() → getNextItem() → collectTrajectories(item) → postprocessHistories(groups)
+ *   → recordScores(item, scores) → validate → submit.
+ *
+ * Items MUST be JSON-serializable (plain objects/arrays/strings/numbers/booleans/null): in a Worker
+ * deployment getNextItem() runs in the EnvSession DO and the item travels to another isolate in a
+ * queue message (≤128 KB). Keep items small — ids/seeds, not datasets.
+ *
+ * saveCheckpoint()/loadCheckpoint() must capture everything getNextItem() depends on (iterator
+ * position, curriculum level, RNG state) so the DO can persist the env and resume it exactly.
+ * recordScores() may run on a different instance than the one that scored the group: it must only
+ * change state that saveCheckpoint() captures.
+ */
+import type { ScoredDataGroup, ScoredDataItem } from "../core/group-types";
+import type { BaseEnvConfig } from "./config";
+import type { InferenceClient, Tokenizer } from "./inference/types";
+
+export type JsonValue =
+  | string
+  | number
+  | boolean
+  | null
+  | JsonValue[]
+  | { [key: string]: JsonValue };
+
+export type JsonObject = { [key: string]: JsonValue };
+
+/** What collectTrajectories returns: one group, several groups, or none — plus backlog items. */
+export type TrajectoriesResult<Item> = [ScoredDataGroup | ScoredDataGroup[] | null, Item[]];
+export type TrajectoryResult<Item> = [ScoredDataItem | null, Item[]];
+
+/**
+ * Throw from collectTrajectories to drop the group on purpose (e.g. too few judges answered);
+ * runtimes count it under its message instead of as a worker error.
+ */
+export class DropGroupError extends Error {
+  constructor(reason: string) {
+    super(reason);
+    this.name = "DropGroupError";
+  }
+}
+
+export interface EvalResult {
+  metrics: Record<string, number>;
+  /** Per-example records (prompt, response, score…), written to samples.jsonl by the CLI. */
+  samples: Record<string, unknown>[];
+}
+
+export abstract class BaseEnv<
+  Item extends JsonValue = JsonValue,
+  Config extends BaseEnvConfig = BaseEnvConfig,
+> {
+  /** Registry name; also the default `desired_name` at registration. */
+  static envName = "base_env";
+
+  readonly config: Config;
+  readonly inference: InferenceClient;
+  readonly tokenizer: Tokenizer;
+  private readonly observations = new Map<string, number[]>();
+
+  constructor(config: Config, inference: InferenceClient, tokenizer: Tokenizer) {
+    this.config = config;
+    this.inference = inference;
+    this.tokenizer = tokenizer;
+  }
+
+  /** The subclass' static envName. */
+  get name(): string {
+    return (this.constructor as typeof BaseEnv).envName;
+  }
+
+  /** Load data, build generators. Called once before anything else. */
+  async setup(): Promise<void> {}
+
+  /** Next item to roll out; null means "nothing right now" (the runtime pauses/stops feeding). */
+  abstract getNextItem(): Promise<Item | null>;
+
+  /** One rollout for an item. Override this or collectTrajectories. */
+  async collectTrajectory(_item: Item): Promise<TrajectoryResult<Item>> {
+    throw new Error(`${this.name}: override collectTrajectory() or collectTrajectories()`);
+  }
+
+  /**
+   * Default: group_size parallel collectTrajectory calls merged into one group (Atropos §2.2),
+   * additionally carrying inference_logprobs when every rollout has them. Optional per-rollout
+   * lists (advantages, ref_logprobs, messages, images) are kept only when every rollout provides
+   * them, so they always line up with `tokens`; missing `overrides` entries become `{}`.
+   */
+  async collectTrajectories(item: Item): Promise<TrajectoriesResult<Item>> {
+    const results = await Promise.all(
+      Array.from({ length: this.config.group_size }, () => this.collectTrajectory(item)),
+    );
+    const backlog = results.flatMap(([, more]) => more);
+    const rollouts = results.map(([r]) => r).filter((r): r is ScoredDataItem => r !== null);
+    return [rollouts.length === 0 ? null : mergeIntoGroup(rollouts), backlog];
+  }
+
+  /** Last chance to edit groups (e.g. length penalties across the group). */
+  async postprocessHistories(
+    groups: ScoredDataGroup | ScoredDataGroup[] | null,
+  ): Promise<ScoredDataGroup | ScoredDataGroup[] | null> {
+    return groups;
+  }
+
+  /** Curriculum feedback after a group for `item` was scored. Change only checkpointed state. */
+  recordScores(_item: Item, _scores: number[]): void {}
+
+  /** Metrics only. Override this or evaluateWithSamples. */
+  async evaluate(): Promise<Record<string, number>> {
+    return {};
+  }
+
+  /** What the runtime calls to evaluate; default wraps evaluate(). */
+  async evaluateWithSamples(): Promise<EvalResult> {
+    return { metrics: await this.evaluate(), samples: [] };
+  }
+
+  /** JSON-serializable state that getNextItem() depends on. */
+  saveCheckpoint(): JsonObject {
+    return {};
+  }
+
+  loadCheckpoint(_state: JsonObject): void {}
+
+  /** Called after every group is handled (success or not). */
+  async cleanup(): Promise<void> {}
+
+  /** Record one observation for metrics(). */
+  protected observe(name: string, value: number): void {
+    const list = this.observations.get(name);
+    if (list) list.push(value);
+    else this.observations.set(name, [value]);
+  }
+
+  /** `{name}_mean|_min|_max|_count` of everything observed since the last call; then resets. */
+  metrics(): Record<string, number> {
+    const out: Record<string, number> = {};
+    for (const [name, values] of this.observations) {
+      if (values.length === 0) continue;
+      out[`${name}_mean`] = values.reduce((a, b) => a + b, 0) / values.length;
+      out[`${name}_min`] = Math.min(...values);
+      out[`${name}_max`] = Math.max(...values);
+      out[`${name}_count`] = values.length;
+    }
+    this.observations.clear();
+    return out;
+  }
+}
+
+/** Build one ScoredDataGroup from per-rollout items (see collectTrajectories). */
+export function mergeIntoGroup(rollouts: ScoredDataItem[]): ScoredDataGroup {
+  const all = <K extends keyof ScoredDataItem>(key: K) =>
+    rollouts.every((r) => r[key] !== undefined && r[key] !== null);
+  const group: ScoredDataGroup = {
+    tokens: rollouts.map((r) => r.tokens),
+    masks: rollouts.map((r) => r.masks),
+    scores: rollouts.map((r) => r.scores),
+  };
+  if (all("advantages")) group.advantages = rollouts.map((r) => r.advantages!);
+  if (all("ref_logprobs")) group.ref_logprobs = rollouts.map((r) => r.ref_logprobs!);
+  if (all("messages")) group.messages = rollouts.map((r) => r.messages!);
+  if (all("inference_logprobs"))
+    group.inference_logprobs = rollouts.map((r) => r.inference_logprobs!);
+  if (all("images")) group.images = rollouts.map((r) => r.images);
+  if (all("distill_token_ids")) group.distill_token_ids = rollouts.map((r) => r.distill_token_ids!);
+  if (all("distill_logprobs")) group.distill_logprobs = rollouts.map((r) => r.distill_logprobs!);
+  if (rollouts.some((r) => r.overrides)) group.overrides = rollouts.map((r) => r.overrides ?? {});
+  const groupOverrides = rollouts.reduce<Record<string, unknown> | null>(
+    (acc, r) => (r.group_overrides ? { ...(acc ?? {}), ...r.group_overrides } : acc),
+    null,
+  );
+  if (groupOverrides) group.group_overrides = groupOverrides;
+  return group;
+}
+
+/** Normalise collectTrajectories' first element to a list. */
+export function groupsOf(result: ScoredDataGroup | ScoredDataGroup[] | null): ScoredDataGroup[] {
+  if (!result) return [];
+  return Array.isArray(result) ? result : [result];
+}
+
+/** The constructor shape the registry and runtimes use. */
+export type EnvConstructor<Item extends JsonValue, Config extends BaseEnvConfig> = new (
+  config: Config,
+  inference: InferenceClient,
+  tokenizer: Tokenizer,
+) => BaseEnv<Item, Config>;

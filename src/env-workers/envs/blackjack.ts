@@ -1,0 +1,118 @@
+/**
+ * blackjack: an interactive game over several turns. Every rollout of a group plays the same
+ * seeded deck; each turn the model sees its hand and the dealer's up card and answers "hit" or
+ * "stand". Episode reward: win +1, push 0, loss −1; an unreadable action ends the episode at −1.
+ * All turns go through one ManagedServer, so earlier assistant turns stay trainable.
+ */
+import { z } from "zod";
+import type { ChatMessage, ScoredDataGroup, ScoredDataItem } from "../../core/group-types";
+import { BaseEnv, type JsonObject, mergeIntoGroup } from "../base-env";
+import { BaseEnvConfigSchema } from "../config";
+import { SeededRng } from "../runtime/rng";
+import { scoredItemFromNode } from "../runtime/sequences";
+import { BlackjackGame, handTotal, shuffledDeck } from "./games/blackjack-game";
+
+export const BLACKJACK_INTRO = "Let's play blackjack.";
+
+export const BlackjackConfigSchema = BaseEnvConfigSchema.extend({
+  seed: z.number().int().default(21),
+  max_turns: z.number().int().positive().default(6),
+  temperature: z.number().min(0).default(1.0),
+  max_tokens_per_turn: z.number().int().positive().default(64),
+});
+export type BlackjackConfig = z.output<typeof BlackjackConfigSchema>;
+
+export type BlackjackItem = { seed: number };
+
+export function describeState(game: BlackjackGame): string {
+  return `Your hand: ${game.player.join(", ")} (total ${handTotal(game.player)}). Dealer shows: ${game.dealer[0]}. Reply with exactly one word: hit or stand.`;
+}
+
+/** "hit" / "stand" from a reply (last occurrence wins), or null. */
+export function parseAction(text: string): "hit" | "stand" | null {
+  const visible = text.replace(/<think>[\s\S]*?<\/think>/g, "").toLowerCase();
+  const matches = [...visible.matchAll(/\b(hit|stand)\b/g)];
+  return (matches.at(-1)?.[1] as "hit" | "stand" | undefined) ?? null;
+}
+
+export interface BlackjackEpisode {
+  actions: string[];
+  outcome: string;
+  reward: number;
+  rollout: ScoredDataItem;
+}
+
+export class BlackjackEnv extends BaseEnv<BlackjackItem, BlackjackConfig> {
+  static override envName = "blackjack";
+  private rng: SeededRng;
+
+  constructor(...args: ConstructorParameters<typeof BaseEnv<BlackjackItem, BlackjackConfig>>) {
+    super(...args);
+    this.rng = new SeededRng(this.config.seed);
+  }
+
+  override async getNextItem(): Promise<BlackjackItem> {
+    return { seed: Math.floor(this.rng.next() * 2 ** 31) };
+  }
+
+  async playEpisode(item: BlackjackItem): Promise<BlackjackEpisode> {
+    const game = new BlackjackGame(shuffledDeck(item.seed));
+    const managed = await this.inference.managedServer({ tokenizer: this.tokenizer });
+    const messages: ChatMessage[] = [
+      { role: "user", content: `${BLACKJACK_INTRO} ${describeState(game)}` },
+    ];
+    const actions: string[] = [];
+    let invalid = false;
+    try {
+      for (let turn = 0; turn < this.config.max_turns && !game.done; turn++) {
+        const res = await managed.chatCompletion({
+          messages,
+          n: 1,
+          max_tokens: this.config.max_tokens_per_turn,
+          temperature: this.config.temperature,
+        });
+        const text = res.choices[0]?.message.content ?? "";
+        messages.push({ role: "assistant", content: text });
+        const action = parseAction(text);
+        if (!action) {
+          invalid = true;
+          break;
+        }
+        actions.push(action);
+        if (action === "stand") game.stand();
+        else {
+          const card = game.hit();
+          if (!game.done)
+            messages.push({ role: "user", content: `You drew ${card}. ${describeState(game)}` });
+        }
+      }
+      if (!game.done && !invalid) game.stand(); // turn limit: the hand stands as is
+      const reward = invalid ? -1 : game.reward();
+      const outcome = invalid ? "invalid" : (game.outcome ?? "push");
+      this.observe("train/win", outcome === "win" ? 1 : 0);
+      const node = managed.getState().nodes.at(-1);
+      if (!node) throw new Error("managed server tracked no sequence");
+      const rollout = scoredItemFromNode(node, reward, { tokenizer: this.tokenizer, messages });
+      return { actions, outcome, reward, rollout };
+    } finally {
+      managed.reset();
+    }
+  }
+
+  override async collectTrajectories(
+    item: BlackjackItem,
+  ): Promise<[ScoredDataGroup | null, BlackjackItem[]]> {
+    const episodes = await Promise.all(
+      Array.from({ length: this.config.group_size }, () => this.playEpisode(item)),
+    );
+    return [mergeIntoGroup(episodes.map((e) => e.rollout)), []];
+  }
+
+  override saveCheckpoint(): JsonObject {
+    return { rng_state: this.rng.state };
+  }
+
+  override loadCheckpoint(state: JsonObject): void {
+    if (typeof state.rng_state === "number") this.rng.state = state.rng_state;
+  }
+}

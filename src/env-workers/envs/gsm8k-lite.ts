@@ -1,0 +1,167 @@
+/**
+ * gsm8k_lite: GSM8K-style math word problems (bundled, template-generated; or any GSM8K-format
+ * JSONL from a URL or from text the runtime read from R2). Reward: +1 when the final answer
+ * (\boxed{}, <answer>, ####) equals the gold answer, −1 otherwise; groups where every rollout is
+ * correct get the threshold length penalty so shorter correct answers are preferred.
+ */
+import { z } from "zod";
+import type { ScoredDataGroup } from "../../core/group-types";
+import { BaseEnv, type EvalResult, type JsonObject, mergeIntoGroup } from "../base-env";
+import { BaseEnvConfigSchema } from "../config";
+import { GSM8K_LITE_JSONL } from "../data/gsm8k-lite-jsonl";
+import { AccuracyReward } from "../rewards/accuracy";
+import { applyLengthPenaltyIfAllCorrect } from "../rewards/length-penalty";
+import { extractGoldAnswer } from "../rewards/math";
+import { SeededRng } from "../runtime/rng";
+import { sampleChat } from "../runtime/sampling";
+import { scoredItemFromNode } from "../runtime/sequences";
+
+export const GSM8K_SYSTEM_PROMPT =
+  "You are a careful math tutor. Reason step by step, then give the final answer as \\boxed{N}.";
+export const GSM8K_PROBLEM_PREFIX = "Math problem: ";
+
+export const Gsm8kLiteConfigSchema = BaseEnvConfigSchema.extend({
+  /** GSM8K-format JSONL ({question, answer: "... #### N"}) to fetch instead of the bundled set. */
+  dataset_url: z.string().url().nullable().default(null),
+  /** Problems held out for evaluate() (taken from the end of the dataset). */
+  eval_size: z.number().int().min(0).default(20),
+  temperature: z.number().min(0).default(1.0),
+  shuffle_seed: z.number().int().default(0),
+});
+export type Gsm8kLiteConfig = z.output<typeof Gsm8kLiteConfigSchema>;
+
+export type Gsm8kItem = { id: string; question: string; gold: string };
+
+export function parseGsm8kJsonl(text: string): Gsm8kItem[] {
+  return text
+    .split("\n")
+    .map((line) => line.trim())
+    .filter(Boolean)
+    .map((line, i) => {
+      const row = JSON.parse(line) as { id?: string; question?: string; answer?: string };
+      if (typeof row.question !== "string" || typeof row.answer !== "string") {
+        throw new Error(`gsm8k line ${i + 1}: needs string "question" and "answer"`);
+      }
+      return {
+        id: row.id ?? `row-${i}`,
+        question: row.question,
+        gold: extractGoldAnswer(row.answer),
+      };
+    });
+}
+
+export function gsm8kMessages(question: string) {
+  return [
+    { role: "system", content: GSM8K_SYSTEM_PROMPT },
+    { role: "user", content: `${GSM8K_PROBLEM_PREFIX}${question}` },
+  ];
+}
+
+export class Gsm8kLiteEnv extends BaseEnv<Gsm8kItem, Gsm8kLiteConfig> {
+  static override envName = "gsm8k_lite";
+  private train: Gsm8kItem[] = [];
+  private test: Gsm8kItem[] = [];
+  private order: number[] = [];
+  private iter = 0;
+  private epoch = 0;
+  private datasetText: string | null = null;
+  private readonly accuracy = new AccuracyReward();
+
+  /** Use dataset text the runtime already has (e.g. an R2 object) instead of bundled/URL data. */
+  useDatasetText(text: string): void {
+    this.datasetText = text;
+  }
+
+  override async setup(): Promise<void> {
+    let text = this.datasetText ?? GSM8K_LITE_JSONL;
+    if (!this.datasetText && this.config.dataset_url) {
+      const res = await fetch(this.config.dataset_url);
+      if (!res.ok) throw new Error(`dataset_url: HTTP ${res.status}`);
+      text = await res.text();
+    }
+    const all = parseGsm8kJsonl(text);
+    const evalSize = Math.min(this.config.eval_size, Math.floor(all.length / 2));
+    this.train = all.slice(0, all.length - evalSize);
+    this.test = all.slice(all.length - evalSize);
+    this.reshuffle();
+  }
+
+  private reshuffle(): void {
+    const rng = new SeededRng(this.config.shuffle_seed * 7919 + this.epoch);
+    this.order = rng.shuffle(this.train.map((_, i) => i));
+  }
+
+  override async getNextItem(): Promise<Gsm8kItem | null> {
+    if (this.train.length === 0) return null;
+    if (this.iter >= this.order.length) {
+      this.iter = 0;
+      this.epoch++;
+      this.reshuffle();
+    }
+    return this.train[this.order[this.iter++]!]!;
+  }
+
+  override async collectTrajectories(
+    item: Gsm8kItem,
+  ): Promise<[ScoredDataGroup | null, Gsm8kItem[]]> {
+    const choices = await sampleChat(this.inference, this.tokenizer, gsm8kMessages(item.question), {
+      n: this.config.group_size,
+      max_tokens: this.config.max_token_length,
+      temperature: this.config.temperature,
+    });
+    const items = choices.map((c) => {
+      const correct = this.accuracy.score(c.text, item.gold);
+      this.observe("train/percent_correct", correct ? 1 : 0);
+      return scoredItemFromNode(c.node, correct ? 1 : -1, {
+        tokenizer: this.tokenizer,
+        messages: c.messages,
+      });
+    });
+    const lengths = items.map((it) => it.masks.filter((m) => m !== -100).length);
+    const scores = applyLengthPenaltyIfAllCorrect(
+      items.map((it) => it.scores),
+      lengths,
+      this.config.max_token_length,
+    );
+    const group = mergeIntoGroup(items);
+    group.scores = scores;
+    return [group, []];
+  }
+
+  override async evaluateWithSamples(): Promise<EvalResult> {
+    const samples = await Promise.all(
+      this.test.map(async (item) => {
+        const res = await this.inference.chatCompletion({
+          messages: gsm8kMessages(item.question),
+          n: 1,
+          temperature: 0,
+          max_tokens: this.config.max_token_length,
+          split: "eval",
+        });
+        const response = res.choices[0]?.message.content ?? "";
+        return {
+          id: item.id,
+          question: item.question,
+          gold: item.gold,
+          response,
+          correct: this.accuracy.score(response, item.gold),
+        };
+      }),
+    );
+    const correct = samples.filter((s) => s.correct).length;
+    return {
+      metrics: { "eval/percent_correct": samples.length ? correct / samples.length : 0 },
+      samples,
+    };
+  }
+
+  override saveCheckpoint(): JsonObject {
+    return { iter: this.iter, epoch: this.epoch };
+  }
+
+  override loadCheckpoint(state: JsonObject): void {
+    this.iter = Number(state.iter ?? 0);
+    this.epoch = Number(state.epoch ?? 0);
+    if (this.train.length > 0) this.reshuffle();
+  }
+}

@@ -1,0 +1,112 @@
+/**
+ * letter_counting: "how many times does letter L appear in S?" with a curriculum. Level k draws
+ * longer strings with fewer distinct letters (more repeats); the level advances when the mean
+ * score of the last `curriculum_window` groups at the current level reaches `advance_threshold`.
+ * Level, window and RNG state are all in the checkpoint, and recordScores() only touches them,
+ * so feedback from another isolate (queue consumer → EnvSession DO) works.
+ */
+import { z } from "zod";
+import type { ScoredDataGroup } from "../../core/group-types";
+import { BaseEnv, type JsonObject, mergeIntoGroup } from "../base-env";
+import { BaseEnvConfigSchema } from "../config";
+import { SeededRng } from "../runtime/rng";
+import { sampleChat } from "../runtime/sampling";
+import { scoredItemFromNode } from "../runtime/sequences";
+
+export const LETTER_PROMPT_PREFIX = "Count the letters.";
+
+export const LetterCountingConfigSchema = BaseEnvConfigSchema.extend({
+  seed: z.number().int().default(1),
+  start_level: z.number().int().min(1).default(1),
+  max_level: z.number().int().min(1).default(10),
+  curriculum_window: z.number().int().positive().default(8),
+  advance_threshold: z.number().min(0).max(1).default(0.8),
+  temperature: z.number().min(0).default(1.0),
+});
+export type LetterCountingConfig = z.output<typeof LetterCountingConfigSchema>;
+
+export type LetterItem = { text: string; letter: string; count: number; level: number };
+
+export function letterPrompt(text: string, letter: string): string {
+  return `${LETTER_PROMPT_PREFIX} How many times does the letter '${letter}' appear in the string "${text}"? Give the final count inside <answer></answer> tags.`;
+}
+
+/** 1 when the last <answer> holds exactly the right integer, else 0. */
+export function scoreLetterAnswer(response: string, count: number): number {
+  const visible = response.replace(/<think>[\s\S]*?<\/think>/g, "");
+  const answers = [...visible.matchAll(/<answer>\s*([\s\S]*?)\s*<\/answer>/gi)];
+  const last = answers.at(-1)?.[1];
+  return last !== undefined && /^\d+$/.test(last) && Number(last) === count ? 1 : 0;
+}
+
+/** String length and alphabet size for a level. */
+export function levelShape(level: number): { length: number; alphabet: number } {
+  return { length: 4 + 3 * level, alphabet: Math.max(3, 14 - level) };
+}
+
+export class LetterCountingEnv extends BaseEnv<LetterItem, LetterCountingConfig> {
+  static override envName = "letter_counting";
+  level: number;
+  private rng: SeededRng;
+  private window: number[] = [];
+
+  constructor(...args: ConstructorParameters<typeof BaseEnv<LetterItem, LetterCountingConfig>>) {
+    super(...args);
+    this.level = Math.min(this.config.start_level, this.config.max_level);
+    this.rng = new SeededRng(this.config.seed);
+  }
+
+  override async getNextItem(): Promise<LetterItem> {
+    const { length, alphabet } = levelShape(this.level);
+    const letters = "abcdefghijklmnopqrstuvwxyz".slice(0, alphabet);
+    let text = "";
+    for (let i = 0; i < length; i++) text += letters[this.rng.int(0, letters.length - 1)];
+    const letter = letters[this.rng.int(0, letters.length - 1)]!;
+    const count = [...text].filter((c) => c === letter).length;
+    return { text, letter, count, level: this.level };
+  }
+
+  override async collectTrajectories(
+    item: LetterItem,
+  ): Promise<[ScoredDataGroup | null, LetterItem[]]> {
+    const messages = [{ role: "user", content: letterPrompt(item.text, item.letter) }];
+    const choices = await sampleChat(this.inference, this.tokenizer, messages, {
+      n: this.config.group_size,
+      max_tokens: this.config.max_token_length,
+      temperature: this.config.temperature,
+    });
+    const items = choices.map((c) =>
+      scoredItemFromNode(c.node, scoreLetterAnswer(c.text, item.count), {
+        tokenizer: this.tokenizer,
+        messages: c.messages,
+      }),
+    );
+    return [mergeIntoGroup(items), []];
+  }
+
+  override recordScores(item: LetterItem, scores: number[]): void {
+    if (item.level !== this.level || scores.length === 0) return;
+    this.window.push(scores.reduce((a, b) => a + b, 0) / scores.length);
+    if (this.window.length > this.config.curriculum_window) this.window.shift();
+    this.observe("curriculum/level", this.level);
+    const mean = this.window.reduce((a, b) => a + b, 0) / this.window.length;
+    if (
+      this.window.length >= this.config.curriculum_window &&
+      mean >= this.config.advance_threshold &&
+      this.level < this.config.max_level
+    ) {
+      this.level++;
+      this.window = [];
+    }
+  }
+
+  override saveCheckpoint(): JsonObject {
+    return { level: this.level, window: [...this.window], rng_state: this.rng.state };
+  }
+
+  override loadCheckpoint(state: JsonObject): void {
+    this.level = Number(state.level ?? this.level);
+    this.window = Array.isArray(state.window) ? state.window.map(Number) : [];
+    if (typeof state.rng_state === "number") this.rng.state = state.rng_state;
+  }
+}

@@ -1,0 +1,224 @@
+/**
+ * tool_use: a multi-turn agent task. The model must compute an expression with the `calculator`
+ * tool, store the result with `kv_set`, and answer in <answer> tags — in at most `max_steps` turns.
+ * Tool calls use the Hermes `<tool_call>` format through ManagedServer.chatCompletion with tools,
+ * so every assistant turn stays trainable in one tracked sequence.
+ *
+ * Rewards: each turn gets a process reward (useful successful call +0.5, other successful call
+ * +0.1, failed/invalid call −0.5); the final turn gets the terminal reward (1 for a correct
+ * answer, +0.5 when the store holds the right value). Per-token advantages come from
+ * process-supervision advantages over the whole group; the group score is the terminal reward.
+ */
+import { z } from "zod";
+import type { ChatMessage, ScoredDataGroup, ScoredDataItem } from "../../core/group-types";
+import { BaseEnv, type JsonObject, mergeIntoGroup } from "../base-env";
+import { BaseEnvConfigSchema } from "../config";
+import { advantagesPerToken, processSupervisionAdvantages } from "../rewards/advantages";
+import { answersEquivalent } from "../rewards/math";
+import { SeededRng } from "../runtime/rng";
+import { scoredItemFromNode } from "../runtime/sequences";
+import { calculate, formatNumber } from "./tools/calculator";
+import {
+  fromOpenAiToolCalls,
+  type ParsedToolCall,
+  parseHermesToolCalls,
+  thoughtOf,
+} from "./tools/hermes";
+import { standardTools, Toolbox } from "./tools/toolbox";
+
+export const TOOL_TASK_PREFIX = "Tool task:";
+export const TOOL_SYSTEM_PROMPT =
+  'You are an agent that solves tasks with tools. Call a tool with <tool_call>{"name": ..., "arguments": {...}}</tool_call>. When done, reply with the final result inside <answer></answer> tags.';
+
+export const ToolUseConfigSchema = BaseEnvConfigSchema.extend({
+  seed: z.number().int().default(3),
+  max_steps: z.number().int().positive().default(4),
+  tool_timeout_ms: z.number().int().positive().default(1000),
+  temperature: z.number().min(0).default(1.0),
+  /** Discount for process-supervision returns (1 = plain reverse cumulative sum). */
+  gamma: z.number().min(0).max(1).default(1),
+});
+export type ToolUseConfig = z.output<typeof ToolUseConfigSchema>;
+
+export type ToolTask = { id: string; expression: string; key: string; answer: string };
+
+export interface ToolStep {
+  thought: string;
+  tool_call: {
+    name: string;
+    parameters: Record<string, unknown>;
+    result: string | null;
+    error: string | null;
+    latency_ms: number;
+  };
+  observation: string;
+}
+
+export interface Episode {
+  steps: ToolStep[];
+  messages: ChatMessage[];
+  finalAnswer: string | null;
+  /** One reward per assistant turn; the last is the terminal reward when the episode finished. */
+  turnRewards: number[];
+  score: number;
+  rollout: ScoredDataItem;
+}
+
+export function toolTaskPrompt(task: Pick<ToolTask, "expression" | "key">): string {
+  return `${TOOL_TASK_PREFIX} compute ${task.expression} with the calculator tool, store the result under the key "${task.key}" with kv_set, then reply with the result inside <answer></answer> tags.`;
+}
+
+const KEYS = ["total", "result", "sum", "value", "answer", "memo"];
+
+export function generateToolTask(rng: SeededRng, index: number): ToolTask {
+  const a = rng.int(2, 60);
+  const b = rng.int(2, 30);
+  const c = rng.int(2, 20);
+  const [op1, op2] = [rng.pick(["+", "-", "*"]), rng.pick(["+", "-", "*"])];
+  const expression =
+    rng.next() < 0.5 ? `(${a} ${op1} ${b}) ${op2} ${c}` : `${a} ${op1} ${b} ${op2} ${c}`;
+  return {
+    id: `tool-${index}`,
+    expression,
+    key: rng.pick(KEYS),
+    answer: formatNumber(calculate(expression)),
+  };
+}
+
+export class ToolUseEnv extends BaseEnv<ToolTask, ToolUseConfig> {
+  static override envName = "tool_use";
+  private rng: SeededRng;
+  private served = 0;
+
+  constructor(...args: ConstructorParameters<typeof BaseEnv<ToolTask, ToolUseConfig>>) {
+    super(...args);
+    this.rng = new SeededRng(this.config.seed);
+  }
+
+  override async getNextItem(): Promise<ToolTask> {
+    return generateToolTask(this.rng, this.served++);
+  }
+
+  /** One episode; public so tools and rewards can be inspected in tests and by the CLI. */
+  async runEpisode(task: ToolTask): Promise<Episode> {
+    const store = new Map<string, string>();
+    const toolbox = new Toolbox(standardTools(store, this.config.tool_timeout_ms));
+    const tools = toolbox.definitions();
+    const managed = await this.inference.managedServer({ tokenizer: this.tokenizer });
+    const messages: ChatMessage[] = [
+      { role: "system", content: TOOL_SYSTEM_PROMPT },
+      { role: "user", content: toolTaskPrompt(task) },
+    ];
+    const steps: ToolStep[] = [];
+    const turnRewards: number[] = [];
+    let finalAnswer: string | null = null;
+    let finished = false;
+    try {
+      for (let turn = 0; turn < this.config.max_steps; turn++) {
+        const res = await managed.chatCompletion({
+          messages,
+          tools,
+          tool_choice: "auto",
+          n: 1,
+          max_tokens: this.config.max_token_length,
+          temperature: this.config.temperature,
+        });
+        const choice = res.choices[0];
+        if (!choice) throw new Error("inference returned no choice");
+        const text = choice.message.content ?? "";
+        const parsed = choice.message.tool_calls?.length
+          ? fromOpenAiToolCalls(choice.message.tool_calls)
+          : parseHermesToolCalls(text);
+        messages.push({
+          role: "assistant",
+          content: choice.message.content,
+          ...(choice.message.tool_calls?.length ? { tool_calls: choice.message.tool_calls } : {}),
+        });
+        if (parsed.calls.length === 0 && parsed.errors.length === 0) {
+          finalAnswer = /<answer>\s*([\s\S]*?)\s*<\/answer>/i.exec(text)?.[1] ?? null;
+          finished = true;
+          break;
+        }
+        let turnReward = -0.5 * parsed.errors.length;
+        for (const error of parsed.errors) {
+          steps.push(stepOf(thoughtOf(text), { name: "-invalid-", arguments: {} }, null, error, 0));
+          messages.push({ role: "tool", name: "invalid", content: `tool error: ${error}` });
+        }
+        for (const [i, call] of parsed.calls.entries()) {
+          const out = await toolbox.call(call.name, call.arguments);
+          const step = stepOf(thoughtOf(text), call, out.result, out.error, out.latency_ms);
+          steps.push(step);
+          turnReward += out.error ? -0.5 : usefulCall(call, out.result, task) ? 0.5 : 0.1;
+          messages.push({
+            role: "tool",
+            name: call.name,
+            tool_call_id: choice.message.tool_calls?.[i]?.id ?? `call_${turn}_${i}`,
+            content: step.observation,
+          });
+        }
+        turnRewards.push(turnReward);
+      }
+      const correct = finalAnswer !== null && answersEquivalent(finalAnswer, task.answer);
+      const stored = store.get(task.key) === task.answer;
+      const score = (correct ? 1 : 0) + (stored ? 0.5 : 0);
+      if (finished) turnRewards.push(score);
+      else if (turnRewards.length > 0) turnRewards[turnRewards.length - 1]! += score;
+      this.observe("train/correct", correct ? 1 : 0);
+      this.observe("train/steps", steps.length);
+      const node = managed.getState().nodes.at(-1);
+      if (!node) throw new Error("managed server tracked no sequence");
+      const rollout = scoredItemFromNode(node, score, { tokenizer: this.tokenizer, messages });
+      return { steps, messages, finalAnswer, turnRewards, score, rollout };
+    } finally {
+      managed.reset();
+    }
+  }
+
+  override async collectTrajectories(
+    task: ToolTask,
+  ): Promise<[ScoredDataGroup | null, ToolTask[]]> {
+    const episodes = await Promise.all(
+      Array.from({ length: this.config.group_size }, () => this.runEpisode(task)),
+    );
+    const turnAdvantages = processSupervisionAdvantages(
+      episodes.map((e) => (e.turnRewards.length > 0 ? e.turnRewards : [0])),
+      { gamma: this.config.gamma, onZeroStd: "zeros" },
+    );
+    const rollouts = episodes.map((e, i) => ({
+      ...e.rollout,
+      advantages: advantagesPerToken(e.rollout.masks, turnAdvantages[i]!),
+    }));
+    return [mergeIntoGroup(rollouts), []];
+  }
+
+  override saveCheckpoint(): JsonObject {
+    return { rng_state: this.rng.state, served: this.served };
+  }
+
+  override loadCheckpoint(state: JsonObject): void {
+    if (typeof state.rng_state === "number") this.rng.state = state.rng_state;
+    this.served = Number(state.served ?? 0);
+  }
+}
+
+function stepOf(
+  thought: string,
+  call: ParsedToolCall,
+  result: string | null,
+  error: string | null,
+  latency: number,
+): ToolStep {
+  return {
+    thought,
+    tool_call: { name: call.name, parameters: call.arguments, result, error, latency_ms: latency },
+    observation: error ? `${call.name} error: ${error}` : `${call.name} result: ${result}`,
+  };
+}
+
+/** A call that moves the task forward: the right calculation, or storing the right value. */
+function usefulCall(call: ParsedToolCall, result: string | null, task: ToolTask): boolean {
+  if (call.name === "calculator") return result === task.answer;
+  if (call.name === "kv_set")
+    return call.arguments.key === task.key && String(call.arguments.value) === task.answer;
+  return false;
+}

@@ -1,0 +1,312 @@
+import type { ChatMessage } from "../../core/group-types";
+import type { TokenGenerationRequest, TokenSupport } from "./backends/types";
+import { parseHermesToolCalls, ToolCallTextLookup } from "./tool-calls";
+import type {
+  ChatChoice,
+  ChatCompletionParams,
+  ChatCompletionResult,
+  CompletionParams,
+  CompletionResult,
+  ManagedServer,
+  SequenceNode,
+  Tokenizer,
+  TokensAndLogprobs,
+} from "./types";
+
+const THINK_OPEN = "<think>";
+const THINK_CLOSE = "</think>";
+const THINK_OPEN_PLACEHOLDER = "__MNGD_THINK__";
+const THINK_CLOSE_PLACEHOLDER = "__MNGD_ENDTHINK__";
+
+/** Params that are not sampling parameters (everything else is passed to the server). */
+const NON_SAMPLING_KEYS = new Set([
+  "messages",
+  "prompt",
+  "n",
+  "max_tokens",
+  "max_new_tokens",
+  "max_completion_tokens",
+  "temperature",
+  "top_p",
+  "stop",
+  "seed",
+  "tools",
+  "tool_choice",
+  "split",
+  "model",
+  "input_ids",
+  "enable_thinking",
+  "chat_template_kwargs",
+  "logprobs",
+]);
+
+export interface ManagedServerDeps {
+  /** null only for text-only backends whose model has no packaged tokenizer. */
+  tokenizer: Tokenizer | null;
+  modelName: string;
+  tokenSupport: TokenSupport;
+  /** Token-in/token-out generation on the bound server. */
+  generate(request: TokenGenerationRequest, split: "train" | "eval"): Promise<TokensAndLogprobs>;
+  /** Text calls, used only when the backend has no token API (tokenSupport "none"). */
+  chatCompletion(params: ChatCompletionParams): Promise<ChatCompletionResult>;
+  completion(params: CompletionParams): Promise<CompletionResult>;
+  preserveThinkBlocks?: boolean;
+}
+
+interface TrackedChoice {
+  index: number;
+  /** Completion text without the trailing stop token. */
+  text: string;
+  /** The same, special tokens kept (what a template must replay). */
+  rawText: string;
+  finishReason: string;
+}
+
+/**
+ * Tracks prompt + completion tokens, masks and logprobs for every completion (contract §3.5).
+ * One instance per trajectory/group; not safe for concurrent calls (prefix matching would race).
+ */
+export class TrackingManagedServer implements ManagedServer {
+  private nodes: SequenceNode[] = [];
+  private readonly toolText = new ToolCallTextLookup();
+
+  constructor(private readonly deps: ManagedServerDeps) {}
+
+  getState(): { nodes: SequenceNode[] } {
+    return { nodes: this.nodes.map(cloneNode) };
+  }
+
+  reset(): void {
+    this.nodes = [];
+    this.toolText.clear();
+  }
+
+  async chatCompletion(params: ChatCompletionParams): Promise<ChatCompletionResult> {
+    const tools = params.tools && params.tools.length > 0 ? params.tools : undefined;
+    const toolChoice = params.tool_choice ?? (tools ? "auto" : "none");
+    const last = params.messages.at(-1);
+    const addGenerationPrompt = last?.role !== "assistant";
+    if (this.deps.tokenSupport === "none") return this.textOnlyChat(params, addGenerationPrompt);
+    const tokenizer = this.requireTokenizer();
+
+    const messages = this.toolText
+      .toTemplateMessages(params.messages)
+      .map((message) => (this.deps.preserveThinkBlocks ? message : hideThinkTags(message)));
+    const rendered = tokenizer.applyChatTemplate(messages, {
+      addGenerationPrompt,
+      tools,
+      enableThinking: enableThinkingOf(params),
+    });
+    const prompt = this.deps.preserveThinkBlocks ? rendered : restoreThinkTags(rendered);
+
+    const tracked = await this.generateAndTrack(prompt, params);
+    const choices: ChatChoice[] = tracked.map((choice) => {
+      const parsed = tools && toolChoice !== "none" ? parseHermesToolCalls(choice.rawText) : null;
+      if (parsed) {
+        this.toolText.remember(parsed.toolCalls, choice.rawText);
+        return {
+          index: choice.index,
+          message: { role: "assistant", content: parsed.content, tool_calls: parsed.toolCalls },
+          finish_reason: "tool_calls",
+        };
+      }
+      return {
+        index: choice.index,
+        message: { role: "assistant", content: tools ? choice.rawText : choice.text },
+        finish_reason: choice.finishReason,
+      };
+    });
+    return { id: crypto.randomUUID(), model: this.deps.modelName, choices };
+  }
+
+  async completion(params: CompletionParams): Promise<CompletionResult> {
+    if (this.deps.tokenSupport === "none") return this.textOnlyCompletion(params);
+    const tracked = await this.generateAndTrack(params.prompt, params);
+    return {
+      id: crypto.randomUUID(),
+      model: this.deps.modelName,
+      choices: tracked.map((choice) => ({
+        index: choice.index,
+        text: choice.text,
+        finish_reason: choice.finishReason,
+      })),
+    };
+  }
+
+  /**
+   * Extension: the first node whose full_text prefixes the prompt is continued with its exact
+   * tokens, masks and logprobs (earlier completions stay trainable); only the new suffix is
+   * tokenized. Chat and completion modes behave the same (Atropos masks earlier completions in
+   * completion mode; see docs/INFERENCE.md).
+   */
+  private async generateAndTrack(
+    prompt: string,
+    params: ChatCompletionParams | CompletionParams,
+  ): Promise<TrackedChoice[]> {
+    const tokenizer = this.requireTokenizer();
+    const extendingIndex = this.nodes.findIndex(
+      (node) =>
+        node.full_text.length > 0 && node.tokens.length > 0 && prompt.startsWith(node.full_text),
+    );
+    const extending = extendingIndex >= 0 ? this.nodes[extendingIndex] : undefined;
+    let inputIds: number[];
+    let prefixMasks: number[];
+    let prefixLogprobs: number[];
+    if (extending) {
+      const suffixIds = tokenizer.encode(prompt.slice(extending.full_text.length), {
+        addSpecialTokens: false,
+      });
+      inputIds = [...extending.tokens, ...suffixIds];
+      prefixMasks = [...extending.masked_tokens, ...suffixIds.map(() => -100)];
+      prefixLogprobs = [...extending.logprobs, ...suffixIds.map(() => 1.0)];
+    } else {
+      inputIds = tokenizer.encode(prompt, { addSpecialTokens: true });
+      prefixMasks = inputIds.map(() => -100);
+      prefixLogprobs = inputIds.map(() => 1.0);
+    }
+
+    const result = await this.deps.generate(
+      tokenRequest(inputIds, params),
+      params.split ?? "train",
+    );
+    const stopIds = tokenizer.stopTokenIds ?? [tokenizer.eosTokenId];
+    const tracked: TrackedChoice[] = [];
+    result.outputTokens.forEach((output, index) => {
+      const finishReason = result.finishReasons[index] ?? "stop";
+      const logprobs = result.logprobsUnavailable
+        ? []
+        : [...prefixLogprobs, ...fitLogprobs(result.outputLogprobs[index] ?? [], output.length)];
+      const node: SequenceNode = {
+        full_text: prompt + tokenizer.decode(output),
+        tokens: [...inputIds, ...output],
+        masked_tokens: [...prefixMasks, ...output],
+        logprobs,
+        metadata: {
+          finish_reason: finishReason,
+          ...(result.logprobsUnavailable ? { logprobs_unavailable: true } : {}),
+        },
+      };
+      if (extending && index === 0) this.nodes[extendingIndex] = node;
+      else this.nodes.push(node);
+
+      const body =
+        output.length > 0 && stopIds.includes(output.at(-1) ?? -1) ? output.slice(0, -1) : output;
+      tracked.push({
+        index,
+        text: tokenizer.decode(body, { skipSpecialTokens: true }),
+        rawText: tokenizer.decode(body),
+        finishReason,
+      });
+    });
+    return tracked;
+  }
+
+  /** OpenAI-compatible APIs give no token ids: nodes say so and carry no tokens at all. */
+  private async textOnlyChat(
+    params: ChatCompletionParams,
+    addGenerationPrompt: boolean,
+  ): Promise<ChatCompletionResult> {
+    const result = await this.deps.chatCompletion(params);
+    const tokenizer = this.deps.tokenizer;
+    const prompt = tokenizer
+      ? tokenizer.applyChatTemplate(params.messages, {
+          addGenerationPrompt,
+          tools: params.tools,
+          enableThinking: enableThinkingOf(params),
+        })
+      : params.messages.map((m) => `${m.role}:${String(m.content ?? "")}`).join("\n\n") +
+        "\n\nassistant:";
+    for (const choice of result.choices) {
+      this.nodes.push(textOnlyNode(prompt + (choice.message.content ?? ""), choice.finish_reason));
+    }
+    return result;
+  }
+
+  private async textOnlyCompletion(params: CompletionParams): Promise<CompletionResult> {
+    const result = await this.deps.completion(params);
+    for (const choice of result.choices) {
+      this.nodes.push(textOnlyNode(params.prompt + choice.text, choice.finish_reason));
+    }
+    return result;
+  }
+
+  private requireTokenizer(): Tokenizer {
+    if (!this.deps.tokenizer)
+      throw new Error("ManagedServer: a tokenizer is required for token tracking");
+    return this.deps.tokenizer;
+  }
+}
+
+function textOnlyNode(fullText: string, finishReason: string): SequenceNode {
+  return {
+    full_text: fullText,
+    tokens: [],
+    masked_tokens: [],
+    logprobs: [],
+    metadata: { finish_reason: finishReason, tokens_unavailable: true },
+  };
+}
+
+function tokenRequest(
+  inputIds: number[],
+  params: ChatCompletionParams | CompletionParams,
+): TokenGenerationRequest {
+  const extra: Record<string, unknown> = {};
+  for (const [key, value] of Object.entries(params)) {
+    if (!NON_SAMPLING_KEYS.has(key) && value !== undefined) extra[key] = value;
+  }
+  const maxTokens = params.max_tokens ?? params.max_completion_tokens ?? params.max_new_tokens;
+  return {
+    inputIds,
+    n: params.n ?? 1,
+    maxTokens: typeof maxTokens === "number" ? maxTokens : undefined,
+    temperature: params.temperature,
+    topP: params.top_p,
+    stop: params.stop,
+    seed: params.seed,
+    extra,
+  };
+}
+
+function enableThinkingOf(params: ChatCompletionParams): boolean | undefined {
+  if (typeof params.enable_thinking === "boolean") return params.enable_thinking;
+  const kwargs = params.chat_template_kwargs;
+  if (kwargs && typeof kwargs === "object" && "enable_thinking" in kwargs) {
+    const value = (kwargs as { enable_thinking: unknown }).enable_thinking;
+    if (typeof value === "boolean") return value;
+  }
+  return undefined;
+}
+
+/** Logprobs padded with 1.0 / truncated to the output length (Atropos does the same). */
+function fitLogprobs(logprobs: number[], length: number): number[] {
+  if (logprobs.length >= length) return logprobs.slice(0, length);
+  return [...logprobs, ...Array.from({ length: length - logprobs.length }, () => 1.0)];
+}
+
+/** Templates that strip earlier think blocks would break prefix matching: hide them. */
+function hideThinkTags(message: ChatMessage): ChatMessage {
+  if (message.role !== "assistant" || typeof message.content !== "string") return message;
+  return {
+    ...message,
+    content: message.content
+      .replaceAll(THINK_OPEN, THINK_OPEN_PLACEHOLDER)
+      .replaceAll(THINK_CLOSE, THINK_CLOSE_PLACEHOLDER),
+  };
+}
+
+function restoreThinkTags(text: string): string {
+  return text
+    .replaceAll(THINK_OPEN_PLACEHOLDER, THINK_OPEN)
+    .replaceAll(THINK_CLOSE_PLACEHOLDER, THINK_CLOSE);
+}
+
+function cloneNode(node: SequenceNode): SequenceNode {
+  return {
+    full_text: node.full_text,
+    tokens: [...node.tokens],
+    masked_tokens: [...node.masked_tokens],
+    logprobs: [...node.logprobs],
+    metadata: { ...node.metadata },
+  };
+}

@@ -1,0 +1,323 @@
+import { getTokenizer as defaultGetTokenizer } from "../tokenizers/index";
+import { AdaptiveSemaphore } from "./adaptive-semaphore";
+import type { FetchLike } from "./backends/http";
+import { createBackend, isRetryableError } from "./backends/index";
+import { mergeChoices } from "./backends/openai";
+import type { InferenceBackend, TokenGenerationRequest } from "./backends/types";
+import {
+  type APIServerConfig,
+  type APIServerConfigInput,
+  parseServerConfig,
+  tokenizerNameOf,
+} from "./config";
+import { TrackingManagedServer } from "./managed-server";
+import { type BackoffPolicy, backoffDelayMs, DEFAULT_BACKOFF, sleep, splitN } from "./retry";
+import type {
+  ChatCompletionParams,
+  ChatCompletionResult,
+  CompletionParams,
+  CompletionResult,
+  InferenceClient,
+  ManagedServer,
+  Tokenizer,
+  TokensAndLogprobs,
+} from "./types";
+
+export interface ServerManagerOptions {
+  fetch?: FetchLike;
+  getTokenizer?: (name: string) => Promise<Tokenizer>;
+  backoff?: Partial<BackoffPolicy>;
+  /** Minimum time between health probes of one unhealthy server. */
+  healthProbeIntervalMs?: number;
+  random?: () => number;
+  now?: () => number;
+}
+
+type Split = "train" | "eval";
+
+/** One inference server: its backend, request slots and health. */
+export class ServerSlot {
+  readonly train: AdaptiveSemaphore;
+  readonly eval: AdaptiveSemaphore;
+  healthy = true;
+  lastProbeAt = 0;
+  probing: Promise<void> | null = null;
+  requests = 0;
+  failures = 0;
+
+  constructor(
+    readonly index: number,
+    readonly config: APIServerConfig,
+    readonly backend: InferenceBackend,
+  ) {
+    this.train = new AdaptiveSemaphore(config.num_max_requests_at_once);
+    this.eval = new AdaptiveSemaphore(config.num_requests_for_eval);
+  }
+
+  /** Atropos' wait_for_sem capacity: train slots exclude those eval is using. */
+  capacity(split: Split): number {
+    if (split === "eval") return this.eval.available;
+    return this.train.available - this.eval.inUse;
+  }
+}
+
+/**
+ * Routes requests over several inference servers (contract §3.2/3.3): least-loaded healthy
+ * server, per-server adaptive concurrency caps, retries with backoff on 5xx/timeouts/network
+ * errors, `n` split into chunks of max_n_completions. No background timers: an unhealthy
+ * server is re-probed lazily, at most once per healthProbeIntervalMs, when a request is routed.
+ */
+export class ServerManager implements InferenceClient {
+  readonly servers: ServerSlot[];
+  private readonly fetchFn: FetchLike;
+  private readonly loadTokenizer: (name: string) => Promise<Tokenizer>;
+  private readonly backoff: BackoffPolicy;
+  private readonly probeIntervalMs: number;
+  private readonly random: () => number;
+  private readonly now: () => number;
+
+  constructor(configs: APIServerConfigInput[], options: ServerManagerOptions = {}) {
+    if (configs.length === 0)
+      throw new Error("ServerManager: at least one server config is required");
+    this.fetchFn = options.fetch ?? ((input, init) => fetch(input, init));
+    this.loadTokenizer = options.getTokenizer ?? defaultGetTokenizer;
+    this.backoff = { ...DEFAULT_BACKOFF, ...options.backoff };
+    this.probeIntervalMs = options.healthProbeIntervalMs ?? 10_000;
+    this.random = options.random ?? Math.random;
+    this.now = options.now ?? Date.now;
+    this.servers = configs.map((input, index) => {
+      const config = parseServerConfig(input);
+      const backend = createBackend({
+        config,
+        fetch: this.fetchFn,
+        tokenizer: () => this.loadTokenizer(tokenizerNameOf(config)),
+      });
+      return new ServerSlot(index, config, backend);
+    });
+  }
+
+  private get maxN(): number {
+    return this.servers[0]?.config.max_n_completions ?? 8;
+  }
+
+  updateWeight(weight: number): void {
+    for (const server of this.servers) {
+      server.train.setWeight(weight);
+      server.eval.setWeight(weight);
+    }
+  }
+
+  async chatCompletion(params: ChatCompletionParams): Promise<ChatCompletionResult> {
+    const split = splitOf(params);
+    const chunks = splitN(params.n ?? 1, this.maxN);
+    const results = await Promise.all(
+      chunks.map((n) =>
+        this.withServer(split, null, (server, signal) =>
+          server.backend.chatCompletion({ ...params, n, split: undefined }, { signal }),
+        ),
+      ),
+    );
+    return mergeChoices(results);
+  }
+
+  async completion(params: CompletionParams): Promise<CompletionResult> {
+    const split = splitOf(params);
+    const chunks = splitN(params.n ?? 1, this.maxN);
+    const results = await Promise.all(
+      chunks.map((n) =>
+        this.withServer(split, null, (server, signal) =>
+          server.backend.completion({ ...params, n, split: undefined }, { signal }),
+        ),
+      ),
+    );
+    return mergeChoices(results);
+  }
+
+  async tokensAndLogprobsCompletion(
+    params: CompletionParams & { input_ids?: number[] },
+  ): Promise<TokensAndLogprobs> {
+    const candidates = this.servers.filter((s) => s.backend.tokenSupport !== "none");
+    const first = candidates[0];
+    if (!first) throw new Error("tokensAndLogprobsCompletion needs a vllm, sglang or trl server");
+    const inputIds =
+      params.input_ids ??
+      (await this.loadTokenizer(tokenizerNameOf(first.config))).encode(params.prompt, {
+        addSpecialTokens: true,
+      });
+    const maxTokens = params.max_tokens ?? params.max_new_tokens ?? params.max_completion_tokens;
+    const request: TokenGenerationRequest = {
+      inputIds,
+      n: params.n ?? 1,
+      maxTokens: typeof maxTokens === "number" ? maxTokens : undefined,
+      temperature: params.temperature,
+      topP: params.top_p,
+      stop: params.stop,
+      seed: params.seed,
+    };
+    return this.generateTokens(request, splitOf(params), null);
+  }
+
+  /**
+   * A ManagedServer bound to the least-loaded healthy server (it fails over to another one if
+   * that server goes down). OpenAI-compatible servers give nodes with tokens_unavailable.
+   */
+  async managedServer(
+    options: { tokenizer?: Tokenizer; preserveThinkBlocks?: boolean } = {},
+  ): Promise<ManagedServer> {
+    const server = await this.pick("train", null);
+    const textOnly = server.backend.tokenSupport === "none";
+    const tokenizer =
+      options.tokenizer ??
+      (await this.loadTokenizer(tokenizerNameOf(server.config)).catch((error: unknown) => {
+        if (textOnly) return null; // e.g. "gpt-4o": nodes carry text only anyway
+        throw error;
+      }));
+    return new TrackingManagedServer({
+      tokenizer,
+      modelName: server.config.model_name,
+      tokenSupport: server.backend.tokenSupport,
+      preserveThinkBlocks: options.preserveThinkBlocks,
+      generate: (request, split) => this.generateTokens(request, split, server),
+      chatCompletion: (params) => this.chatCompletion(params),
+      completion: (params) => this.completion(params),
+    });
+  }
+
+  /** Snapshot for dashboards and tests. */
+  stats(): {
+    index: number;
+    baseUrl: string;
+    healthy: boolean;
+    trainInUse: number;
+    evalInUse: number;
+    requests: number;
+    failures: number;
+  }[] {
+    return this.servers.map((s) => ({
+      index: s.index,
+      baseUrl: s.config.base_url,
+      healthy: s.healthy,
+      trainInUse: s.train.inUse,
+      evalInUse: s.eval.inUse,
+      requests: s.requests,
+      failures: s.failures,
+    }));
+  }
+
+  private async generateTokens(
+    request: TokenGenerationRequest,
+    split: Split,
+    preferred: ServerSlot | null,
+  ): Promise<TokensAndLogprobs> {
+    const chunks = splitN(request.n, this.maxN);
+    const results = await Promise.all(
+      chunks.map((n) =>
+        this.withServer(
+          split,
+          preferred,
+          (server, signal) => server.backend.generateTokens({ ...request, n }, { signal }),
+          (server) => server.backend.tokenSupport !== "none",
+        ),
+      ),
+    );
+    const [first] = results;
+    if (!first) throw new Error("no generation result");
+    return {
+      promptTokens: first.promptTokens,
+      outputTokens: results.flatMap((r) => r.outputTokens),
+      outputLogprobs: results.flatMap((r) => r.outputLogprobs),
+      finishReasons: results.flatMap((r) => r.finishReasons),
+      ...(results.some((r) => r.logprobsUnavailable) ? { logprobsUnavailable: true } : {}),
+    };
+  }
+
+  /** Runs `call` on a routed server holding one of its slots; retries retryable failures. */
+  private async withServer<T>(
+    split: Split,
+    preferred: ServerSlot | null,
+    call: (server: ServerSlot, signal: AbortSignal) => Promise<T>,
+    eligible: (server: ServerSlot) => boolean = () => true,
+  ): Promise<T> {
+    let lastError: unknown;
+    for (let attempt = 1; attempt <= this.backoff.maxAttempts; attempt++) {
+      const server =
+        (preferred?.healthy ? preferred : this.pickNow(split, eligible)) ??
+        (await this.pick(split, eligible));
+      const semaphore = split === "eval" ? server.eval : server.train;
+      await semaphore.acquire();
+      server.requests++;
+      try {
+        return await call(server, AbortSignal.timeout(server.config.timeout * 1000));
+      } catch (error) {
+        lastError = error;
+        server.failures++;
+        if (!isRetryableError(error)) throw error;
+        this.markUnhealthy(server);
+      } finally {
+        semaphore.release();
+      }
+      if (attempt < this.backoff.maxAttempts) {
+        await sleep(backoffDelayMs(this.backoff, attempt, this.random));
+      }
+    }
+    throw lastError;
+  }
+
+  private markUnhealthy(server: ServerSlot): void {
+    if (!server.config.health_check) return; // nothing would ever restore it
+    server.healthy = false;
+    server.lastProbeAt = this.now();
+  }
+
+  /**
+   * Least-loaded healthy eligible server; probes due unhealthy ones in the background. Only
+   * when none is healthy does it wait for the probes, then it falls back to any candidate.
+   * Synchronous in the common case so the caller takes a slot before anyone else routes.
+   */
+  private pickNow(
+    split: Split,
+    eligible: ((server: ServerSlot) => boolean) | null,
+  ): ServerSlot | null {
+    const candidates = eligible ? this.servers.filter(eligible) : this.servers;
+    if (candidates.length === 0) throw new Error("no inference server can serve this request");
+    for (const server of candidates) if (!server.healthy) void this.probeIfDue(server);
+    const healthy = candidates.filter((s) => s.healthy);
+    return healthy.length > 0 ? leastLoaded(healthy, split) : null;
+  }
+
+  private async pick(
+    split: Split,
+    eligible: ((server: ServerSlot) => boolean) | null,
+  ): Promise<ServerSlot> {
+    const now = this.pickNow(split, eligible);
+    if (now) return now;
+    const candidates = eligible ? this.servers.filter(eligible) : this.servers;
+    await Promise.all(candidates.map((s) => s.probing ?? Promise.resolve()));
+    // Still none healthy: try anyway (the request itself is the probe) rather than wait forever.
+    return this.pickNow(split, eligible) ?? leastLoaded(candidates, split);
+  }
+
+  private probeIfDue(server: ServerSlot): Promise<void> {
+    if (server.probing) return server.probing;
+    if (this.now() - server.lastProbeAt < this.probeIntervalMs) return Promise.resolve();
+    server.lastProbeAt = this.now();
+    server.probing = server.backend
+      .healthCheck({ signal: AbortSignal.timeout(Math.min(server.config.timeout, 10) * 1000) })
+      .catch(() => false)
+      .then((ok) => {
+        server.healthy = ok;
+        server.probing = null;
+      });
+    return server.probing;
+  }
+}
+
+function leastLoaded(pool: ServerSlot[], split: Split): ServerSlot {
+  let best = pool[0] as ServerSlot;
+  for (const server of pool) if (server.capacity(split) > best.capacity(split)) best = server;
+  return best;
+}
+
+function splitOf(params: { split?: "train" | "eval" }): Split {
+  return params.split === "eval" ? "eval" : "train";
+}

@@ -1,0 +1,348 @@
+/**
+ * `serveEnv`: the Node equivalent of Atropos' `env_manager` (§2.3). Registers with the rollout
+ * API, then every poll: reads /status-env, runs step checks (eval / checkpoint crossings), and keeps
+ * the number of in-flight groups at the scheduler's target; each finished group is fed back to
+ * the curriculum, validated and submitted (idempotently).
+ *
+ * Differences from the original: bounded (AbortSignal, `maxLoops`), transient /status-env failures
+ * do not kill the env (they are retried next poll, `maxConsecutiveErrors` bounds it), eval/checkpoint
+ * crossings of several multiples are detected, backlog is FIFO. A cancelled worker cannot be
+ * interrupted mid-request (envs get no signal); its result is discarded and its item re-queued.
+ */
+import {
+  type BaseEnv,
+  DropGroupError,
+  type EvalResult,
+  groupsOf,
+  type JsonObject,
+  type JsonValue,
+} from "../base-env";
+import type { BaseEnvConfig } from "../config";
+import { validateGroupForSend } from "../send-validation";
+import { abortableSleep, type RolloutApiClient } from "./api-client";
+import { reasonKey } from "./process";
+import {
+  crossedMultiple,
+  derivedBatchSize,
+  type EnvStatus,
+  resolveMaxNumWorkers,
+  shouldPause,
+  shouldTerminate,
+  targetWorkerCount,
+} from "./scheduler";
+
+export interface CheckpointStore {
+  load(step: number): Promise<JsonObject | null>;
+  save(step: number, state: JsonObject): Promise<void>;
+}
+
+export type ServeEvent =
+  | { type: "registered"; envId: number; name: string; startingStep: number }
+  | { type: "waiting_for_trainer" }
+  | { type: "step"; step: number }
+  | { type: "paused" }
+  | { type: "submitted"; groups: number; status: number; ok: boolean }
+  | { type: "dropped"; reason: string }
+  | { type: "worker_error"; message: string }
+  | { type: "status_error"; message: string }
+  | { type: "eval"; step: number; result: EvalResult }
+  | { type: "checkpoint"; step: number };
+
+export interface ServeOptions {
+  signal?: AbortSignal;
+  pollIntervalMs?: number;
+  registerPollMs?: number;
+  /** Atropos waits 5 s after /info; default 0. */
+  startupDelayMs?: number;
+  /** Inference servers behind the env (for max_num_workers = -1). */
+  numServers?: number;
+  /** Stop the loop after this many polls (tests, smoke runs). */
+  maxLoops?: number;
+  /** Stop when getNextItem() returned null and nothing is in flight (default false: keep polling). */
+  stopWhenExhausted?: boolean;
+  /** Consecutive /status-env failures tolerated before giving up (default 30). */
+  maxConsecutiveErrors?: number;
+  checkpointStore?: CheckpointStore;
+  /** Disconnect from the API on exit (default true). */
+  disconnectOnExit?: boolean;
+  onEvent?: (event: ServeEvent) => void;
+  now?: () => number;
+}
+
+export interface ServeSummary {
+  envId: number;
+  exitReason: "terminated" | "aborted" | "exhausted" | "max_loops";
+  finalStep: number;
+  groupsSubmitted: number;
+  groupsDropped: number;
+  submitFailures: number;
+  workerErrors: number;
+  dropReasons: Record<string, number>;
+  evaluations: { step: number; metrics: Record<string, number> }[];
+}
+
+interface Worker<Item> {
+  id: number;
+  item: Item;
+  startedAt: number;
+  cancelled: boolean;
+}
+
+export async function serveEnv<Item extends JsonValue, Config extends BaseEnvConfig>(
+  env: BaseEnv<Item, Config>,
+  api: RolloutApiClient,
+  options: ServeOptions = {},
+): Promise<ServeSummary> {
+  const { config } = env;
+  const signal = options.signal;
+  const now = options.now ?? Date.now;
+  const emit = options.onEvent ?? (() => {});
+  await env.setup();
+
+  const registration = await api.registerEnv(
+    {
+      max_token_length: config.max_token_length,
+      desired_name: config.wandb_name ?? env.name,
+      weight: config.inference_weight,
+      group_size: config.group_size,
+      min_batch_allocation: config.min_batch_allocation,
+    },
+    { pollMs: options.registerPollMs, signal, onWait: () => emit({ type: "waiting_for_trainer" }) },
+  );
+  const envId = registration.env_id;
+  emit({
+    type: "registered",
+    envId,
+    name: registration.wandb_name,
+    startingStep: registration.starting_step,
+  });
+  const totalSteps = config.total_steps === -1 ? registration.num_steps : config.total_steps;
+  if (totalSteps === -1) throw new Error("total_steps is -1 and the API reported num_steps -1");
+  let currStep = registration.starting_step;
+  if (currStep > 0 && options.checkpointStore) {
+    const state = await options.checkpointStore.load(currStep);
+    if (state) env.loadCheckpoint(state);
+  }
+
+  const info = await api.info(signal);
+  const batchSize = info.batch_size !== -1 ? info.batch_size : config.batch_size;
+  const maxTokenLen = info.max_token_len !== -1 ? info.max_token_len : config.max_token_length;
+  if (batchSize === -1 || config.group_size > batchSize) {
+    throw new Error(`group_size ${config.group_size} does not fit batch_size ${batchSize}`);
+  }
+  if (options.startupDelayMs) await abortableSleep(options.startupDelayMs, signal);
+
+  const maxWorkers = resolveMaxNumWorkers(config, options.numServers ?? 1);
+  const summary: ServeSummary = {
+    envId,
+    exitReason: "aborted",
+    finalStep: currStep,
+    groupsSubmitted: 0,
+    groupsDropped: 0,
+    submitFailures: 0,
+    workerErrors: 0,
+    dropReasons: {},
+    evaluations: [],
+  };
+  const backlog: Item[] = [];
+  const running = new Map<number, Worker<Item>>();
+  const inFlight = new Set<Promise<void>>();
+  let nextId = 0;
+  let exhausted = false;
+  let evalRunning = false;
+  let evalPromise: Promise<void> | null = null;
+  let consecutiveErrors = 0;
+
+  const drop = (reason: string) => {
+    summary.groupsDropped++;
+    const key = reasonKey(reason);
+    summary.dropReasons[key] = (summary.dropReasons[key] ?? 0) + 1;
+    emit({ type: "dropped", reason });
+  };
+
+  /** Cancel workers; their items go back to the backlog unless `dropItems`. */
+  const cancel = (workers: Worker<Item>[], dropItems = false) => {
+    for (const w of workers) {
+      w.cancelled = true;
+      running.delete(w.id);
+      if (!dropItems) backlog.push(w.item);
+    }
+  };
+
+  const runWorker = async (w: Worker<Item>) => {
+    try {
+      const [result, more] = await env.collectTrajectories(w.item);
+      if (w.cancelled) return;
+      backlog.push(...more);
+      const groups = groupsOf(await env.postprocessHistories(result));
+      if (w.cancelled) return;
+      if (groups.length === 0) return drop("no group returned");
+      env.recordScores(
+        w.item,
+        groups.flatMap((g) => g.scores),
+      );
+      const valid = [];
+      for (const group of groups) {
+        const checked = validateGroupForSend(group, {
+          groupSize: config.group_size,
+          ensureScoresAreNotSame: config.ensure_scores_are_not_same,
+          maxTokenLen,
+          includeMessages: config.include_messages,
+          tokenizer: env.tokenizer,
+        });
+        if (checked.ok) valid.push(checked.group);
+        else drop(checked.reason);
+      }
+      if (valid.length === 0) return;
+      const payload = valid.length === 1 ? valid[0]! : valid;
+      const res = await api.submitGroups(payload, envId, { signal });
+      emit({ type: "submitted", groups: valid.length, status: res.status, ok: res.ok });
+      if (res.ok) summary.groupsSubmitted += valid.length;
+      else summary.submitFailures++;
+    } catch (err) {
+      if (w.cancelled || signal?.aborted) return;
+      if (err instanceof DropGroupError) return drop(err.message);
+      summary.workerErrors++;
+      emit({ type: "worker_error", message: err instanceof Error ? err.message : String(err) });
+    } finally {
+      running.delete(w.id);
+      await env.cleanup().catch(() => {});
+    }
+  };
+
+  const spawn = (item: Item) => {
+    const w: Worker<Item> = { id: nextId++, item, startedAt: now(), cancelled: false };
+    running.set(w.id, w);
+    const p = runWorker(w).finally(() => inFlight.delete(p));
+    inFlight.add(p);
+  };
+
+  const startEval = (step: number) => {
+    evalRunning = true;
+    if (config.eval_handling === "STOP_TRAIN") cancel([...running.values()]);
+    evalPromise = env
+      .evaluateWithSamples()
+      .then((result) => {
+        summary.evaluations.push({ step, metrics: result.metrics });
+        emit({ type: "eval", step, result });
+      })
+      .catch((err) => emit({ type: "worker_error", message: `evaluate: ${String(err)}` }))
+      .finally(() => {
+        evalRunning = false;
+      });
+  };
+
+  let loops = 0;
+  try {
+    while (!signal?.aborted) {
+      if (options.maxLoops !== undefined && loops++ >= options.maxLoops) {
+        summary.exitReason = "max_loops";
+        break;
+      }
+      let status: EnvStatus;
+      try {
+        status = await api.statusEnv(envId, signal);
+        consecutiveErrors = 0;
+      } catch (err) {
+        if (signal?.aborted) break;
+        emit({ type: "status_error", message: err instanceof Error ? err.message : String(err) });
+        if (++consecutiveErrors >= (options.maxConsecutiveErrors ?? 30)) throw err;
+        await abortableSleep(options.pollIntervalMs ?? 100, signal).catch(() => {});
+        continue;
+      }
+      env.inference.updateWeight(status.env_weight);
+
+      if (status.current_step !== currStep) {
+        const evalStep = crossedMultiple(currStep, status.current_step, config.steps_per_eval);
+        if (evalStep !== null && !evalRunning) startEval(evalStep);
+        const ckptStep = crossedMultiple(
+          currStep,
+          status.current_step,
+          registration.checkpoint_interval,
+        );
+        if (ckptStep !== null && options.checkpointStore) {
+          await options.checkpointStore.save(ckptStep, env.saveCheckpoint());
+          emit({ type: "checkpoint", step: ckptStep });
+        }
+        currStep = status.current_step;
+        summary.finalStep = currStep;
+        emit({ type: "step", step: currStep });
+      }
+
+      if (
+        shouldTerminate({
+          currentStep: status.current_step,
+          queueSize: status.queue_size,
+          groupSize: config.group_size,
+          batchSize,
+          totalSteps,
+        })
+      ) {
+        summary.exitReason = "terminated";
+        break;
+      }
+
+      const derived = derivedBatchSize(batchSize, status, config.min_batch_allocation);
+      const pause = shouldPause({
+        derivedBatchSize: derived,
+        batchSize,
+        maxBatchesOffpolicy: config.max_batches_offpolicy,
+        groupSize: config.group_size,
+        minBatchAllocation: config.min_batch_allocation,
+        status,
+      });
+      if (pause) {
+        if (running.size > 0) emit({ type: "paused" });
+        cancel([...running.values()]);
+      } else if (running.size < maxWorkers) {
+        const target = targetWorkerCount({
+          maxNumWorkers: maxWorkers,
+          evalRunning,
+          evalHandling: config.eval_handling,
+          evalLimitRatio: config.eval_limit_ratio,
+          maxBatchesOffpolicy: config.max_batches_offpolicy,
+          derivedBatchSize: derived,
+          batchSize,
+          groupSize: config.group_size,
+          minBatchAllocation: config.min_batch_allocation,
+          status,
+        });
+        if (running.size > target) {
+          const oldestFirst = [...running.values()].sort((a, b) => a.startedAt - b.startedAt);
+          cancel(oldestFirst.slice(0, running.size - Math.max(0, target)));
+        }
+        while (running.size < target) {
+          const item =
+            backlog.length > 0 ? backlog.shift()! : exhausted ? null : await env.getNextItem();
+          if (item === null) {
+            exhausted = true;
+            break;
+          }
+          spawn(item);
+        }
+        // A dataset that ended may get more items later (curriculum); re-ask next poll.
+        if (!options.stopWhenExhausted) exhausted = false;
+      }
+
+      if (config.worker_timeout > 0) {
+        const limit = now() - config.worker_timeout * 1000;
+        const stale = [...running.values()].filter((w) => w.startedAt < limit);
+        for (let i = 0; i < stale.length; i++) drop("worker timeout");
+        cancel(stale, true);
+      }
+
+      if (options.stopWhenExhausted && exhausted && running.size === 0 && backlog.length === 0) {
+        summary.exitReason = "exhausted";
+        break;
+      }
+      await abortableSleep(options.pollIntervalMs ?? 100, signal).catch(() => {});
+    }
+  } finally {
+    cancel([...running.values()]);
+    // Finished work of cancelled workers is discarded; wait briefly so cleanup() hooks run.
+    await Promise.race([Promise.allSettled([...inFlight]), abortableSleep(1000)]);
+    if (evalPromise) await Promise.race([evalPromise, abortableSleep(1000)]);
+    if (options.disconnectOnExit ?? true) await api.disconnectEnv(envId).catch(() => {});
+  }
+  return summary;
+}

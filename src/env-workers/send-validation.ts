@@ -1,0 +1,106 @@
+/**
+ * The checks Atropos' `handle_send_to_api` applies to a group before it leaves the env (§2.4),
+ * as a pure function. Differences from the original (deliberate):
+ * - `group_overrides: null` is treated as "no overrides" instead of crashing the whole send;
+ * - the identical-scores rule applies only to groups of 2+ sequences (a group of 1 always has
+ *   "identical" scores, which silently killed SFT/DPO-style envs);
+ * - structural problems the trainer would choke on (ragged tokens/masks/logprobs, score count,
+ *   empty sequences) are rejected here with a reason instead of later in the trainer.
+ */
+import type { ChatMessage, ScoredDataGroup } from "../core/group-types";
+import type { Tokenizer } from "./inference/types";
+
+export interface SendValidationOptions {
+  groupSize: number;
+  ensureScoresAreNotSame: boolean;
+  /** ≤0 disables the length check (trainer sent -1, or `process` mode). */
+  maxTokenLen: number;
+  includeMessages: boolean;
+  /** Needed only for include_messages synthesis. */
+  tokenizer?: Pick<Tokenizer, "decode">;
+  /** Atropos `abort_on_any_max_length_exceeded` (true in serve, false in process). */
+  abortOnMaxLength?: boolean;
+}
+
+export type SendValidationResult =
+  | { ok: true; group: ScoredDataGroup }
+  | { ok: false; reason: string };
+
+export function expectedGroupSize(group: ScoredDataGroup, defaultSize: number): number {
+  const override = group.group_overrides?.group_size;
+  return typeof override === "number" && Number.isInteger(override) && override > 0
+    ? override
+    : defaultSize;
+}
+
+export function validateGroupForSend(
+  group: ScoredDataGroup | null | undefined,
+  options: SendValidationOptions,
+): SendValidationResult {
+  if (!group) return { ok: false, reason: "group is null" };
+  const tokens = group.tokens;
+  if (!Array.isArray(tokens) || !Array.isArray(group.masks) || !Array.isArray(group.scores)) {
+    return { ok: false, reason: "group lacks tokens, masks or scores" };
+  }
+  const expected = expectedGroupSize(group, options.groupSize);
+  if (tokens.length !== expected) {
+    return { ok: false, reason: `group has ${tokens.length} sequences, expected ${expected}` };
+  }
+  if (group.masks.length !== tokens.length || group.scores.length !== tokens.length) {
+    return {
+      ok: false,
+      reason: `tokens/masks/scores counts differ (${tokens.length}/${group.masks.length}/${group.scores.length})`,
+    };
+  }
+  for (let i = 0; i < tokens.length; i++) {
+    const seq = tokens[i]!;
+    if (seq.length === 0) return { ok: false, reason: `sequence ${i} is empty` };
+    if (group.masks[i]!.length !== seq.length) {
+      return { ok: false, reason: `sequence ${i}: masks length differs from tokens length` };
+    }
+    const lp = group.inference_logprobs?.[i];
+    if (group.inference_logprobs && (!lp || lp.length !== seq.length)) {
+      return { ok: false, reason: `sequence ${i}: inference_logprobs length differs from tokens` };
+    }
+  }
+  if (!group.scores.every((s) => typeof s === "number" && Number.isFinite(s))) {
+    return { ok: false, reason: "scores must be finite numbers" };
+  }
+  if (options.ensureScoresAreNotSame && group.scores.length > 1) {
+    const first = group.scores[0];
+    if (group.scores.every((s) => s === first)) {
+      return { ok: false, reason: `all scores identical (${first})` };
+    }
+  }
+  if (options.maxTokenLen > 0 && (options.abortOnMaxLength ?? true)) {
+    const longest = Math.max(...tokens.map((t) => t.length));
+    if (longest >= options.maxTokenLen) {
+      return {
+        ok: false,
+        reason: `sequence of ${longest} tokens reaches max_token_len ${options.maxTokenLen}`,
+      };
+    }
+  }
+
+  const out: ScoredDataGroup = {
+    ...group,
+    ref_logprobs: group.ref_logprobs ?? null,
+    overrides: group.overrides ?? null,
+    group_overrides: group.group_overrides ?? null,
+    distill_token_ids: group.distill_token_ids ?? null,
+    distill_logprobs: group.distill_logprobs ?? null,
+  };
+  if (options.includeMessages && (out.messages === undefined || out.messages === null)) {
+    if (!options.tokenizer) return { ok: false, reason: "include_messages needs a tokenizer" };
+    const decoder = options.tokenizer;
+    out.messages = tokens.map((seq): ChatMessage[] => [
+      { role: "user", content: decoder.decode(seq) },
+    ]);
+  }
+  return { ok: true, group: out };
+}
+
+/** Number of trainable positions (mask ≠ -100) per sequence: Atropos' "completion length". */
+export function completionLengths(group: ScoredDataGroup): number[] {
+  return group.masks.map((m) => m.filter((v) => v !== -100).length);
+}

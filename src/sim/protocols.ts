@@ -1,0 +1,290 @@
+import type { ChatMessage } from "../core/group-types";
+import { parseHermesToolCalls } from "../env-workers/inference/tool-calls";
+import type { Tokenizer, ToolDefinition } from "../env-workers/inference/types";
+import { type GeneratedChoice, type GenerationSettings, generateChoice } from "./generator";
+
+/** A parsed request body; every handler validates what it reads. */
+export type Body = Record<string, unknown>;
+
+export class BadRequest extends Error {}
+
+export interface ProtocolContext {
+  tokenizer: Tokenizer;
+  settings: GenerationSettings;
+  model: string;
+  maxTokensDefault: number;
+  /** Counts generated tokens and choices for stats(). */
+  record(choices: GeneratedChoice[]): void;
+}
+
+function int(value: unknown, fallback: number, name: string): number {
+  if (value === undefined || value === null) return fallback;
+  if (typeof value !== "number" || !Number.isInteger(value) || value < 0) {
+    throw new BadRequest(`${name} must be a non-negative integer`);
+  }
+  return value;
+}
+
+function stops(value: unknown): string[] | undefined {
+  if (value === undefined || value === null) return undefined;
+  if (typeof value === "string") return [value];
+  if (Array.isArray(value) && value.every((s) => typeof s === "string")) return value as string[];
+  throw new BadRequest("stop must be a string or a list of strings");
+}
+
+function tokenIds(value: unknown, name: string): number[] | null {
+  if (!Array.isArray(value)) return null;
+  if (!value.every((id) => Number.isInteger(id) && id >= 0))
+    throw new BadRequest(`${name}: token ids must be integers`);
+  return value as number[];
+}
+
+function generateMany(
+  ctx: ProtocolContext,
+  promptText: string,
+  n: number,
+  requestSeed: number,
+  maxTokens: number,
+  stop: string[] | undefined,
+): GeneratedChoice[] {
+  if (n < 1 || n > 128) throw new BadRequest("n must be between 1 and 128");
+  const choices = Array.from({ length: n }, (_, choiceIndex) =>
+    generateChoice(ctx.tokenizer, ctx.settings, {
+      promptText,
+      choiceIndex,
+      requestSeed,
+      maxTokens,
+      stop,
+    }),
+  );
+  ctx.record(choices);
+  return choices;
+}
+
+/** The text of a choice without its EOS, as OpenAI-compatible servers return it. */
+function visibleText(ctx: ProtocolContext, choice: GeneratedChoice): string {
+  const stopIds = ctx.tokenizer.stopTokenIds ?? [ctx.tokenizer.eosTokenId];
+  const ids =
+    choice.tokens.at(-1) !== undefined && stopIds.includes(choice.tokens.at(-1) as number)
+      ? choice.tokens.slice(0, -1)
+      : choice.tokens;
+  return ctx.tokenizer.decode(ids, { skipSpecialTokens: true });
+}
+
+function created(): number {
+  return Math.floor(Date.now() / 1000);
+}
+
+function usage(promptTokens: number, choices: GeneratedChoice[]) {
+  const completion = choices.reduce((sum, c) => sum + c.tokens.length, 0);
+  return {
+    prompt_tokens: promptTokens,
+    completion_tokens: completion,
+    total_tokens: promptTokens + completion,
+  };
+}
+
+/** OpenAI POST /v1/chat/completions (tools parsed Hermes-style, like vLLM --tool-call-parser hermes). */
+export function chatCompletions(ctx: ProtocolContext, body: Body): Body {
+  if (!Array.isArray(body.messages) || body.messages.length === 0)
+    throw new BadRequest("messages must be a non-empty list");
+  const tools = Array.isArray(body.tools) ? (body.tools as ToolDefinition[]) : undefined;
+  const kwargs = (body.chat_template_kwargs ?? {}) as { enable_thinking?: unknown };
+  const prompt = ctx.tokenizer.applyChatTemplate(body.messages as ChatMessage[], {
+    addGenerationPrompt: true,
+    tools,
+    enableThinking:
+      typeof kwargs.enable_thinking === "boolean" ? kwargs.enable_thinking : undefined,
+  });
+  const promptTokens = ctx.tokenizer.encode(prompt, { addSpecialTokens: true });
+  const maxTokens = int(
+    body.max_tokens ?? body.max_completion_tokens,
+    ctx.maxTokensDefault,
+    "max_tokens",
+  );
+  const choices = generateMany(
+    ctx,
+    prompt,
+    int(body.n, 1, "n"),
+    int(body.seed, 0, "seed"),
+    maxTokens,
+    stops(body.stop),
+  );
+  return {
+    id: `chatcmpl-sim-${Date.now().toString(36)}`,
+    object: "chat.completion",
+    created: created(),
+    model: ctx.model,
+    choices: choices.map((choice, index) => {
+      const text = visibleText(ctx, choice);
+      const calls = tools && body.tool_choice !== "none" ? parseHermesToolCalls(text) : null;
+      return {
+        index,
+        message: calls
+          ? { role: "assistant", content: calls.content, tool_calls: calls.toolCalls }
+          : { role: "assistant", content: text },
+        finish_reason: calls ? "tool_calls" : choice.finishReason,
+        logprobs: null,
+      };
+    }),
+    usage: usage(promptTokens.length, choices),
+  };
+}
+
+/** OpenAI POST /v1/completions; prompt may be text or token ids (vLLM extension). */
+export function completions(ctx: ProtocolContext, body: Body): Body {
+  const ids = tokenIds(body.prompt, "prompt");
+  let promptText: string;
+  let promptLength: number;
+  if (ids) {
+    promptText = ctx.tokenizer.decode(ids);
+    promptLength = ids.length;
+  } else if (typeof body.prompt === "string") {
+    promptText = body.prompt;
+    promptLength = ctx.tokenizer.encode(promptText).length;
+  } else {
+    throw new BadRequest("prompt must be a string or a list of token ids");
+  }
+  const wantLogprobs = body.logprobs !== undefined && body.logprobs !== null;
+  const topK = wantLogprobs ? int(body.logprobs, 0, "logprobs") : 0;
+  const asIds = body.return_tokens_as_token_ids === true;
+  const maxTokens = int(body.max_tokens, ctx.maxTokensDefault, "max_tokens");
+  const choices = generateMany(
+    ctx,
+    promptText,
+    int(body.n, 1, "n"),
+    int(body.seed, 0, "seed"),
+    maxTokens,
+    stops(body.stop),
+  );
+  return {
+    id: `cmpl-sim-${Date.now().toString(36)}`,
+    object: "text_completion",
+    created: created(),
+    model: ctx.model,
+    choices: choices.map((choice, index) => {
+      const tokenStrings = choice.tokens.map((id) =>
+        asIds ? `token_id:${id}` : ctx.tokenizer.decode([id]),
+      );
+      return {
+        index,
+        text: visibleText(ctx, choice),
+        finish_reason: choice.finishReason,
+        logprobs: wantLogprobs
+          ? {
+              tokens: tokenStrings,
+              token_logprobs: choice.logprobs,
+              top_logprobs:
+                topK > 0 ? tokenStrings.map((token, i) => ({ [token]: choice.logprobs[i] })) : null,
+              text_offset: [],
+            }
+          : null,
+      };
+    }),
+    usage: usage(promptLength, choices),
+  };
+}
+
+/** Atropos' custom vLLM `/generate` (contract §3.8). */
+export function vllmGenerate(ctx: ProtocolContext, body: Body): Body {
+  const prompt = body.prompt;
+  let promptText: string;
+  let promptIds: number[];
+  if (typeof prompt === "string") {
+    promptText = prompt;
+    promptIds = ctx.tokenizer.encode(prompt);
+  } else if (prompt && typeof prompt === "object" && !Array.isArray(prompt)) {
+    const ids = tokenIds((prompt as Body).prompt_token_ids, "prompt.prompt_token_ids");
+    if (!ids) throw new BadRequest("prompt.prompt_token_ids must be a list of token ids");
+    promptIds = ids;
+    promptText = ctx.tokenizer.decode(ids);
+  } else {
+    throw new BadRequest("prompt is required (a string or {prompt_token_ids})");
+  }
+  const maxTokens = int(body.max_tokens, ctx.maxTokensDefault, "max_tokens");
+  const choices = generateMany(
+    ctx,
+    promptText,
+    int(body.n, 1, "n"),
+    int(body.seed, 0, "seed"),
+    maxTokens,
+    stops(body.stop),
+  );
+  const response: Body = {
+    text: choices.map((c) => ctx.tokenizer.decode(c.tokens, { skipSpecialTokens: true })),
+    prompt: promptText,
+    finish_reasons: choices.map((c) => c.finishReason),
+  };
+  if (body.logprobs !== undefined && body.logprobs !== null) {
+    response.logprobs = choices.map((c) =>
+      c.tokens.map((id, i) => [{ [String(id)]: c.logprobs[i] }]),
+    );
+    response.prompt_token_ids = promptIds;
+    response.token_ids = choices.map((c) => c.tokens);
+  }
+  return response;
+}
+
+/** SGLang native `/generate`: one object per choice (a list when n > 1). */
+export function sglangGenerate(ctx: ProtocolContext, body: Body): Body | Body[] {
+  const ids = tokenIds(body.input_ids, "input_ids");
+  let promptText: string;
+  if (ids) promptText = ctx.tokenizer.decode(ids);
+  else if (typeof body.text === "string") promptText = body.text;
+  else throw new BadRequest("input_ids or text is required");
+  const sampling = (body.sampling_params ?? {}) as Body;
+  const n = int(sampling.n, 1, "sampling_params.n");
+  const maxTokens = int(
+    sampling.max_new_tokens,
+    ctx.maxTokensDefault,
+    "sampling_params.max_new_tokens",
+  );
+  const choices = generateMany(
+    ctx,
+    promptText,
+    n,
+    int(sampling.seed, 0, "seed"),
+    maxTokens,
+    stops(sampling.stop),
+  );
+  const promptLength = ids ? ids.length : ctx.tokenizer.encode(promptText).length;
+  const items = choices.map((c) => ({
+    text: ctx.tokenizer.decode(c.tokens, { skipSpecialTokens: true }),
+    output_ids: c.tokens,
+    meta_info: {
+      prompt_tokens: promptLength,
+      completion_tokens: c.tokens.length,
+      finish_reason:
+        c.finishReason === "length"
+          ? { type: "length", length: c.tokens.length }
+          : { type: "stop", matched: c.tokens.at(-1) ?? null },
+      ...(body.return_logprob === true
+        ? { output_token_logprobs: c.tokens.map((id, i) => [c.logprobs[i], id, null]) }
+        : {}),
+    },
+  }));
+  return n === 1 ? (items[0] as Body) : items;
+}
+
+/** TRL vllm-serve `/generate/`: text prompts in, completion ids out, no logprobs. */
+export function trlGenerate(ctx: ProtocolContext, body: Body): Body {
+  if (!Array.isArray(body.prompts) || !body.prompts.every((p) => typeof p === "string")) {
+    throw new BadRequest("prompts must be a list of strings");
+  }
+  const n = int(body.n, 1, "n");
+  const maxTokens = int(body.max_tokens, ctx.maxTokensDefault, "max_tokens");
+  const completionIds: number[][] = [];
+  for (const prompt of body.prompts as string[]) {
+    for (const choice of generateMany(
+      ctx,
+      prompt,
+      n,
+      int(body.seed, 0, "seed"),
+      maxTokens,
+      undefined,
+    )) {
+      completionIds.push(choice.tokens);
+    }
+  }
+  return { completion_ids: completionIds };
+}

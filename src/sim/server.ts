@@ -1,0 +1,241 @@
+/**
+ * atropos-edge inference simulator — a TEST DOUBLE, not a model. Speaks the OpenAI, vLLM
+ * (stock and Atropos `/generate`), SGLang and TRL wire formats over real HTTP with a real
+ * tokenizer, deterministic seeded outputs, latency and fault injection. Node-only.
+ */
+import { createServer, type IncomingMessage, type ServerResponse } from "node:http";
+import type { AddressInfo, Socket } from "node:net";
+import { getTokenizer } from "../env-workers/tokenizers/index";
+import { type Fault, type FaultRates, faultFor } from "./faults";
+import type { GeneratedChoice } from "./generator";
+import {
+  BadRequest,
+  type Body,
+  chatCompletions,
+  completions,
+  type ProtocolContext,
+  sglangGenerate,
+  trlGenerate,
+  vllmGenerate,
+} from "./protocols";
+import { seededRng } from "./rng";
+
+export interface SimulatorOptions {
+  host?: string;
+  port?: number;
+  tokenizer?: string;
+  seed?: number;
+  latencyMs?: number;
+  latencyJitterMs?: number;
+  correctProbability?: number;
+  maxTokensDefault?: number;
+  faults?: FaultRates;
+  model?: string;
+}
+
+export interface SimulatorStats {
+  requests: number;
+  generationRequests: number;
+  byRoute: Record<string, number>;
+  faults: Record<Exclude<Fault, null>, number>;
+  choices: number;
+  completionTokens: number;
+  inFlight: number;
+}
+
+export interface Simulator {
+  url: string;
+  port: number;
+  close(): Promise<void>;
+  stats(): SimulatorStats;
+}
+
+const MAX_BODY_BYTES = 32 * 1024 * 1024;
+
+type Handler = (ctx: ProtocolContext, body: Body) => Body | Body[];
+
+/** Generation routes: the only ones subject to latency and faults. */
+const GENERATION_ROUTES: Record<string, Handler> = {
+  "/v1/chat/completions": chatCompletions,
+  "/v1/completions": completions,
+  "/generate/": trlGenerate,
+  // vLLM-Atropos and SGLang share the path: told apart by the body.
+  "/generate": (ctx, body) =>
+    "prompt" in body ? vllmGenerate(ctx, body) : sglangGenerate(ctx, body),
+};
+
+export async function startSimulator(options: SimulatorOptions = {}): Promise<Simulator> {
+  const host = options.host ?? "127.0.0.1";
+  const seed = options.seed ?? 0;
+  const model = options.model ?? "sim-policy";
+  const latencyMs = options.latencyMs ?? 0;
+  const jitterMs = options.latencyJitterMs ?? 0;
+  const faults = options.faults ?? {};
+  const tokenizerName = options.tokenizer ?? "qwen3";
+  const tokenizer = await getTokenizer(tokenizerName);
+
+  const stats: SimulatorStats = {
+    requests: 0,
+    generationRequests: 0,
+    byRoute: {},
+    faults: { error: 0, timeout: 0, truncate: 0, slow: 0 },
+    choices: 0,
+    completionTokens: 0,
+    inFlight: 0,
+  };
+  const protocol: ProtocolContext = {
+    tokenizer,
+    settings: { seed, correctProbability: options.correctProbability ?? 0.5 },
+    model,
+    maxTokensDefault: options.maxTokensDefault ?? 256,
+    record(choices: GeneratedChoice[]) {
+      stats.choices += choices.length;
+      stats.completionTokens += choices.reduce((sum, c) => sum + c.tokens.length, 0);
+    },
+  };
+  const sockets = new Set<Socket>();
+  const timers = new Set<NodeJS.Timeout>();
+  let closing = false;
+
+  const wait = (ms: number) =>
+    new Promise<void>((resolve) => {
+      if (ms <= 0) return resolve();
+      const timer = setTimeout(() => {
+        timers.delete(timer);
+        resolve();
+      }, ms);
+      timers.add(timer);
+    });
+
+  const health = () => ({
+    status: "ok",
+    test_double: true,
+    note: "atropos-edge inference simulator: a TEST DOUBLE with scripted answers, not a model",
+    model,
+    tokenizer: tokenizer.name,
+  });
+
+  async function handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
+    stats.requests++;
+    const path = (req.url ?? "/").split("?")[0] ?? "/";
+    stats.byRoute[`${req.method} ${path}`] = (stats.byRoute[`${req.method} ${path}`] ?? 0) + 1;
+    if (req.method === "GET" && (path === "/health" || path === "/health/"))
+      return send(res, 200, health());
+    if (req.method === "GET" && path === "/v1/models") {
+      return send(res, 200, {
+        object: "list",
+        data: [{ id: model, object: "model", created: 0, owned_by: "atropos-edge-simulator" }],
+      });
+    }
+    const handler = req.method === "POST" ? GENERATION_ROUTES[path] : undefined;
+    if (!handler)
+      return send(res, 404, errorBody(`no route ${req.method} ${path}`, "not_found", 404));
+
+    const requestNumber = stats.generationRequests++;
+    const fault = faultFor(requestNumber, faults);
+    if (fault) stats.faults[fault]++;
+    const raw = await readBody(req);
+    const jitter = jitterMs > 0 ? seededRng(seed, "latency", requestNumber)() * jitterMs : 0;
+    await wait(latencyMs + jitter + (fault === "slow" ? (faults.slowMs ?? 500) : 0));
+    if (closing) return;
+    if (fault === "timeout") return; // hold the connection until the client gives up
+    if (fault === "error")
+      return send(res, 500, errorBody("simulated server fault", "server_error", 500));
+
+    let body: Body;
+    try {
+      const parsed = JSON.parse(raw) as unknown;
+      if (!parsed || typeof parsed !== "object" || Array.isArray(parsed))
+        throw new BadRequest("body must be a JSON object");
+      body = parsed as Body;
+    } catch (error) {
+      return send(
+        res,
+        400,
+        errorBody(
+          error instanceof BadRequest ? error.message : "invalid JSON",
+          "invalid_request_error",
+          400,
+        ),
+      );
+    }
+    let result: Body | Body[];
+    try {
+      result = handler(protocol, body);
+    } catch (error) {
+      if (error instanceof BadRequest)
+        return send(res, 400, errorBody(error.message, "invalid_request_error", 400));
+      throw error;
+    }
+    if (fault === "truncate") return sendTruncated(res, result);
+    send(res, 200, result);
+  }
+
+  const server = createServer((req, res) => {
+    stats.inFlight++;
+    res.on("close", () => stats.inFlight--);
+    handle(req, res).catch((error: unknown) => {
+      if (!res.headersSent) send(res, 500, errorBody(String(error), "server_error", 500));
+      else res.destroy();
+    });
+  });
+  server.on("connection", (socket) => {
+    sockets.add(socket);
+    socket.on("close", () => sockets.delete(socket));
+  });
+  await new Promise<void>((resolve, reject) => {
+    server.once("error", reject);
+    server.listen(options.port ?? 0, host, () => resolve());
+  });
+  const port = (server.address() as AddressInfo).port;
+  const hostForUrl = host.includes(":") ? `[${host}]` : host;
+
+  return {
+    url: `http://${hostForUrl}:${port}`,
+    port,
+    stats: () => structuredClone(stats),
+    close: () =>
+      new Promise<void>((resolve) => {
+        closing = true;
+        for (const timer of timers) clearTimeout(timer);
+        for (const socket of sockets) socket.destroy();
+        server.close(() => resolve());
+      }),
+  };
+}
+
+function errorBody(message: string, type: string, code: number): Body {
+  return { error: { message, type, code } };
+}
+
+function send(res: ServerResponse, status: number, body: unknown): void {
+  const text = JSON.stringify(body);
+  res.writeHead(status, {
+    "content-type": "application/json",
+    "content-length": Buffer.byteLength(text),
+  });
+  res.end(text);
+}
+
+/** Promises the full length, sends half, then drops the connection. */
+function sendTruncated(res: ServerResponse, body: unknown): void {
+  const bytes = Buffer.from(JSON.stringify(body));
+  res.writeHead(200, { "content-type": "application/json", "content-length": bytes.length });
+  res.write(bytes.subarray(0, Math.floor(bytes.length / 2)), () => res.socket?.destroy());
+}
+
+function readBody(req: IncomingMessage): Promise<string> {
+  return new Promise((resolve, reject) => {
+    const chunks: Buffer[] = [];
+    let size = 0;
+    req.on("data", (chunk: Buffer) => {
+      size += chunk.length;
+      if (size > MAX_BODY_BYTES) {
+        req.destroy();
+        reject(new Error("request body too large"));
+      } else chunks.push(chunk);
+    });
+    req.on("end", () => resolve(Buffer.concat(chunks).toString("utf8")));
+    req.on("error", reject);
+  });
+}

@@ -1,0 +1,382 @@
+/**
+ * The dashboard in a real browser (Debian's Chromium via playwright-core) against a real
+ * `wrangler dev`: groups are fed through the Atropos wire API, batches leased and acked through
+ * /v1, and every page is checked against the JSON the API serves. Screenshots of each page are
+ * written to docs/screenshots/ for docs/DASHBOARD.md.
+ */
+import { mkdirSync, mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import path from "node:path";
+import { chromium, type Page } from "playwright-core";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { startDevServer } from "./harness";
+
+const CHROMIUM = "/usr/bin/chromium";
+const CHROMIUM_ARGS = [
+  "--headless=new",
+  "--no-sandbox",
+  "--disable-gpu",
+  "--disable-quic",
+  "--no-first-run",
+  "--disable-background-networking",
+  "--disable-component-update",
+  "--disable-sync",
+];
+const SCREENSHOTS = path.join(import.meta.dirname, "../../docs/screenshots");
+const RUN = "default";
+const BATCH_SIZE = 8;
+const MASKED = -100;
+/** Model output that would execute if the dashboard ever rendered data as HTML. */
+const HOSTILE_OUTPUT =
+  '<script>window.__xss = "script"</script><img src=x onerror="window.__xss = \'img\'">';
+
+type Json = Record<string, unknown>;
+
+interface StatsJson {
+  step: number;
+  policy_version: number;
+  queue: { groups: number; sequences: number };
+  leases: { outstanding: number };
+  dead_letters: { count: number };
+  envs: {
+    env_id: number;
+    name: string;
+    status: string;
+    groups_submitted: number;
+    sequences_submitted: number;
+  }[];
+}
+interface GroupsJson {
+  groups: { id: number | string; env_id: number | null; env_name: string | null }[];
+  next_cursor: number | string | null;
+}
+interface BatchesJson {
+  batches: { batch_id: number | string; status: string; num_seqs: number; groups: unknown[] }[];
+}
+
+/** Same formatting as the dashboard's fmtInt. */
+const int = (n: number) => Math.round(n).toLocaleString("en-US");
+
+async function call(base: string, method: string, route: string, body?: unknown): Promise<Json> {
+  const res = await fetch(`${base}${route}`, {
+    method,
+    headers: body === undefined ? {} : { "content-type": "application/json" },
+    body: body === undefined ? undefined : JSON.stringify(body),
+  });
+  const text = await res.text();
+  if (!res.ok) throw new Error(`${method} ${route} → ${res.status}: ${text}`);
+  return text ? (JSON.parse(text) as Json) : {};
+}
+
+/**
+ * One scored group: `size` sequences of a 6-token prompt and an 8-token completion, with
+ * per-token sampling logprobs and chat messages. Scores differ within the group.
+ */
+function scoredGroup(envId: number, size: number, seed: number, assistantText?: string): Json {
+  const tokens: number[][] = [];
+  const masks: number[][] = [];
+  const logprobs: number[][] = [];
+  const messages: Json[][] = [];
+  const scores: number[] = [];
+  for (let s = 0; s < size; s++) {
+    const seq = Array.from({ length: 14 }, (_, j) => 100 + ((seed * 31 + s * 7 + j * 13) % 900));
+    tokens.push(seq);
+    masks.push(seq.map((t, j) => (j < 6 ? MASKED : t)));
+    logprobs.push(seq.map((_, j) => (j < 6 ? 1 : -((seed + s + j) % 5) / 2)));
+    scores.push(s % 2 === 0 ? 1 - seed / 20 : -0.5 + seed / 40);
+    messages.push([
+      { role: "user", content: `Question ${seed}: what is ${seed} + ${s}?` },
+      { role: "assistant", content: assistantText ?? `The answer is ${seed + s}.` },
+    ]);
+  }
+  return {
+    tokens,
+    masks,
+    scores,
+    inference_logprobs: logprobs,
+    messages,
+    generation_params: { temperature: 1 },
+    env_id: envId,
+  };
+}
+
+/** Registers a trainer and two envs, submits groups, leases two batches and acks one. */
+async function seed(base: string) {
+  await call(base, "POST", "/register", {
+    wandb_group: "e2e",
+    wandb_project: "dashboard",
+    batch_size: BATCH_SIZE,
+    max_token_len: 512,
+    checkpoint_dir: "",
+    save_checkpoint_interval: 0,
+    starting_step: 0,
+    num_steps: 100,
+  });
+  await call(base, "GET", "/batch"); // Atropos: the first pull lets envs register
+  const math = await call(base, "POST", "/register-env", {
+    max_token_length: 512,
+    desired_name: "math",
+    weight: 1,
+    group_size: 4,
+  });
+  const code = await call(base, "POST", "/register-env", {
+    max_token_length: 512,
+    desired_name: "code",
+    weight: 0.5,
+    group_size: 2,
+    min_batch_allocation: 0.25,
+  });
+  const mathId = Number(math.env_id);
+  const codeId = Number(code.env_id);
+  for (let i = 0; i < 6; i++) await call(base, "POST", "/scored_data", scoredGroup(mathId, 4, i));
+  for (let i = 0; i < 5; i++) await call(base, "POST", "/scored_data", scoredGroup(codeId, 2, 10 + i));
+  await call(base, "POST", "/scored_data", scoredGroup(mathId, 4, 99, HOSTILE_OUTPUT));
+  await call(base, "POST", `/v1/runs/${RUN}/envs/${mathId}/evals`, {
+    step: 0,
+    metrics: { accuracy: 0.25 },
+  });
+  await call(base, "POST", `/v1/runs/${RUN}/envs/${mathId}/evals`, {
+    step: 1,
+    metrics: { accuracy: 0.5 },
+  });
+  const first = await call(base, "POST", `/v1/runs/${RUN}/batches/lease`, {});
+  await call(base, "POST", `/v1/runs/${RUN}/batches/${first.batch_id}/ack`, {
+    lease_id: first.lease_id,
+  });
+  const second = await call(base, "POST", `/v1/runs/${RUN}/batches/lease`, {});
+  return { mathId, codeId, ackedBatch: first.batch_id, leasedBatch: second.batch_id };
+}
+
+async function open(page: Page, base: string, hash: string) {
+  await page.goto(`${base}/dashboard/${hash}`);
+  await page.waitForSelector("main[data-state=ready]");
+}
+
+async function screenshot(page: Page, name: string) {
+  await page.screenshot({ path: path.join(SCREENSHOTS, `${name}.png`), fullPage: true });
+}
+
+/** Chromium with a fresh profile, as CI runs it. */
+async function launchBrowser() {
+  const userDataDir = mkdtempSync(path.join(tmpdir(), "atropos-dashboard-chromium-"));
+  const context = await chromium.launchPersistentContext(userDataDir, {
+    executablePath: CHROMIUM,
+    args: CHROMIUM_ARGS,
+    headless: true,
+    viewport: { width: 1366, height: 768 },
+  });
+  const page = context.pages()[0] ?? (await context.newPage());
+  return {
+    context,
+    page,
+    close: async () => {
+      await context.close();
+      rmSync(userDataDir, { recursive: true, force: true });
+    },
+  };
+}
+
+describe("dashboard in Chromium against wrangler dev", () => {
+  let server: Awaited<ReturnType<typeof startDevServer>>;
+  let browser: Awaited<ReturnType<typeof launchBrowser>>;
+  let page: Page;
+  let seeded: Awaited<ReturnType<typeof seed>>;
+  const pageErrors: string[] = [];
+  const api = <T>(route: string) => call(server.url, "GET", route) as Promise<T>;
+
+  beforeAll(async () => {
+    mkdirSync(SCREENSHOTS, { recursive: true });
+    server = await startDevServer();
+    seeded = await seed(server.url);
+    browser = await launchBrowser();
+    page = browser.page;
+    page.on("pageerror", (error) => pageErrors.push(error.message));
+  });
+
+  afterAll(async () => {
+    await browser?.close();
+    await server?.stop();
+  });
+
+  it("serves the dashboard with a fast first paint", async () => {
+    const started = Date.now();
+    await open(page, server.url, "#/overview");
+    const loadedMs = Date.now() - started;
+    const firstPaintMs = await page.evaluate(
+      () => performance.getEntriesByName("first-contentful-paint")[0]?.startTime ?? -1,
+    );
+    expect(firstPaintMs).toBeGreaterThan(0);
+    expect(firstPaintMs).toBeLessThan(1000);
+    expect(loadedMs).toBeLessThan(5000);
+  });
+
+  it("is keyboard navigable with a visible focus indicator", async () => {
+    await open(page, server.url, "#/overview");
+    let focusedText = "";
+    for (let presses = 0; presses < 10 && focusedText !== "Envs"; presses++) {
+      await page.keyboard.press("Tab");
+      focusedText = await page.evaluate(() => document.activeElement?.textContent?.trim() ?? "");
+    }
+    expect(focusedText).toBe("Envs");
+    const outline = await page.evaluate(() => {
+      const el = document.activeElement;
+      return el ? getComputedStyle(el).outlineStyle : "none";
+    });
+    expect(outline).not.toBe("none");
+    await page.keyboard.press("Enter");
+    await page.waitForURL(/#\/envs$/);
+    await page.waitForSelector("main[data-route=envs][data-state=ready]");
+    expect(await page.locator("nav [aria-current=page]").textContent()).toBe("Envs");
+  });
+
+  it("overview shows the run's numbers from /stats", async () => {
+    await open(page, server.url, "#/overview");
+    const stats = await api<StatsJson>(`/v1/runs/${RUN}/stats`);
+    const kpi = (key: string) => page.locator(`[data-kpi="${key}"]`);
+    await expect.poll(() => kpi("step").textContent()).toBe(int(stats.step));
+    expect(stats.step).toBeGreaterThanOrEqual(2);
+    await expect.poll(() => kpi("policy_version").textContent()).toBe(int(stats.policy_version));
+    await expect.poll(() => kpi("queue_groups").textContent()).toBe(int(stats.queue.groups));
+    await expect.poll(() => kpi("queue_sequences").textContent()).toBe(int(stats.queue.sequences));
+    await expect
+      .poll(() => kpi("leases_outstanding").textContent())
+      .toBe(int(stats.leases.outstanding));
+    expect(stats.leases.outstanding).toBe(1);
+    await expect.poll(() => kpi("dead_letters").textContent()).toBe(int(stats.dead_letters.count));
+    expect(await page.locator("[data-testid=queue-by-env] tbody tr").count()).toBeGreaterThan(0);
+    await page.waitForSelector(".uplot");
+    await screenshot(page, "overview");
+  });
+
+  it("envs page lists every env with its counters", async () => {
+    await open(page, server.url, "#/envs");
+    const stats = await api<StatsJson>(`/v1/runs/${RUN}/stats`);
+    const rows = page.locator("[data-testid=envs-table] tbody tr");
+    await expect.poll(() => rows.count()).toBe(stats.envs.length);
+    expect(stats.envs.length).toBe(2);
+    for (const env of stats.envs) {
+      const row = page.locator(`[data-testid=envs-table] tr[data-env-id="${env.env_id}"]`);
+      expect(await row.locator("[data-field=name]").textContent()).toContain(env.name);
+      expect(await row.locator("[data-field=status] .pill").textContent()).toBe(env.status);
+      expect(await row.locator("[data-field=groups_submitted]").textContent()).toBe(
+        int(env.groups_submitted),
+      );
+      expect(await row.locator("[data-field=sequences_submitted]").textContent()).toBe(
+        int(env.sequences_submitted),
+      );
+    }
+    // Evaluation results reported for the math env show up in its card.
+    const mathCard = page.locator(`section.env-card[data-env-id="${seeded.mathId}"]`);
+    await expect.poll(() => mathCard.locator("[data-field=accuracy]").textContent()).toBe("0.5");
+    await page.waitForSelector(`section.env-card[data-env-id="${seeded.mathId}"] .uplot`);
+    await screenshot(page, "envs");
+  });
+
+  it("rollouts explorer lists groups, filters by env, and paginates", async () => {
+    await open(page, server.url, "#/rollouts");
+    const all = await api<GroupsJson>(`/v1/runs/${RUN}/groups?limit=50`);
+    const rows = page.locator("[data-testid=groups-table] tbody tr[data-group-id]");
+    await expect.poll(() => rows.count()).toBe(all.groups.length);
+    expect(await rows.first().getAttribute("data-group-id")).toBe(String(all.groups[0]?.id));
+
+    await page.selectOption("select[name=env_id]", String(seeded.codeId));
+    await page.click("button[type=submit]");
+    await page.waitForURL(new RegExp(`env_id=${seeded.codeId}`));
+    await page.waitForSelector("main[data-state=ready]");
+    const filtered = await api<GroupsJson>(`/v1/runs/${RUN}/groups?env_id=${seeded.codeId}`);
+    expect(filtered.groups.length).toBe(5);
+    await expect.poll(() => rows.count()).toBe(filtered.groups.length);
+    const envCells = await rows.locator("[data-field=env]").allTextContents();
+    expect(new Set(envCells)).toEqual(new Set([filtered.groups[0]?.env_name]));
+    await screenshot(page, "rollouts");
+  });
+
+  it("a rollout renders model output as text, never as markup", async () => {
+    const all = await api<GroupsJson>(`/v1/runs/${RUN}/groups?env_id=${seeded.mathId}&limit=50`);
+    // The hostile group was submitted last, so it is first in newest-first order.
+    const hostile = all.groups[0];
+    expect(hostile).toBeDefined();
+    await open(page, server.url, "#/rollouts");
+    await page.click(`tr[data-group-id="${hostile?.id}"] [data-field=id] a`);
+    await page.waitForSelector("[data-testid=group-meta]");
+    const messageTexts = await page.locator(".msg-assistant .msg-content").allTextContents();
+    expect(messageTexts).toContain(HOSTILE_OUTPUT);
+    expect(await page.locator("[data-testid=compare-left] [data-field=compare_text]").textContent()).toBe(
+      HOSTILE_OUTPUT,
+    );
+    expect(await page.locator("main img").count()).toBe(0);
+    expect(await page.locator("main script").count()).toBe(0);
+    expect(await page.evaluate(() => (window as unknown as { __xss?: string }).__xss)).toBeUndefined();
+    // Tokens: 6 prompt + 8 completion per sequence, shaded by mask.
+    const firstSeq = page.locator("details.seq[data-seq='0']");
+    expect(await firstSeq.locator(".tok-prompt").count()).toBe(6);
+    expect(await firstSeq.locator(".tok-completion").count()).toBe(8);
+    await screenshot(page, "rollout");
+  });
+
+  it("batches page shows leased and acked batches with manifests", async () => {
+    await open(page, server.url, "#/batches");
+    const { batches } = await api<BatchesJson>(`/v1/runs/${RUN}/batches`);
+    expect(batches.map((b) => b.status).sort()).toEqual(["acked", "leased"]);
+    const rows = page.locator("[data-testid=batches-table] tbody tr[data-batch-id]");
+    await expect.poll(() => rows.count()).toBe(batches.length);
+    for (const batch of batches) {
+      const row = page.locator(`tr[data-batch-id="${batch.batch_id}"]`);
+      expect(await row.locator("[data-field=status] .pill").textContent()).toBe(batch.status);
+      expect(await row.locator("[data-field=num_seqs]").textContent()).toBe(int(batch.num_seqs));
+      expect(batch.num_seqs).toBe(BATCH_SIZE);
+    }
+    const acked = page.locator(`tr[data-batch-id="${seeded.ackedBatch}"]`);
+    await acked.getByRole("button", { name: "Manifest" }).click();
+    const manifest = page.locator(`#manifest-${seeded.ackedBatch} tbody tr`);
+    const ackedJson = batches.find((b) => String(b.batch_id) === String(seeded.ackedBatch));
+    expect(await manifest.count()).toBe(ackedJson?.groups.length);
+    await screenshot(page, "batches");
+    expect(pageErrors).toEqual([]);
+  });
+});
+
+describe("dashboard on a deployment with an API token", () => {
+  const TOKEN = "e2e-dashboard-token";
+  let server: Awaited<ReturnType<typeof startDevServer>>;
+  let browser: Awaited<ReturnType<typeof launchBrowser>>;
+
+  beforeAll(async () => {
+    server = await startDevServer({ vars: { API_TOKEN: TOKEN } });
+    browser = await launchBrowser();
+  });
+
+  afterAll(async () => {
+    await browser?.close();
+    await server?.stop();
+  });
+
+  it("asks for the token on 401, rejects a wrong one, and keeps it in sessionStorage only", async () => {
+    const { page } = browser;
+    const bearer: (string | null)[] = [];
+    page.on("request", (request) => {
+      if (request.url().includes("/v1/runs/default/stats")) bearer.push(request.headers().authorization ?? null);
+    });
+    await page.goto(`${server.url}/dashboard/#/overview`);
+    const dialog = page.locator("#token-dialog");
+    await dialog.waitFor({ state: "visible" });
+    expect(await page.locator("main").getAttribute("data-state")).not.toBe("ready");
+
+    await page.fill("#token-input", "wrong-token");
+    await page.click("#token-dialog button[type=submit]");
+    await page.locator("#token-error").waitFor({ state: "visible" });
+    expect(await page.locator("#token-error").textContent()).toContain("rejected");
+
+    await page.fill("#token-input", TOKEN);
+    await page.click("#token-dialog button[type=submit]");
+    await page.waitForSelector("main[data-state=ready]");
+    expect(await dialog.isVisible()).toBe(false);
+    expect(bearer).toContain(`Bearer ${TOKEN}`);
+    const storage = await page.evaluate(() => ({
+      session: Object.values({ ...sessionStorage }),
+      local: Object.keys({ ...localStorage }),
+    }));
+    expect(storage.session).toContain(TOKEN);
+    expect(storage.local).toEqual([]);
+  });
+});

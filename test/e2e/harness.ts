@@ -1,0 +1,167 @@
+/**
+ * Starts real `wrangler dev` processes (via scripts/dev.mjs) on free loopback ports with fresh
+ * state directories, for end-to-end tests. Every process started here is stopped by `stop()`.
+ */
+import { type ChildProcess, spawn } from "node:child_process";
+import { mkdtempSync } from "node:fs";
+import { createServer } from "node:net";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+
+export const ROOT = join(import.meta.dirname, "..", "..");
+
+export async function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const server = createServer();
+    server.listen(0, "127.0.0.1", () => {
+      const address = server.address();
+      const port = typeof address === "object" && address ? address.port : 0;
+      server.close(() => resolve(port));
+    });
+    server.on("error", reject);
+  });
+}
+
+export interface DevServer {
+  url: string;
+  port: number;
+  persistTo: string;
+  process: ChildProcess;
+  logs: () => string;
+  stop(signal?: NodeJS.Signals): Promise<void>;
+}
+
+export async function startDevServer(
+  options: { port?: number; persistTo?: string; vars?: Record<string, string> } = {},
+): Promise<DevServer> {
+  const port = options.port ?? (await freePort());
+  const persistTo = options.persistTo ?? mkdtempSync(join(tmpdir(), "atropos-edge-state-"));
+  const varArgs = Object.entries(options.vars ?? {}).flatMap(([k, v]) => ["--var", `${k}:${v}`]);
+  const child = spawn(
+    process.execPath,
+    [join(ROOT, "scripts", "dev.mjs"), "--port", String(port), "--persist-to", persistTo, ...varArgs],
+    { cwd: ROOT, detached: true, stdio: ["ignore", "pipe", "pipe"], env: { ...process.env } },
+  );
+  let output = "";
+  child.stdout?.on("data", (d) => {
+    output += String(d);
+  });
+  child.stderr?.on("data", (d) => {
+    output += String(d);
+  });
+  const url = `http://127.0.0.1:${port}`;
+  const deadline = Date.now() + 90_000;
+  for (;;) {
+    if (child.exitCode !== null) throw new Error(`wrangler dev exited early:\n${output}`);
+    try {
+      const res = await fetch(`${url}/`, { signal: AbortSignal.timeout(1000) });
+      if (res.ok) {
+        await res.arrayBuffer();
+        break;
+      }
+    } catch {
+      // not up yet
+    }
+    if (Date.now() > deadline) {
+      process.kill(-child.pid!, "SIGKILL");
+      throw new Error(`wrangler dev did not start within 90 s:\n${output}`);
+    }
+    await new Promise((r) => setTimeout(r, 300));
+  }
+  return {
+    url,
+    port,
+    persistTo,
+    process: child,
+    logs: () => output,
+    stop: async (signal: NodeJS.Signals = "SIGTERM") => {
+      if (child.exitCode !== null) return;
+      const exited = new Promise<void>((resolve) => child.once("exit", () => resolve()));
+      try {
+        process.kill(-child.pid!, signal);
+      } catch {
+        return;
+      }
+      const timer = setTimeout(() => {
+        try {
+          process.kill(-child.pid!, "SIGKILL");
+        } catch {
+          // already gone
+        }
+      }, 5000);
+      await exited;
+      clearTimeout(timer);
+    },
+  };
+}
+
+export const REGISTRATION = {
+  wandb_group: "g",
+  wandb_project: "p",
+  batch_size: 8,
+  max_token_len: 2048,
+  checkpoint_dir: "checkpoints",
+  save_checkpoint_interval: 10,
+  starting_step: 0,
+  num_steps: 100,
+};
+
+/** A deterministic group of `size` sequences; `seed` makes its content unique. */
+export function makeGroup(seed: number, size: number, envId: number | null, length = 8) {
+  const tokens: number[][] = [];
+  const masks: number[][] = [];
+  const logprobs: number[][] = [];
+  for (let s = 0; s < size; s++) {
+    const seq = Array.from({ length }, (_, i) => (seed * 7919 + s * 104729 + i) % 150000);
+    tokens.push(seq);
+    masks.push(seq.map((t, i) => (i < length / 2 ? -100 : t)));
+    logprobs.push(seq.map((_, i) => (i < length / 2 ? 1.0 : -((seed + s + i) % 97) / 10)));
+  }
+  return {
+    tokens,
+    masks,
+    scores: Array.from({ length: size }, (_, s) => ((seed + s) % 3) - 1),
+    inference_logprobs: logprobs,
+    messages: tokens.map((_, s) => [
+      { role: "user", content: `question ${seed}` },
+      { role: "assistant", content: `answer ${seed}.${s}` },
+    ]),
+    env_id: envId,
+  };
+}
+
+export async function postJson(url: string, body: unknown, headers: Record<string, string> = {}) {
+  const res = await fetch(url, {
+    method: "POST",
+    headers: { "content-type": "application/json", ...headers },
+    body: JSON.stringify(body),
+  });
+  const text = await res.text();
+  return { status: res.status, headers: res.headers, text, json: () => JSON.parse(text) };
+}
+
+/** Registers a trainer and envs in `run` and submits `groups` groups round-robin across envs. */
+export async function seedRun(
+  url: string,
+  opts: { run?: string; envs?: { name: string; groupSize: number }[]; groups?: number; batchSize?: number },
+) {
+  const base = !opts.run || opts.run === "default" ? url : `${url}/runs/${opts.run}`;
+  await postJson(`${base}/register`, { ...REGISTRATION, batch_size: opts.batchSize ?? 8 });
+  const envs = opts.envs ?? [{ name: "gsm8k", groupSize: 4 }];
+  const envIds: number[] = [];
+  for (const e of envs) {
+    const r = await postJson(`${base}/register-env`, {
+      max_token_length: 2048,
+      desired_name: e.name,
+      weight: 1,
+      group_size: e.groupSize,
+    });
+    envIds.push(r.json().env_id);
+  }
+  for (let i = 0; i < (opts.groups ?? 8); i++) {
+    const k = i % envs.length;
+    const r = await postJson(`${base}/scored_data`, makeGroup(i + 1, envs[k]!.groupSize, envIds[k]!));
+    if (r.status !== 200) throw new Error(`seed failed: ${r.status} ${r.text}`);
+  }
+  return { base, envIds };
+}

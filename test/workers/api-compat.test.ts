@@ -1,0 +1,277 @@
+import { describe, expect, it } from "vitest";
+import { call, group, gzip, json, post, REGISTRATION, setupRun, uniqueRun } from "./helpers";
+
+describe("Atropos wire compatibility", () => {
+  it("answers / and the unregistered defaults exactly like Atropos", async () => {
+    const run = uniqueRun();
+    expect(await json(call("/"))).toEqual({ message: "AtroposLib API" });
+    expect(await json(call(`/runs/${run}/info`))).toEqual({ batch_size: -1, max_token_len: -1 });
+    expect(await json(call(`/runs/${run}/wandb_info`))).toEqual({ group: null, project: null });
+    expect(await json(call(`/runs/${run}/status`))).toEqual({ current_step: 0, queue_size: 0 });
+    expect(await json(call(`/runs/${run}/batch`))).toEqual({
+      status: "error",
+      message: "Trainer not registered. Call /register first.",
+      batch: [],
+    });
+    const latest = await json(call(`/runs/${run}/latest_example`));
+    expect(latest).toEqual({
+      tokens: [],
+      masks: [],
+      scores: [],
+      advantages: [],
+      ref_logprobs: [],
+      generation_params: [],
+      inference_logprobs: [],
+      messages: [],
+      images: [],
+    });
+  });
+
+  it("returns the trainer uuid as a bare 128-bit JSON integer", async () => {
+    const res = await post(`/runs/${uniqueRun()}/register`, REGISTRATION);
+    const text = await res.text();
+    expect(text).toMatch(/^\{"uuid":\d{30,39}\}$/);
+    expect(BigInt(text.slice(8, -1)) < 2n ** 128n).toBe(true);
+  });
+
+  it("does not wedge when data arrives before /register, and re-registration resumes at a new step", async () => {
+    const run = uniqueRun();
+    const early = await post(`/runs/${run}/scored_data`, group(1, 4, null));
+    expect(await early.json()).toEqual({ status: "received" });
+    await post(`/runs/${run}/register`, { ...REGISTRATION, batch_size: 4 });
+    expect(await json(call(`/runs/${run}/info`))).toEqual({ batch_size: 4, max_token_len: 2048 });
+    const batch = await json<{ batch: unknown[] }>(call(`/runs/${run}/batch`));
+    expect(batch.batch).toHaveLength(1);
+    await post(`/runs/${run}/register`, { ...REGISTRATION, batch_size: 2, starting_step: 40 });
+    expect(await json(call(`/runs/${run}/info`))).toEqual({ batch_size: 2, max_token_len: 2048 });
+    expect((await json<{ current_step: number }>(call(`/runs/${run}/status`))).current_step).toBe(40);
+  });
+
+  it("registers envs only after the trainer, with Atropos' naming and fields", async () => {
+    const run = uniqueRun();
+    const env = { max_token_length: 512, desired_name: "gsm8k", weight: 1, group_size: 4 };
+    expect(await json(post(`/runs/${run}/register-env`, env))).toEqual({
+      status: "wait for trainer to start",
+    });
+    await post(`/runs/${run}/register`, { ...REGISTRATION, starting_step: 3 });
+    const first = await json(post(`/runs/${run}/register-env`, env));
+    expect(first).toMatchObject({
+      status: "success",
+      env_id: 0,
+      wandb_name: "gsm8k_0",
+      checkpoint_dir: "ckpt",
+      starting_step: 3,
+      checkpoint_interval: 10,
+      num_steps: 100,
+    });
+    const second = await json(post(`/runs/${run}/register-env`, env));
+    expect(second).toMatchObject({ env_id: 1, wandb_name: "gsm8k_1" });
+  });
+
+  it("resumes an env identity with env_key, and a disconnected env of the same name", async () => {
+    const run = uniqueRun();
+    await post(`/runs/${run}/register`, REGISTRATION);
+    const env = { max_token_length: 512, desired_name: "math", weight: 1, group_size: 4 };
+    const a = await json<{ env_id: number }>(post(`/runs/${run}/register-env`, { ...env, env_key: "worker-a" }));
+    const again = await json<{ env_id: number; resumed: boolean }>(
+      post(`/runs/${run}/register-env`, { ...env, env_key: "worker-a" }),
+    );
+    expect(again.env_id).toBe(a.env_id);
+    expect(again.resumed).toBe(true);
+    const plain = await json<{ env_id: number }>(post(`/runs/${run}/register-env`, env));
+    expect(await json(post(`/runs/${run}/disconnect-env`, { env_id: plain.env_id }))).toEqual({
+      status: "success",
+    });
+    const restarted = await json<{ env_id: number; wandb_name: string }>(post(`/runs/${run}/register-env`, env));
+    expect(restarted.env_id).toBe(plain.env_id);
+    expect(restarted.wandb_name).toBe("math_1");
+  });
+
+  it("computes /status-env exactly like Atropos' worked example", async () => {
+    const run = uniqueRun();
+    await post(`/runs/${run}/register`, REGISTRATION);
+    await post(`/runs/${run}/register-env`, { max_token_length: 512, desired_name: "a", weight: 1, group_size: 4 });
+    await post(`/runs/${run}/register-env`, {
+      max_token_length: 1024,
+      desired_name: "b",
+      weight: 2,
+      group_size: 2,
+      min_batch_allocation: 0.25,
+    });
+    for (let i = 0; i < 4; i++) await post(`/runs/${run}/scored_data`, group(100 + i, 4, 0));
+    await post(`/runs/${run}/scored_data`, group(200, 3, null));
+    // (The GET-with-JSON-body form Python clients use is exercised over real HTTP in test/e2e.)
+    const env0 = await json(call(`/runs/${run}/status-env?env_id=0`));
+    expect(env0).toEqual({
+      current_step: 0,
+      queue_size: 5,
+      unallocated_fraction: 0.75,
+      self_queue_size: 4,
+      max_group_size: 4,
+      env_weight: 0.2,
+    });
+    const env1 = await json(call(`/runs/${run}/status-env?env_id=1`));
+    expect(env1).toEqual({
+      current_step: 0,
+      queue_size: 10,
+      unallocated_fraction: 0.75,
+      self_queue_size: 0,
+      max_group_size: 4,
+      env_weight: 0.8,
+    });
+    const missing = await call(`/runs/${run}/status-env`);
+    expect(missing.status).toBe(422);
+    const unknown = await call(`/runs/${run}/status-env?env_id=9`);
+    expect(unknown.status).toBe(404);
+  });
+
+  it("buffers smaller groups until they sum to group_size, and queues larger ones", async () => {
+    const run = uniqueRun();
+    const { base, envIds } = await setupRun(run, 8, [4]);
+    const envId = envIds[0]!;
+    expect(await json(post(`${base}/scored_data`, group(1, 3, envId)))).toEqual({
+      status: "buffered",
+      buffer_size: 3,
+    });
+    expect(await json(post(`${base}/scored_data`, group(2, 2, envId)))).toEqual({
+      status: "buffered",
+      buffer_size: 5,
+    });
+    // 3 + 1 = 4: the earliest combination is released, the 2 stays buffered.
+    expect(await json(post(`${base}/scored_data`, group(3, 1, envId)))).toEqual({
+      status: "buffered",
+      buffer_size: 2,
+    });
+    expect(await json(call(`${base}/status`))).toEqual({ current_step: 0, queue_size: 2 });
+    expect(await json(post(`${base}/scored_data`, group(4, 8, envId)))).toEqual({ status: "received" });
+    expect(await json(call(`${base}/status`))).toEqual({ current_step: 0, queue_size: 3 });
+  });
+
+  it("serves batches FIFO, one step per batch, with any mix of group sizes", async () => {
+    const run = uniqueRun();
+    const { base, envIds } = await setupRun(run, 6, [4, 2]);
+    await post(`${base}/scored_data`, group(1, 4, envIds[0]!));
+    await post(`${base}/scored_data`, group(2, 4, envIds[0]!));
+    await post(`${base}/scored_data`, group(3, 2, envIds[1]!));
+    await post(`${base}/scored_data`, group(4, 2, envIds[1]!));
+    // Atropos deadlocks here (6 is not a multiple of 4); any combination summing to 6 works.
+    const first = await json<{ batch: { tokens: number[][]; env_id: number }[] }>(call(`${base}/batch`));
+    expect(first.batch.map((g) => g.tokens.length)).toEqual([4, 2]);
+    expect(first.batch[0]!.tokens[0]![0]).toBe(group(1, 4, 0).tokens[0]![0]);
+    expect(await json(call(`${base}/status`))).toEqual({ current_step: 1, queue_size: 2 });
+    const second = await json<{ batch: { tokens: number[][] }[] }>(call(`${base}/batch`));
+    expect(second.batch.map((g) => g.tokens[0]![0])).toEqual([
+      group(2, 4, 0).tokens[0]![0],
+      group(4, 2, 0).tokens[0]![0],
+    ]);
+    const third = await json<{ batch: unknown[] | null }>(call(`${base}/batch`));
+    expect(third.batch).toBeNull();
+    expect(await json(call(`${base}/status`))).toEqual({ current_step: 2, queue_size: 0 });
+  });
+
+  it("serves the 14-key group with coerced numbers: floats as floats, lax strings accepted", async () => {
+    const run = uniqueRun();
+    const { base } = await setupRun(run, 2, [2]);
+    const submitted = {
+      ...group(5, 2, null),
+      env_id: "0",
+      scores: [1, "0.5"],
+      seed: 1234,
+      overrides: [{ set_advantage_to_zero: true }, {}],
+      messages: [[{ role: "dog", content: null, extra: 1 }], [{ role: "user", content: "hi" }]],
+    };
+    expect((await post(`${base}/scored_data`, submitted)).status).toBe(200);
+    const res = await call(`${base}/batch`, { headers: { "accept-encoding": "identity" } });
+    const text = await res.text();
+    expect(text).toContain('"scores":[1.0,0.5]');
+    const batch = JSON.parse(text).batch;
+    expect(Object.keys(batch[0])).toEqual([
+      "tokens",
+      "masks",
+      "scores",
+      "advantages",
+      "ref_logprobs",
+      "messages",
+      "generation_params",
+      "inference_logprobs",
+      "overrides",
+      "group_overrides",
+      "images",
+      "env_id",
+      "distill_token_ids",
+      "distill_logprobs",
+    ]);
+    expect(batch[0].env_id).toBe(0);
+    expect(batch[0].messages[0][0]).toEqual({ role: "dog", content: null, extra: 1 });
+    expect(batch[0].inference_logprobs[0][0]).toBe(1);
+  });
+
+  it("accepts gzip request bodies and rejects a bad one with Atropos' plain-text 400", async () => {
+    const run = uniqueRun();
+    const { base, envIds } = await setupRun(run, 4, [4]);
+    const body = await gzip(JSON.stringify(group(9, 4, envIds[0]!)));
+    const ok = await call(`${base}/scored_data`, {
+      method: "POST",
+      headers: { "content-type": "application/json", "content-encoding": "GZIP" },
+      body,
+    });
+    expect(await ok.json()).toEqual({ status: "received" });
+    const bad = await call(`${base}/scored_data`, {
+      method: "POST",
+      headers: { "content-type": "application/json", "content-encoding": "gzip" },
+      body: "definitely not gzip",
+    });
+    expect(bad.status).toBe(400);
+    expect(await bad.text()).toBe("Invalid gzip payload");
+    const batch = await json<{ batch: { tokens: number[][] }[] }>(call(`${base}/batch`));
+    expect(batch.batch[0]!.tokens).toEqual(group(9, 4, 0).tokens);
+  });
+
+  it("gzips large responses when the client accepts gzip", async () => {
+    const run = uniqueRun();
+    const { base, envIds } = await setupRun(run, 4, [4]);
+    await post(`${base}/scored_data`, group(11, 4, envIds[0]!, 400));
+    const res = await call(`${base}/batch`, { headers: { "accept-encoding": "gzip" } });
+    expect(res.headers.get("content-encoding")).toBe("gzip");
+    const small = await call(`${base}/status`, { headers: { "accept-encoding": "gzip" } });
+    expect(small.headers.get("content-encoding")).toBeNull();
+  });
+
+  it("reports validation errors as FastAPI-style 422 details with a readable message", async () => {
+    const run = uniqueRun();
+    const { tokens, masks } = group(1, 2, null);
+    const missing = await post(`/runs/${run}/scored_data`, { tokens, masks });
+    expect(missing.status).toBe(422);
+    const body = await missing.json<{ detail: { type: string; loc: unknown[] }[]; error: { message: string; request_id: string } }>();
+    expect(body.detail[0]).toMatchObject({ type: "missing", loc: ["body", "scores"] });
+    expect(body.error.message).toContain("scores");
+    expect(body.error.request_id).toBeTruthy();
+    const frac = await post(`/runs/${run}/scored_data`, { tokens: [[1.5]], masks: [[1]], scores: [1] });
+    expect((await frac.json<{ detail: { type: string; loc: unknown[] }[] }>()).detail[0]).toMatchObject({
+      type: "int_from_float",
+      loc: ["body", "tokens", 0, 0],
+    });
+    const noRole = await post(`/runs/${run}/scored_data`, {
+      tokens: [[1]],
+      masks: [[1]],
+      scores: [1],
+      messages: [[{ content: "x" }]],
+    });
+    expect(noRole.status).toBe(422);
+    expect(await noRole.text()).toContain("Message must have 'role' and 'content' fields");
+  });
+
+  it("resets a run with a text answer, and refuses cross-site resets", async () => {
+    const run = uniqueRun();
+    const { base, envIds } = await setupRun(run, 4, [4]);
+    await post(`${base}/scored_data`, group(1, 4, envIds[0]!));
+    const blocked = await call(`${base}/reset_data`, { headers: { "sec-fetch-site": "cross-site" } });
+    expect(blocked.status).toBe(403);
+    expect((await json<{ queue_size: number }>(call(`${base}/status`))).queue_size).toBe(1);
+    const res = await call(`${base}/reset_data`);
+    expect(res.headers.get("content-type")).toContain("text/plain");
+    expect(await res.text()).toBe("Reset successful");
+    expect(await json(call(`${base}/status`))).toEqual({ current_step: 0, queue_size: 0 });
+    expect(await json(call(`${base}/info`))).toEqual({ batch_size: -1, max_token_len: -1 });
+  });
+});

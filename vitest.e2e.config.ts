@@ -1,0 +1,12 @@
+import { defineConfig } from "vitest/config";
+
+// End-to-end: real `wrangler dev` processes, the inference simulator, Python clients, Chromium.
+export default defineConfig({
+  test: {
+    include: ["test/e2e/**/*.test.ts"],
+    environment: "node",
+    testTimeout: 180_000,
+    hookTimeout: 180_000,
+    fileParallelism: false,
+  },
+});
