@@ -34,7 +34,11 @@ function numericArray(
   const check = depth === 1 ? checkNumberList : depth === 2 ? checkNumberMatrix : checkNumberCube;
   const schema = z.custom<number[] | number[][] | number[][][]>().superRefine((value, ctx) => {
     if (value === undefined) {
-      ctx.addIssue({ code: "custom", message: "Field required", params: { pydanticType: "missing" } });
+      ctx.addIssue({
+        code: "custom",
+        message: "Field required",
+        params: { pydanticType: "missing" },
+      });
       return;
     }
     const issue = check(value, kind);

@@ -129,7 +129,8 @@ async function seed(base: string) {
   const mathId = Number(math.env_id);
   const codeId = Number(code.env_id);
   for (let i = 0; i < 6; i++) await call(base, "POST", "/scored_data", scoredGroup(mathId, 4, i));
-  for (let i = 0; i < 5; i++) await call(base, "POST", "/scored_data", scoredGroup(codeId, 2, 10 + i));
+  for (let i = 0; i < 5; i++)
+    await call(base, "POST", "/scored_data", scoredGroup(codeId, 2, 10 + i));
   await call(base, "POST", "/scored_data", scoredGroup(mathId, 4, 99, HOSTILE_OUTPUT));
   await call(base, "POST", `/v1/runs/${RUN}/envs/${mathId}/evals`, {
     step: 0,
@@ -289,6 +290,20 @@ describe("dashboard in Chromium against wrangler dev", () => {
     const envCells = await rows.locator("[data-field=env]").allTextContents();
     expect(new Set(envCells)).toEqual(new Set([filtered.groups[0]?.env_name]));
     await screenshot(page, "rollouts");
+
+    // Cursor pagination, 5 groups a page: page 2 is what the API returns for page 1's cursor.
+    await open(page, server.url, "#/rollouts?limit=5");
+    const page1 = await api<GroupsJson>(`/v1/runs/${RUN}/groups?limit=5`);
+    const page2 = await api<GroupsJson>(
+      `/v1/runs/${RUN}/groups?limit=5&cursor=${page1.next_cursor}`,
+    );
+    const ids = () => rows.evaluateAll((trs) => trs.map((tr) => tr.getAttribute("data-group-id")));
+    await expect.poll(ids).toEqual(page1.groups.map((g) => String(g.id)));
+    await page.getByRole("button", { name: "Next →" }).click();
+    await expect.poll(ids).toEqual(page2.groups.map((g) => String(g.id)));
+    expect(await page.locator("[data-field=page]").textContent()).toBe("Page 2");
+    await page.getByRole("button", { name: "← Previous" }).click();
+    await expect.poll(ids).toEqual(page1.groups.map((g) => String(g.id)));
   });
 
   it("a rollout renders model output as text, never as markup", async () => {
@@ -301,12 +316,14 @@ describe("dashboard in Chromium against wrangler dev", () => {
     await page.waitForSelector("[data-testid=group-meta]");
     const messageTexts = await page.locator(".msg-assistant .msg-content").allTextContents();
     expect(messageTexts).toContain(HOSTILE_OUTPUT);
-    expect(await page.locator("[data-testid=compare-left] [data-field=compare_text]").textContent()).toBe(
-      HOSTILE_OUTPUT,
-    );
+    expect(
+      await page.locator("[data-testid=compare-left] [data-field=compare_text]").textContent(),
+    ).toBe(HOSTILE_OUTPUT);
     expect(await page.locator("main img").count()).toBe(0);
     expect(await page.locator("main script").count()).toBe(0);
-    expect(await page.evaluate(() => (window as unknown as { __xss?: string }).__xss)).toBeUndefined();
+    expect(
+      await page.evaluate(() => (window as unknown as { __xss?: string }).__xss),
+    ).toBeUndefined();
     // Tokens: 6 prompt + 8 completion per sequence, shaded by mask.
     const firstSeq = page.locator("details.seq[data-seq='0']");
     expect(await firstSeq.locator(".tok-prompt").count()).toBe(6);
@@ -355,7 +372,8 @@ describe("dashboard on a deployment with an API token", () => {
     const { page } = browser;
     const bearer: (string | null)[] = [];
     page.on("request", (request) => {
-      if (request.url().includes("/v1/runs/default/stats")) bearer.push(request.headers().authorization ?? null);
+      if (request.url().includes("/v1/runs/default/stats"))
+        bearer.push(request.headers().authorization ?? null);
     });
     await page.goto(`${server.url}/dashboard/#/overview`);
     const dialog = page.locator("#token-dialog");

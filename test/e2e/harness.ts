@@ -39,7 +39,14 @@ export async function startDevServer(
   const varArgs = Object.entries(options.vars ?? {}).flatMap(([k, v]) => ["--var", `${k}:${v}`]);
   const child = spawn(
     process.execPath,
-    [join(ROOT, "scripts", "dev.mjs"), "--port", String(port), "--persist-to", persistTo, ...varArgs],
+    [
+      join(ROOT, "scripts", "dev.mjs"),
+      "--port",
+      String(port),
+      "--persist-to",
+      persistTo,
+      ...varArgs,
+    ],
     { cwd: ROOT, detached: true, stdio: ["ignore", "pipe", "pipe"], env: { ...process.env } },
   );
   let output = "";
@@ -143,7 +150,12 @@ export async function postJson(url: string, body: unknown, headers: Record<strin
 /** Registers a trainer and envs in `run` and submits `groups` groups round-robin across envs. */
 export async function seedRun(
   url: string,
-  opts: { run?: string; envs?: { name: string; groupSize: number }[]; groups?: number; batchSize?: number },
+  opts: {
+    run?: string;
+    envs?: { name: string; groupSize: number }[];
+    groups?: number;
+    batchSize?: number;
+  },
 ) {
   const base = !opts.run || opts.run === "default" ? url : `${url}/runs/${opts.run}`;
   await postJson(`${base}/register`, { ...REGISTRATION, batch_size: opts.batchSize ?? 8 });
@@ -160,7 +172,10 @@ export async function seedRun(
   }
   for (let i = 0; i < (opts.groups ?? 8); i++) {
     const k = i % envs.length;
-    const r = await postJson(`${base}/scored_data`, makeGroup(i + 1, envs[k]!.groupSize, envIds[k]!));
+    const r = await postJson(
+      `${base}/scored_data`,
+      makeGroup(i + 1, envs[k]!.groupSize, envIds[k]!),
+    );
     if (r.status !== 200) throw new Error(`seed failed: ${r.status} ${r.text}`);
   }
   return { base, envIds };

@@ -44,7 +44,9 @@ describe("Atropos wire compatibility", () => {
     expect(batch.batch).toHaveLength(1);
     await post(`/runs/${run}/register`, { ...REGISTRATION, batch_size: 2, starting_step: 40 });
     expect(await json(call(`/runs/${run}/info`))).toEqual({ batch_size: 2, max_token_len: 2048 });
-    expect((await json<{ current_step: number }>(call(`/runs/${run}/status`))).current_step).toBe(40);
+    expect((await json<{ current_step: number }>(call(`/runs/${run}/status`))).current_step).toBe(
+      40,
+    );
   });
 
   it("registers envs only after the trainer, with Atropos' naming and fields", async () => {
@@ -72,7 +74,9 @@ describe("Atropos wire compatibility", () => {
     const run = uniqueRun();
     await post(`/runs/${run}/register`, REGISTRATION);
     const env = { max_token_length: 512, desired_name: "math", weight: 1, group_size: 4 };
-    const a = await json<{ env_id: number }>(post(`/runs/${run}/register-env`, { ...env, env_key: "worker-a" }));
+    const a = await json<{ env_id: number }>(
+      post(`/runs/${run}/register-env`, { ...env, env_key: "worker-a" }),
+    );
     const again = await json<{ env_id: number; resumed: boolean }>(
       post(`/runs/${run}/register-env`, { ...env, env_key: "worker-a" }),
     );
@@ -82,7 +86,9 @@ describe("Atropos wire compatibility", () => {
     expect(await json(post(`/runs/${run}/disconnect-env`, { env_id: plain.env_id }))).toEqual({
       status: "success",
     });
-    const restarted = await json<{ env_id: number; wandb_name: string }>(post(`/runs/${run}/register-env`, env));
+    const restarted = await json<{ env_id: number; wandb_name: string }>(
+      post(`/runs/${run}/register-env`, env),
+    );
     expect(restarted.env_id).toBe(plain.env_id);
     expect(restarted.wandb_name).toBe("math_1");
   });
@@ -90,7 +96,12 @@ describe("Atropos wire compatibility", () => {
   it("computes /status-env exactly like Atropos' worked example", async () => {
     const run = uniqueRun();
     await post(`/runs/${run}/register`, REGISTRATION);
-    await post(`/runs/${run}/register-env`, { max_token_length: 512, desired_name: "a", weight: 1, group_size: 4 });
+    await post(`/runs/${run}/register-env`, {
+      max_token_length: 512,
+      desired_name: "a",
+      weight: 1,
+      group_size: 4,
+    });
     await post(`/runs/${run}/register-env`, {
       max_token_length: 1024,
       desired_name: "b",
@@ -143,7 +154,9 @@ describe("Atropos wire compatibility", () => {
       buffer_size: 2,
     });
     expect(await json(call(`${base}/status`))).toEqual({ current_step: 0, queue_size: 2 });
-    expect(await json(post(`${base}/scored_data`, group(4, 8, envId)))).toEqual({ status: "received" });
+    expect(await json(post(`${base}/scored_data`, group(4, 8, envId)))).toEqual({
+      status: "received",
+    });
     expect(await json(call(`${base}/status`))).toEqual({ current_step: 0, queue_size: 3 });
   });
 
@@ -155,7 +168,9 @@ describe("Atropos wire compatibility", () => {
     await post(`${base}/scored_data`, group(3, 2, envIds[1]!));
     await post(`${base}/scored_data`, group(4, 2, envIds[1]!));
     // Atropos deadlocks here (6 is not a multiple of 4); any combination summing to 6 works.
-    const first = await json<{ batch: { tokens: number[][]; env_id: number }[] }>(call(`${base}/batch`));
+    const first = await json<{ batch: { tokens: number[][]; env_id: number }[] }>(
+      call(`${base}/batch`),
+    );
     expect(first.batch.map((g) => g.tokens.length)).toEqual([4, 2]);
     expect(first.batch[0]!.tokens[0]![0]).toBe(group(1, 4, 0).tokens[0]![0]);
     expect(await json(call(`${base}/status`))).toEqual({ current_step: 1, queue_size: 2 });
@@ -242,12 +257,21 @@ describe("Atropos wire compatibility", () => {
     const { tokens, masks } = group(1, 2, null);
     const missing = await post(`/runs/${run}/scored_data`, { tokens, masks });
     expect(missing.status).toBe(422);
-    const body = await missing.json<{ detail: { type: string; loc: unknown[] }[]; error: { message: string; request_id: string } }>();
+    const body = await missing.json<{
+      detail: { type: string; loc: unknown[] }[];
+      error: { message: string; request_id: string };
+    }>();
     expect(body.detail[0]).toMatchObject({ type: "missing", loc: ["body", "scores"] });
     expect(body.error.message).toContain("scores");
     expect(body.error.request_id).toBeTruthy();
-    const frac = await post(`/runs/${run}/scored_data`, { tokens: [[1.5]], masks: [[1]], scores: [1] });
-    expect((await frac.json<{ detail: { type: string; loc: unknown[] }[] }>()).detail[0]).toMatchObject({
+    const frac = await post(`/runs/${run}/scored_data`, {
+      tokens: [[1.5]],
+      masks: [[1]],
+      scores: [1],
+    });
+    expect(
+      (await frac.json<{ detail: { type: string; loc: unknown[] }[] }>()).detail[0],
+    ).toMatchObject({
       type: "int_from_float",
       loc: ["body", "tokens", 0, 0],
     });
@@ -265,7 +289,9 @@ describe("Atropos wire compatibility", () => {
     const run = uniqueRun();
     const { base, envIds } = await setupRun(run, 4, [4]);
     await post(`${base}/scored_data`, group(1, 4, envIds[0]!));
-    const blocked = await call(`${base}/reset_data`, { headers: { "sec-fetch-site": "cross-site" } });
+    const blocked = await call(`${base}/reset_data`, {
+      headers: { "sec-fetch-site": "cross-site" },
+    });
     expect(blocked.status).toBe(403);
     expect((await json<{ queue_size: number }>(call(`${base}/status`))).queue_size).toBe(1);
     const res = await call(`${base}/reset_data`);

@@ -26,7 +26,11 @@ export async function callWith(
 ): Promise<Response> {
   const app = createApp();
   const ctx = { waitUntil: () => {}, passThroughOnException: () => {}, props: {} };
-  return app.fetch(new Request(`http://api.test${path}`, init), { ...(env as Bindings), ...overrides }, ctx as unknown as ExecutionContext);
+  return app.fetch(
+    new Request(`http://api.test${path}`, init),
+    { ...(env as Bindings), ...overrides },
+    ctx as unknown as ExecutionContext,
+  );
 }
 
 export async function post(path: string, body: unknown, headers: Record<string, string> = {}) {
@@ -37,7 +41,9 @@ export async function post(path: string, body: unknown, headers: Record<string, 
   });
 }
 
-export async function json<T = Record<string, unknown>>(res: Response | Promise<Response>): Promise<T> {
+export async function json<T = Record<string, unknown>>(
+  res: Response | Promise<Response>,
+): Promise<T> {
   return (await res).json() as Promise<T>;
 }
 

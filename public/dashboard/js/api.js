@@ -89,7 +89,9 @@ export async function getJson(path, signal) {
     let message = `${res.status} ${res.statusText}`;
     try {
       // The API's error envelope: {detail, error: {code, message, request_id}}.
-      const body = /** @type {{error?: {message?: unknown}, detail?: unknown}} */ (await res.json());
+      const body = /** @type {{error?: {message?: unknown}, detail?: unknown}} */ (
+        await res.json()
+      );
       const detail = body.error?.message ?? body.detail;
       if (typeof detail === "string") message = `${res.status}: ${detail}`;
     } catch {

@@ -52,8 +52,9 @@ async function idempotent(
   const hash = await requestHash();
   const prior = await findAnswer(c.env.DB, run, key, route, hash);
   if (prior) {
-    c.header("Idempotent-Replayed", "true");
-    return rawJson(prior.response, prior.statusCode);
+    const replay = rawJson(prior.response, prior.statusCode);
+    replay.headers.set("Idempotent-Replayed", "true");
+    return replay;
   }
   const response = JSON.stringify(await handler());
   await storeAnswer(c.env.DB, run, key, route, hash, { statusCode: 200, response });

@@ -55,7 +55,8 @@ export class BlackjackEnv extends BaseEnv<BlackjackItem, BlackjackConfig> {
     return { seed: Math.floor(this.rng.next() * 2 ** 31) };
   }
 
-  async playEpisode(item: BlackjackItem): Promise<BlackjackEpisode> {
+  /** `episode` varies the sampling seed so rollouts of one group differ. */
+  async playEpisode(item: BlackjackItem, episode = 0): Promise<BlackjackEpisode> {
     const game = new BlackjackGame(shuffledDeck(item.seed));
     const managed = await this.inference.managedServer({ tokenizer: this.tokenizer });
     const messages: ChatMessage[] = [
@@ -70,6 +71,7 @@ export class BlackjackEnv extends BaseEnv<BlackjackItem, BlackjackConfig> {
           n: 1,
           max_tokens: this.config.max_tokens_per_turn,
           temperature: this.config.temperature,
+          seed: (item.seed + episode * 7919 + turn) % 2 ** 31,
         });
         const text = res.choices[0]?.message.content ?? "";
         messages.push({ role: "assistant", content: text });
@@ -103,7 +105,7 @@ export class BlackjackEnv extends BaseEnv<BlackjackItem, BlackjackConfig> {
     item: BlackjackItem,
   ): Promise<[ScoredDataGroup | null, BlackjackItem[]]> {
     const episodes = await Promise.all(
-      Array.from({ length: this.config.group_size }, () => this.playEpisode(item)),
+      Array.from({ length: this.config.group_size }, (_, i) => this.playEpisode(item, i)),
     );
     return [mergeIntoGroup(episodes.map((e) => e.rollout)), []];
   }

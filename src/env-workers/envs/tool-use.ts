@@ -15,7 +15,7 @@ import { BaseEnv, type JsonObject, mergeIntoGroup } from "../base-env";
 import { BaseEnvConfigSchema } from "../config";
 import { advantagesPerToken, processSupervisionAdvantages } from "../rewards/advantages";
 import { answersEquivalent } from "../rewards/math";
-import { SeededRng } from "../runtime/rng";
+import { hashString, SeededRng } from "../runtime/rng";
 import { scoredItemFromNode } from "../runtime/sequences";
 import { calculate, formatNumber } from "./tools/calculator";
 import {
@@ -100,7 +100,8 @@ export class ToolUseEnv extends BaseEnv<ToolTask, ToolUseConfig> {
   }
 
   /** One episode; public so tools and rewards can be inspected in tests and by the CLI. */
-  async runEpisode(task: ToolTask): Promise<Episode> {
+  async runEpisode(task: ToolTask, episode = 0): Promise<Episode> {
+    const baseSeed = hashString(task.id) + episode * 7919;
     const store = new Map<string, string>();
     const toolbox = new Toolbox(standardTools(store, this.config.tool_timeout_ms));
     const tools = toolbox.definitions();
@@ -122,6 +123,7 @@ export class ToolUseEnv extends BaseEnv<ToolTask, ToolUseConfig> {
           n: 1,
           max_tokens: this.config.max_token_length,
           temperature: this.config.temperature,
+          seed: (baseSeed + turn) % 2 ** 31,
         });
         const choice = res.choices[0];
         if (!choice) throw new Error("inference returned no choice");
@@ -178,7 +180,7 @@ export class ToolUseEnv extends BaseEnv<ToolTask, ToolUseConfig> {
     task: ToolTask,
   ): Promise<[ScoredDataGroup | null, ToolTask[]]> {
     const episodes = await Promise.all(
-      Array.from({ length: this.config.group_size }, () => this.runEpisode(task)),
+      Array.from({ length: this.config.group_size }, (_, i) => this.runEpisode(task, i)),
     );
     const turnAdvantages = processSupervisionAdvantages(
       episodes.map((e) => (e.turnRewards.length > 0 ? e.turnRewards : [0])),

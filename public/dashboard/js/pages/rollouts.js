@@ -121,6 +121,7 @@ export function mountRollouts(root, ctx) {
     /** @type {Record<string, string>} */
     const params = {};
     for (const key of FILTER_KEYS) params[key] = String(data.get(key) ?? "").trim();
+    params.limit = q.get("limit") ?? "";
     location.hash = hashFor("rollouts", params);
   });
 
@@ -153,6 +154,8 @@ export function mountRollouts(root, ctx) {
     ]),
   );
 
+  // Page size comes from the link (#/rollouts?limit=20) so a view can be shared; the API caps it.
+  const pageSize = Math.min(200, Math.max(1, Number(q.get("limit")) || PAGE_SIZE));
   /** @type {(import("../api.js").Id | null)[]} cursors[i] fetches page i */
   const cursors = [null];
   let pageIndex = 0;
@@ -170,7 +173,7 @@ export function mountRollouts(root, ctx) {
       policy_version: q.get("policy_version"),
       since: windowMinutes > 0 ? Date.now() - windowMinutes * 60_000 : q.get("since"),
       until: q.get("until"),
-      limit: PAGE_SIZE,
+      limit: pageSize,
     };
   };
   const described = FILTER_KEYS.filter((k) => q.get(k)).map((k) =>

@@ -1,0 +1,255 @@
+/**
+ * TrainerClient: the trainer side of the rollout API with web-standard fetch only (Node or Worker).
+ * Exactly-once delivery through lease/ack (/v1/runs/{run}/batches/…), Atropos registration, policy
+ * versions and stats. Network errors and 5xx are retried with exponential backoff + jitter; 4xx are
+ * reported at once with the server's message.
+ */
+import type { ScoredDataGroup } from "../core/group-types";
+
+export interface TrainerClientOptions {
+  url: string;
+  run?: string;
+  token?: string;
+  /** Attempts per request on 5xx / network errors (default 4). */
+  attempts?: number;
+  baseDelayMs?: number;
+  maxDelayMs?: number;
+  fetch?: typeof fetch;
+}
+
+/** Atropos' /register body (snake_case on the wire). */
+export interface TrainerRegistration {
+  batch_size: number;
+  max_token_len: number;
+  num_steps: number;
+  wandb_group?: string;
+  wandb_project?: string;
+  checkpoint_dir?: string;
+  save_checkpoint_interval?: number;
+  starting_step?: number;
+}
+
+/** A group as delivered to a trainer (env_id and policy_version stamped by the API). */
+export type DeliveredGroup = ScoredDataGroup & Record<string, unknown>;
+
+export interface LeasedBatch {
+  batchId: string;
+  leaseId: string;
+  step: number;
+  leaseExpiresAt: number;
+  redelivered: boolean;
+  groups: DeliveredGroup[];
+}
+
+export type LeaseResult = { batch: LeasedBatch; reason: null } | { batch: null; reason: string };
+
+export class TrainerApiError extends Error {
+  constructor(
+    message: string,
+    readonly status: number,
+    readonly body: string,
+  ) {
+    super(message);
+    this.name = "TrainerApiError";
+  }
+}
+
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+
+export class TrainerClient {
+  readonly url: string;
+  readonly run: string;
+  private readonly token: string | undefined;
+  private readonly attempts: number;
+  private readonly baseDelayMs: number;
+  private readonly maxDelayMs: number;
+  private readonly doFetch: typeof fetch;
+
+  constructor(options: TrainerClientOptions) {
+    this.url = options.url.replace(/\/+$/, "");
+    this.run = options.run ?? "default";
+    this.token = options.token;
+    this.attempts = Math.max(1, options.attempts ?? 4);
+    this.baseDelayMs = options.baseDelayMs ?? 250;
+    this.maxDelayMs = options.maxDelayMs ?? 5000;
+    this.doFetch = options.fetch ?? ((input, init) => fetch(input, init));
+  }
+
+  /** Atropos paths: root for run "default", /runs/{run} otherwise. */
+  private get atroposBase(): string {
+    return this.run === "default" ? this.url : `${this.url}/runs/${encodeURIComponent(this.run)}`;
+  }
+
+  private get v1Base(): string {
+    return `${this.url}/v1/runs/${encodeURIComponent(this.run)}`;
+  }
+
+  private async send(
+    method: "GET" | "POST",
+    url: string,
+    body?: unknown,
+  ): Promise<{ status: number; text: string; headers: Headers }> {
+    const headers: Record<string, string> = { "Accept-Encoding": "gzip" };
+    if (body !== undefined) headers["Content-Type"] = "application/json";
+    if (this.token) headers.Authorization = `Bearer ${this.token}`;
+    let lastError: unknown;
+    for (let attempt = 0; attempt < this.attempts; attempt++) {
+      if (attempt > 0) {
+        const cap = Math.min(this.maxDelayMs, this.baseDelayMs * 2 ** (attempt - 1));
+        await sleep(cap / 2 + Math.random() * (cap / 2));
+      }
+      try {
+        const res = await this.doFetch(url, {
+          method,
+          headers,
+          body: body === undefined ? undefined : JSON.stringify(body),
+        });
+        const text = await res.text();
+        if (res.status >= 500 && attempt < this.attempts - 1) {
+          lastError = new TrainerApiError(`${method} ${url}: HTTP ${res.status}`, res.status, text);
+          continue;
+        }
+        return { status: res.status, text, headers: res.headers };
+      } catch (err) {
+        lastError = err;
+      }
+    }
+    const detail = lastError instanceof Error ? lastError.message : String(lastError);
+    throw new Error(
+      `${method} ${url} failed after ${this.attempts} attempts (${detail}); is the API running? (npm run dev)`,
+    );
+  }
+
+  private parse<T>(res: { status: number; text: string }, what: string): T {
+    if (res.status >= 400) {
+      let message = res.text.slice(0, 300);
+      try {
+        const parsed = JSON.parse(res.text) as { error?: { message?: string }; detail?: unknown };
+        message = parsed.error?.message ?? JSON.stringify(parsed.detail ?? parsed).slice(0, 300);
+      } catch {
+        // not JSON: keep the text
+      }
+      throw new TrainerApiError(`${what}: HTTP ${res.status}: ${message}`, res.status, res.text);
+    }
+    try {
+      return JSON.parse(res.text) as T;
+    } catch {
+      throw new TrainerApiError(
+        `${what}: response is not JSON: ${res.text.slice(0, 200)}`,
+        res.status,
+        res.text,
+      );
+    }
+  }
+
+  /** POST /register; returns the trainer uuid. */
+  async register(registration: TrainerRegistration): Promise<{ uuid: string }> {
+    const body = {
+      wandb_group: "atropos-edge",
+      wandb_project: "atropos-edge",
+      checkpoint_dir: "checkpoints",
+      save_checkpoint_interval: -1,
+      starting_step: 0,
+      ...registration,
+    };
+    const res = this.parse<{ uuid: string | number }>(
+      await this.send("POST", `${this.atroposBase}/register`, body),
+      "register",
+    );
+    return { uuid: String(res.uuid) };
+  }
+
+  async setPolicyVersion(version: number): Promise<Record<string, unknown>> {
+    return this.parse(
+      await this.send("POST", `${this.v1Base}/policy`, { version }),
+      "set policy version",
+    );
+  }
+
+  /** Lease the next batch; `{batch: null, reason}` when none is ready (HTTP 204). */
+  async lease(options: { leaseSeconds?: number; maxStaleness?: number } = {}): Promise<LeaseResult> {
+    const body: Record<string, number> = {};
+    if (options.leaseSeconds !== undefined) body.lease_seconds = options.leaseSeconds;
+    if (options.maxStaleness !== undefined) body.max_staleness = options.maxStaleness;
+    const res = await this.send("POST", `${this.v1Base}/batches/lease`, body);
+    if (res.status === 204) {
+      return { batch: null, reason: res.headers.get("x-atropos-edge-reason") ?? "no batch ready" };
+    }
+    const parsed = this.parse<{
+      batch_id: string;
+      lease_id: string;
+      step: number;
+      lease_expires_at: number;
+      redelivered: boolean;
+      batch: DeliveredGroup[];
+    }>(res, "lease");
+    return {
+      batch: {
+        batchId: parsed.batch_id,
+        leaseId: parsed.lease_id,
+        step: parsed.step,
+        leaseExpiresAt: parsed.lease_expires_at,
+        redelivered: parsed.redelivered,
+        groups: parsed.batch,
+      },
+      reason: null,
+    };
+  }
+
+  async ack(batch: Pick<LeasedBatch, "batchId" | "leaseId">): Promise<Record<string, unknown>> {
+    return this.parse(
+      await this.send(
+        "POST",
+        `${this.v1Base}/batches/${encodeURIComponent(batch.batchId)}/ack`,
+        { lease_id: batch.leaseId },
+      ),
+      "ack",
+    );
+  }
+
+  /** GET /v1/runs/{run}/stats (see docs/DASHBOARD for the shape). */
+  async stats(): Promise<RunStats> {
+    return this.parse(await this.send("GET", `${this.v1Base}/stats`), "stats");
+  }
+
+  /** Read-only group listing (GET /v1/runs/{run}/groups). */
+  async listGroups(query: Record<string, string | number> = {}): Promise<GroupPage> {
+    const qs = new URLSearchParams(Object.entries(query).map(([k, v]) => [k, String(v)]));
+    const suffix = qs.size > 0 ? `?${qs}` : "";
+    return this.parse(await this.send("GET", `${this.v1Base}/groups${suffix}`), "list groups");
+  }
+
+  async getGroup(id: number): Promise<{ group: Record<string, unknown>; payload: DeliveredGroup }> {
+    return this.parse(await this.send("GET", `${this.v1Base}/groups/${id}`), `group ${id}`);
+  }
+}
+
+export interface GroupPage {
+  groups: { id: number; env_id: number | null; env_name: string | null; score_mean: number }[];
+  next_cursor: number | null;
+}
+
+/** The parts of /stats the CLI reads (the API returns more). */
+export interface RunStats {
+  run: string;
+  step: number;
+  policy_version: number;
+  batch_size: number;
+  registered: boolean;
+  queue: {
+    groups: number;
+    sequences: number;
+    buffered_groups: number;
+    by_env: { env_id: number | null; name: string | null; groups: number; sequences: number }[];
+  };
+  rates: { delivered_batches_per_s: number; ingest_sequences_per_s: number };
+  envs: {
+    env_id: number;
+    name: string;
+    status: string;
+    groups_submitted: number;
+    mean_score: number | null;
+  }[];
+  policy_versions: { current: number; queued_min: number | null; queued_max: number | null };
+  blocked_reason: unknown;
+}
