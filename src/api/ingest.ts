@@ -197,3 +197,43 @@ async function requireRegisteredEnvs(env: Bindings, run: string, items: IngestIt
     ]);
   }
 }
+
+const textEncoder = new TextEncoder();
+
+/**
+ * Submission from inside the Worker (queue consumers): same validation, storage and dedupe as
+ * POST /scored_data, without an HTTP hop. `idempotencyKey` makes a redelivered queue message a no-op.
+ */
+export async function submitGroupInProcess(
+  env: Bindings,
+  run: string,
+  group: unknown,
+  idempotencyKey: string,
+): Promise<{ status: "received" | "buffered" | "duplicate"; groupId?: number }> {
+  const validated = validateGroup(group);
+  const bytes = textEncoder.encode(JSON.stringify(validated)) as Uint8Array<ArrayBuffer>;
+  const hash = await sha256Hex(bytes);
+  const prior = await env.DB.prepare("SELECT 1 FROM idempotency_keys WHERE run = ?1 AND key = ?2")
+    .bind(run, idempotencyKey)
+    .first();
+  if (prior) return { status: "duplicate" };
+  const [outcome] = await ingestGroups(env, run, [
+    { group: validated, payload: bytes, encoding: "identity", contentHash: hash },
+  ]);
+  if (outcome!.status === "buffered" && outcome!.envId !== null) {
+    await env.RUN_COORDINATOR.get(env.RUN_COORDINATOR.idFromName(run)).releaseBuffered(
+      run,
+      outcome!.envId,
+    );
+  }
+  await env.DB.prepare(
+    `INSERT INTO idempotency_keys (run, key, route, request_hash, status_code, response, created_at)
+     VALUES (?1, ?2, 'queue', ?3, 200, ?4, ?5) ON CONFLICT (run, key) DO NOTHING`,
+  )
+    .bind(run, idempotencyKey, hash, JSON.stringify({ group_id: outcome!.groupId }), Date.now())
+    .run();
+  return {
+    status: outcome!.duplicate ? "duplicate" : outcome!.status === "buffered" ? "buffered" : "received",
+    groupId: outcome!.groupId,
+  };
+}

@@ -41,6 +41,17 @@ export type LeaseOutcome =
   | { kind: "none"; reason: string }
   | { kind: "not_registered" };
 
+export interface RegisterEnvResponse {
+  status: string;
+  env_id?: number;
+  wandb_name?: string;
+  checkpoint_dir?: string;
+  starting_step?: number;
+  checkpoint_interval?: number;
+  num_steps?: number;
+  resumed?: boolean;
+}
+
 export interface LeaseOptions {
   consumer: "compat" | "lease";
   leaseSeconds: number;
@@ -110,7 +121,7 @@ export class RunCoordinator extends DurableObject<Bindings> {
   async registerEnv(
     run: string,
     body: RegisterEnv,
-  ): Promise<Record<string, unknown> & { status: string }> {
+  ): Promise<RegisterEnvResponse> {
     return this.exclusive(async () => {
       const now = Date.now();
       const runRow = await getRun(this.db, run);

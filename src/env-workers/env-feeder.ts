@@ -1,7 +1,304 @@
 /**
- * EnvFeeder: one Durable Object per env worker instance (filled in with the env runtime).
+ * EnvFeeder: one Durable Object per env worker. It registers the env with its run, follows the
+ * run's status on an alarm tick and keeps as many items in flight as Atropos' formulas allow
+ * (max workers, max batches off-policy, min allocation), calling getNextItem() and sending item
+ * descriptors to the rollout-items queue. Its iterator/curriculum state (the env's checkpoint)
+ * and in-flight items are persisted, so it resumes after restarts.
  */
 import { DurableObject } from "cloudflare:workers";
 import type { Bindings } from "../api/bindings";
+import { statusForEnv } from "../api/storage/status";
+import type { RolloutItemMessage } from "../queues/messages";
+import type { BaseEnv, JsonObject, JsonValue } from "./base-env";
+import { parseEnvConfig } from "./config";
+import { getEnvDefinition } from "./registry";
+import {
+  derivedBatchSize,
+  resolveMaxNumWorkers,
+  shouldPause,
+  shouldTerminate,
+  targetWorkerCount,
+} from "./runtime/scheduler";
+import { type EnvWorkerSpec, feederEnv } from "./worker-env";
 
-export class EnvFeeder extends DurableObject<Bindings> {}
+const TICK_MS = 500;
+
+interface InFlight {
+  item: JsonValue;
+  issuedAt: number;
+}
+
+export interface FeederState {
+  run: string;
+  name: string;
+  spec: EnvWorkerSpec;
+  envId: number | null;
+  status: "waiting_for_trainer" | "running" | "paused" | "stopped";
+  inFlight: Record<string, InFlight>;
+  issued: number;
+  succeeded: number;
+  failed: number;
+  dropped: number;
+  checkpoint: JsonObject | null;
+  lastError: string | null;
+}
+
+/** What callers outside the object see (RPC-serialisable). */
+export interface FeederSummary {
+  run: string;
+  name: string;
+  env: string;
+  env_id: number | null;
+  status: FeederState["status"];
+  in_flight: number;
+  issued: number;
+  succeeded: number;
+  failed: number;
+  dropped: number;
+  last_error: string | null;
+}
+
+function summarize(state: FeederState): FeederSummary {
+  return {
+    run: state.run,
+    name: state.name,
+    env: state.spec.envName,
+    env_id: state.envId,
+    status: state.status,
+    in_flight: Object.keys(state.inFlight).length,
+    issued: state.issued,
+    succeeded: state.succeeded,
+    failed: state.failed,
+    dropped: state.dropped,
+    last_error: state.lastError,
+  };
+}
+
+export class EnvFeeder extends DurableObject<Bindings> {
+  private state: FeederState | null = null;
+  private env_: BaseEnv<JsonValue> | null = null;
+
+  private async load(): Promise<FeederState | null> {
+    if (!this.state) this.state = (await this.ctx.storage.get<FeederState>("state")) ?? null;
+    return this.state;
+  }
+
+  private async save(): Promise<void> {
+    if (this.state) await this.ctx.storage.put("state", this.state);
+  }
+
+  private async instance(state: FeederState): Promise<BaseEnv<JsonValue>> {
+    if (!this.env_) {
+      this.env_ = await feederEnv(state.spec);
+      if (state.checkpoint) this.env_.loadCheckpoint(state.checkpoint);
+    }
+    return this.env_;
+  }
+
+  /** Starts (or reconfigures) this feeder. Validates the env config before anything runs. */
+  async start(run: string, name: string, spec: EnvWorkerSpec): Promise<FeederSummary> {
+    const def = getEnvDefinition(spec.envName);
+    parseEnvConfig(def.configSchema, spec.config);
+    const previous = await this.load();
+    this.state = {
+      run,
+      name,
+      spec,
+      envId: previous?.spec.envName === spec.envName ? previous.envId : null,
+      status: "waiting_for_trainer",
+      inFlight: previous?.inFlight ?? {},
+      issued: previous?.issued ?? 0,
+      succeeded: previous?.succeeded ?? 0,
+      failed: previous?.failed ?? 0,
+      dropped: previous?.dropped ?? 0,
+      checkpoint: previous?.spec.envName === spec.envName ? previous.checkpoint : null,
+      lastError: null,
+    };
+    this.env_ = null;
+    await this.save();
+    await this.ctx.storage.setAlarm(Date.now() + 10);
+    return summarize(this.state);
+  }
+
+  async stop(): Promise<FeederSummary | null> {
+    const state = await this.load();
+    if (!state) return null;
+    state.status = "stopped";
+    await this.save();
+    await this.ctx.storage.deleteAlarm();
+    return summarize(state);
+  }
+
+  async describe(): Promise<FeederSummary | null> {
+    const state = await this.load();
+    return state ? summarize(state) : null;
+  }
+
+  private async register(state: FeederState): Promise<boolean> {
+    const cfg = parseEnvConfig(getEnvDefinition(state.spec.envName).configSchema, state.spec.config);
+    const coordinator = this.env.RUN_COORDINATOR.get(this.env.RUN_COORDINATOR.idFromName(state.run));
+    const res = await coordinator.registerEnv(state.run, {
+      max_token_length: cfg.max_token_length,
+      desired_name: cfg.wandb_name ?? state.spec.envName,
+      weight: cfg.inference_weight,
+      group_size: cfg.group_size,
+      min_batch_allocation: cfg.min_batch_allocation ?? null,
+      env_key: `feeder:${state.name}`,
+    });
+    if (res.status !== "success") return false;
+    state.envId = Number(res.env_id);
+    state.status = "running";
+    return true;
+  }
+
+  override async alarm(): Promise<void> {
+    const state = await this.load();
+    if (!state || state.status === "stopped") return;
+    try {
+      await this.tick(state);
+      state.lastError = null;
+    } catch (error) {
+      state.lastError = error instanceof Error ? error.message : String(error);
+      console.error(JSON.stringify({ level: "error", msg: "feeder tick failed", feeder: state.name, error: state.lastError }));
+    }
+    await this.save();
+    await this.reportStats(state);
+    // Re-arm late, after the work, so a throw above cannot replace the alarm's retry schedule.
+    if ((state.status as FeederState["status"]) !== "stopped") {
+      await this.ctx.storage.setAlarm(Date.now() + TICK_MS);
+    }
+  }
+
+  private async tick(state: FeederState): Promise<void> {
+    if (state.envId === null && !(await this.register(state))) {
+      state.status = "waiting_for_trainer";
+      return;
+    }
+    const found = await statusForEnv(this.env.DB, state.run, state.envId!);
+    if (!found) {
+      // The run was reset or the env forgotten: register again.
+      state.envId = null;
+      state.inFlight = {};
+      return;
+    }
+    const { status, batchSize, policyVersion } = found;
+    const def = getEnvDefinition(state.spec.envName);
+    const cfg = parseEnvConfig(def.configSchema, state.spec.config);
+    const now = Date.now();
+    if (cfg.worker_timeout > 0) {
+      for (const [id, f] of Object.entries(state.inFlight)) {
+        // Atropos drops an item whose worker ran past worker_timeout; a grace period covers
+        // queue delivery delay and consumer retries.
+        if (now - f.issuedAt > cfg.worker_timeout * 1000 * 2) {
+          delete state.inFlight[id];
+          state.dropped++;
+        }
+      }
+    }
+    const totalSteps = cfg.total_steps;
+    if (
+      totalSteps > 0 &&
+      shouldTerminate({
+        currentStep: status.current_step,
+        queueSize: status.queue_size,
+        groupSize: cfg.group_size,
+        batchSize,
+        totalSteps,
+      })
+    ) {
+      state.status = "stopped";
+      return;
+    }
+    const derived = derivedBatchSize(batchSize, status, cfg.min_batch_allocation ?? null);
+    const common = {
+      batchSize,
+      maxBatchesOffpolicy: cfg.max_batches_offpolicy,
+      groupSize: cfg.group_size,
+      minBatchAllocation: cfg.min_batch_allocation ?? null,
+      status,
+    };
+    if (shouldPause({ ...common, derivedBatchSize: derived })) {
+      state.status = "paused";
+      return;
+    }
+    state.status = "running";
+    const target = targetWorkerCount({
+      ...common,
+      maxNumWorkers: resolveMaxNumWorkers(cfg, state.spec.inference.length),
+      evalRunning: false,
+      evalHandling: cfg.eval_handling,
+      evalLimitRatio: cfg.eval_limit_ratio,
+      derivedBatchSize: derived,
+    });
+    const free = target - Object.keys(state.inFlight).length;
+    if (free <= 0) return;
+    const env = await this.instance(state);
+    const messages: RolloutItemMessage[] = [];
+    for (let i = 0; i < free; i++) {
+      const item = await env.getNextItem();
+      if (item === null) break;
+      const itemId = crypto.randomUUID();
+      state.inFlight[itemId] = { item, issuedAt: now };
+      messages.push({
+        itemId,
+        run: state.run,
+        feeder: state.name,
+        envId: state.envId!,
+        spec: state.spec,
+        item,
+        policyVersion,
+        issuedAt: now,
+      });
+    }
+    state.checkpoint = env.saveCheckpoint();
+    // Persist the iterator position and in-flight set before the items leave.
+    await this.save();
+    for (let i = 0; i < messages.length; i += 100) {
+      await this.env.ROLLOUT_ITEMS.sendBatch(messages.slice(i, i + 100).map((body) => ({ body })));
+    }
+    state.issued += messages.length;
+  }
+
+  /** Outcome of one item, from a queue consumer (or the dead-letter consumer). */
+  async report(
+    itemId: string,
+    outcome: { ok: boolean; scores?: number[]; backlogJson?: string },
+  ): Promise<void> {
+    const state = await this.load();
+    if (!state) return;
+    const entry = state.inFlight[itemId];
+    delete state.inFlight[itemId];
+    const backlog = JSON.parse(outcome.backlogJson ?? "[]") as { itemId: string; item: JsonValue }[];
+    for (const b of backlog) state.inFlight[b.itemId] = { item: b.item, issuedAt: Date.now() };
+    if (outcome.ok) state.succeeded++;
+    else state.failed++;
+    if (entry && outcome.ok && outcome.scores?.length) {
+      // Curriculum feedback happens here, where the iterator state lives.
+      const env = await this.instance(state);
+      env.recordScores(entry.item, outcome.scores);
+      state.checkpoint = env.saveCheckpoint();
+    }
+    await this.save();
+  }
+
+  private async reportStats(state: FeederState): Promise<void> {
+    if (state.envId === null) return;
+    await this.env.DB.prepare(
+      `INSERT INTO worker_stats (run, env_id, env_name, items_in_flight, items_succeeded, items_failed, updated_at)
+       VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)
+       ON CONFLICT (run, env_id) DO UPDATE SET items_in_flight = excluded.items_in_flight,
+         items_succeeded = excluded.items_succeeded, items_failed = excluded.items_failed,
+         updated_at = excluded.updated_at`,
+    )
+      .bind(
+        state.run,
+        state.envId,
+        state.spec.envName,
+        Object.keys(state.inFlight).length,
+        state.succeeded,
+        state.failed,
+        Date.now(),
+      )
+      .run();
+  }
+}

@@ -39,16 +39,40 @@ export function defineEnv<I extends JsonValue, C extends BaseEnvConfig>(
     defaultConfig: parseEnvConfig(configSchema, {}),
     create: (config, inference, tokenizer) =>
       // why: items are typed per env; the runtime only moves them around as JSON.
-      new envClass(parseEnvConfig(configSchema, config), inference, tokenizer) as unknown as BaseEnv<JsonValue>,
+      new envClass(
+        parseEnvConfig(configSchema, config),
+        inference,
+        tokenizer,
+      ) as unknown as BaseEnv<JsonValue>,
   };
 }
 
 const definitions = [
-  defineEnv(Gsm8kLiteEnv, Gsm8kLiteConfigSchema, "GSM8K-style math word problems, boxed-answer accuracy (+1/−1)"),
-  defineEnv(LetterCountingEnv, LetterCountingConfigSchema, "Count a letter in a string; 10-level curriculum"),
-  defineEnv(ToolUseEnv, ToolUseConfigSchema, "Multi-turn calculator + key-value tools with process rewards"),
-  defineEnv(LlmJudgeEnv, LlmJudgeConfigSchema, "RLAIF: several LLM judges score answers (trimmed mean)"),
-  defineEnv(BlackjackEnv, BlackjackConfigSchema, "Multi-turn blackjack on a seeded deck (win/push/loss)"),
+  defineEnv(
+    Gsm8kLiteEnv,
+    Gsm8kLiteConfigSchema,
+    "GSM8K-style math word problems, boxed-answer accuracy (+1/−1)",
+  ),
+  defineEnv(
+    LetterCountingEnv,
+    LetterCountingConfigSchema,
+    "Count a letter in a string; 10-level curriculum",
+  ),
+  defineEnv(
+    ToolUseEnv,
+    ToolUseConfigSchema,
+    "Multi-turn calculator + key-value tools with process rewards",
+  ),
+  defineEnv(
+    LlmJudgeEnv,
+    LlmJudgeConfigSchema,
+    "RLAIF: several LLM judges score answers (trimmed mean)",
+  ),
+  defineEnv(
+    BlackjackEnv,
+    BlackjackConfigSchema,
+    "Multi-turn blackjack on a seeded deck (win/push/loss)",
+  ),
 ];
 
 export const envRegistry: Record<string, EnvDefinition> = Object.fromEntries(
@@ -57,6 +81,7 @@ export const envRegistry: Record<string, EnvDefinition> = Object.fromEntries(
 
 export function getEnvDefinition(name: string): EnvDefinition {
   const def = envRegistry[name];
-  if (!def) throw new Error(`unknown env "${name}"; available: ${Object.keys(envRegistry).join(", ")}`);
+  if (!def)
+    throw new Error(`unknown env "${name}"; available: ${Object.keys(envRegistry).join(", ")}`);
   return def;
 }

@@ -1,17 +1,26 @@
 /**
  * Queue message shapes. Messages carry item descriptors, never payloads (128 KB limit).
  */
+import type { EnvWorkerSpec } from "../env-workers/worker-env";
+
 export interface RolloutItemMessage {
-  /** Unique per item: dedupes duplicate queue deliveries and keys the group's Idempotency-Key. */
+  /** Unique per item: dedupes duplicate queue deliveries (keys the group's idempotency key). */
   itemId: string;
   run: string;
-  envName: string;
+  /** Name of the EnvFeeder Durable Object that issued the item (receives the outcome). */
+  feeder: string;
   envId: number;
+  spec: EnvWorkerSpec;
   /** The env's item (JSON-serialisable, small). */
   item: unknown;
   /** Policy version current when the item was issued. */
   policyVersion: number;
   issuedAt: number;
-  /** Env config overrides the feeder was started with. */
-  config: Record<string, unknown>;
 }
+
+/** Bytes a message occupies on the queue; Cloudflare's limit is 128 KB including metadata. */
+export function messageBytes(message: RolloutItemMessage): number {
+  return new TextEncoder().encode(JSON.stringify(message)).byteLength;
+}
+
+export const MAX_MESSAGE_BYTES = 120_000;

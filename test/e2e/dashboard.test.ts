@@ -230,6 +230,33 @@ describe("dashboard in Chromium against wrangler dev", () => {
     expect(await page.locator("nav [aria-current=page]").textContent()).toBe("Envs");
   });
 
+  it("polls every 2 s and pauses while the tab is hidden", async () => {
+    await open(page, server.url, "#/overview");
+    const statsRequests: number[] = [];
+    const onRequest = (request: { url(): string }) => {
+      if (request.url().includes(`/v1/runs/${RUN}/stats`)) statsRequests.push(Date.now());
+    };
+    page.on("request", onRequest);
+    try {
+      await expect.poll(() => statsRequests.length, { timeout: 5000 }).toBeGreaterThanOrEqual(2);
+      const setHidden = (hidden: boolean) =>
+        page.evaluate((h) => {
+          Object.defineProperty(document, "hidden", { configurable: true, get: () => h });
+          document.dispatchEvent(new Event("visibilitychange"));
+        }, hidden);
+      await setHidden(true);
+      await page.waitForTimeout(300); // let a poll already in flight finish
+      const whileHidden = statsRequests.length;
+      await page.waitForTimeout(3000);
+      expect(statsRequests.length).toBe(whileHidden);
+      expect(await page.locator("#live-status").textContent()).toContain("Paused");
+      await setHidden(false);
+      await expect.poll(() => statsRequests.length, { timeout: 2000 }).toBeGreaterThan(whileHidden);
+    } finally {
+      page.off("request", onRequest);
+    }
+  });
+
   it("overview shows the run's numbers from /stats", async () => {
     await open(page, server.url, "#/overview");
     const stats = await api<StatsJson>(`/v1/runs/${RUN}/stats`);

@@ -98,6 +98,7 @@ async function refreshNow() {
       setText(liveStatus, "Waiting for token");
       await promptForToken(hadToken ? "That token was rejected; enter a valid one." : undefined);
       tokenButton.hidden = false;
+      void loadRuns(target.controller.signal);
       if (target === mounted) return refreshNow();
       return;
     }

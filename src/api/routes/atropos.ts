@@ -5,7 +5,6 @@
 import { Hono } from "hono";
 import type { z } from "zod";
 import { envIdSchema, registerEnvSchema, registrationSchema } from "../../core/schemas";
-import { computeStatusEnv } from "../../core/status-env";
 import { registerResponseJson } from "../../core/uuid128";
 import { summarizeDetails, toValidationDetails } from "../../core/validation";
 import { numberVar } from "../bindings";
@@ -15,7 +14,8 @@ import { canonicalPayload, streamGroups } from "../delivery";
 import { ApiError, unwrapRpc } from "../errors";
 import { ingestGroups, sha256Hex, validateGroup, validateGroupList } from "../ingest";
 import { findAnswer, storeAnswer, validIdempotencyKey } from "../storage/idempotency";
-import { getRun, listEnvs, queueByEnv, queueCounts, toStatusEnvRecord } from "../storage/runs";
+import { getRun, queueCounts } from "../storage/runs";
+import { statusForEnv } from "../storage/status";
 
 export function bodyLimits(c: AppContext) {
   return {
@@ -262,36 +262,23 @@ async function jsonBodyOrMissing(c: AppContext): Promise<unknown> {
 atroposRoutes.get("/status-env", async (c) => {
   const run = runOf(c);
   const envId = await envIdFromRequest(c);
-  const [runRow, envRows, counts] = await Promise.all([
-    getRun(c.env.DB, run),
-    listEnvs(c.env.DB, run),
-    queueCounts(c.env.DB, run),
-  ]);
-  const me = envRows.find((e) => e.envId === envId);
-  if (!me) {
+  const found = await statusForEnv(c.env.DB, run, envId);
+  if (!found) {
     throw new ApiError(
       "NOT_FOUND",
       `env_id ${envId} is not registered in run '${run}'; register again with /register-env`,
     );
   }
+  // Heartbeat, written at most every 5 s per env.
   const now = Date.now();
-  if (now - me.lastSeenAt > 5000) {
-    // Heartbeat, throttled to one write per 5 s per env.
-    c.executionCtx.waitUntil(
-      c.env.DB.prepare("UPDATE envs SET last_seen_at = ?3 WHERE run = ?1 AND env_id = ?2")
-        .bind(run, envId, now)
-        .run(),
-    );
-  }
-  return c.json(
-    computeStatusEnv({
-      envId,
-      envs: envRows.map(toStatusEnvRecord),
-      queue: queueByEnv(counts),
-      batchSize: runRow?.batchSize ?? -1,
-      step: runRow?.step ?? 0,
-    }),
+  c.executionCtx.waitUntil(
+    c.env.DB.prepare(
+      "UPDATE envs SET last_seen_at = ?3 WHERE run = ?1 AND env_id = ?2 AND last_seen_at < ?3 - 5000",
+    )
+      .bind(run, envId, now)
+      .run(),
   );
+  return c.json(found.status);
 });
 
 async function resetData(c: AppContext) {

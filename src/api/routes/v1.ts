@@ -3,7 +3,9 @@
  * env checkpoints. Everything is scoped to a run: /v1/runs/{run}/…
  */
 import { Hono } from "hono";
-import type { z } from "zod";
+import { z } from "zod";
+import { APIServerConfigSchema } from "../../env-workers/inference/config";
+import { envRegistry } from "../../env-workers/registry";
 import {
   ackRequestSchema,
   evalReportSchema,
@@ -565,4 +567,54 @@ v1Routes.get("/runs/:run/envs/:envId/checkpoints/:step", async (c) => {
     );
   }
   return c.json(found);
+});
+
+function envFeeder(c: AppContext, name: string) {
+  return c.env.ENV_FEEDER.get(c.env.ENV_FEEDER.idFromName(name));
+}
+
+const envWorkerSchema = z.object({
+  env: z.string().min(1),
+  instance: z.string().regex(/^[\w.-]{1,64}$/).default("0"),
+  config: z.record(z.string(), z.unknown()).default({}),
+  inference: z.array(APIServerConfigSchema).min(1, "give at least one inference server"),
+});
+
+v1Routes.post("/runs/:run/env-workers", async (c) => {
+  const run = runOf(c);
+  const body = await jsonBody(c, envWorkerSchema);
+  if (!envRegistry[body.env]) {
+    throw new ApiError(
+      "VALIDATION_FAILED",
+      `unknown env '${body.env}'; available: ${Object.keys(envRegistry).join(", ")}`,
+      [{ type: "value_error", loc: ["body", "env"], msg: "unknown env" }],
+    );
+  }
+  const name = `${run}/${body.env}/${body.instance}`;
+  try {
+    const state = await envFeeder(c, name).start(run, name, {
+      envName: body.env,
+      config: body.config,
+      inference: body.inference,
+    });
+    return c.json(state);
+  } catch (error) {
+    throw new ApiError("VALIDATION_FAILED", `invalid env config: ${error instanceof Error ? error.message : String(error)}`, [
+      { type: "value_error", loc: ["body", "config"], msg: "invalid env config" },
+    ]);
+  }
+});
+
+v1Routes.get("/runs/:run/env-workers/:env/:instance", async (c) => {
+  const run = runOf(c);
+  const state = await envFeeder(c, `${run}/${c.req.param("env")}/${c.req.param("instance")}`).describe();
+  if (!state) throw new ApiError("NOT_FOUND", "no such env worker");
+  return c.json(state);
+});
+
+v1Routes.post("/runs/:run/env-workers/:env/:instance/stop", async (c) => {
+  const run = runOf(c);
+  const state = await envFeeder(c, `${run}/${c.req.param("env")}/${c.req.param("instance")}`).stop();
+  if (!state) throw new ApiError("NOT_FOUND", "no such env worker");
+  return c.json({ status: state.status });
 });

@@ -27,7 +27,9 @@ export class FormatReward implements RewardFunction {
     return completions.map((c) => {
       const text = getContent(c);
       const present = this.tags.map((tag) =>
-        new RegExp(`<${escapeRegExp(tag)}>[\\s\\S]*?</${escapeRegExp(tag)}>`, this.flags).test(text),
+        new RegExp(`<${escapeRegExp(tag)}>[\\s\\S]*?</${escapeRegExp(tag)}>`, this.flags).test(
+          text,
+        ),
       );
       const ok = this.requireAll ? present.every(Boolean) : present.some(Boolean);
       return ok ? 1 : 0;

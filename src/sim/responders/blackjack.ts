@@ -5,7 +5,8 @@ import type { Responder } from "./types";
 const STATE = /\(total (\d+)\)\. Dealer shows: (\w+)\./g;
 
 export function basicStrategy(total: number, dealerCard: string): "hit" | "stand" {
-  const dealer = dealerCard === "A" ? 11 : ["J", "Q", "K"].includes(dealerCard) ? 10 : Number(dealerCard);
+  const dealer =
+    dealerCard === "A" ? 11 : ["J", "Q", "K"].includes(dealerCard) ? 10 : Number(dealerCard);
   if (total <= 11) return "hit";
   if (total >= 17) return "stand";
   return dealer >= 7 ? "hit" : "stand";

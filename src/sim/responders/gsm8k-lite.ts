@@ -24,7 +24,8 @@ export const gsm8kLiteResponder: Responder = {
     const problem = extractProblem(ctx.promptText) ?? "";
     const known = gold(problem);
     // Unknown problems (custom datasets): answer with the sum of the numbers in the question.
-    const right = known ?? String((problem.match(/\d+/g) ?? []).map(Number).reduce((a, b) => a + b, 0));
+    const right =
+      known ?? String((problem.match(/\d+/g) ?? []).map(Number).reduce((a, b) => a + b, 0));
     const correct = ctx.rng() < ctx.correctProbability;
     const wrong = String(Number(right) + 1 + Math.floor(ctx.rng() * 9));
     const answer = correct ? right : wrong;

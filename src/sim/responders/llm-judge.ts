@@ -20,10 +20,14 @@ export const judgeResponder: Responder = {
 
 export const judgedPolicyResponder: Responder = {
   name: "llm_judge_policy",
-  matches: (promptText) => promptText.includes(POLICY_QUESTION_PREFIX) && !promptText.includes(JUDGE_MARKER),
+  matches: (promptText) =>
+    promptText.includes(POLICY_QUESTION_PREFIX) && !promptText.includes(JUDGE_MARKER),
   respond: (ctx) => {
     const at = ctx.promptText.lastIndexOf(POLICY_QUESTION_PREFIX);
-    const question = ctx.promptText.slice(at + POLICY_QUESTION_PREFIX.length).split(/<\||\n/)[0]!.trim();
+    const question = ctx.promptText
+      .slice(at + POLICY_QUESTION_PREFIX.length)
+      .split(/<\||\n/)[0]!
+      .trim();
     if (ctx.rng() < ctx.correctProbability) {
       return `Here is a direct answer to "${question}". Key points: the main cause, how it works, and a short example.`;
     }

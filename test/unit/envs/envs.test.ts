@@ -1,15 +1,22 @@
 import { describe, expect, it } from "vitest";
 import type { ScoredDataGroup } from "../../../src/core/group-types";
-import { GSM8K_LITE_JSONL } from "../../../src/env-workers/data/gsm8k-lite-jsonl";
 import { generateGsm8kLite, toJsonl } from "../../../src/env-workers/data/gsm8k-lite-generator";
-import { BlackjackEnv } from "../../../src/env-workers/envs/blackjack";
-import { BlackjackGame, handTotal, shuffledDeck } from "../../../src/env-workers/envs/games/blackjack-game";
-import { Gsm8kLiteEnv, parseGsm8kJsonl } from "../../../src/env-workers/envs/gsm8k-lite";
-import { LetterCountingEnv, scoreLetterAnswer } from "../../../src/env-workers/envs/letter-counting";
-import { LlmJudgeEnv, parseJudgeScore, trimmedMean } from "../../../src/env-workers/envs/llm-judge";
+import { GSM8K_LITE_JSONL } from "../../../src/env-workers/data/gsm8k-lite-jsonl";
+import type { BlackjackEnv } from "../../../src/env-workers/envs/blackjack";
+import {
+  BlackjackGame,
+  handTotal,
+  shuffledDeck,
+} from "../../../src/env-workers/envs/games/blackjack-game";
+import { type Gsm8kLiteEnv, parseGsm8kJsonl } from "../../../src/env-workers/envs/gsm8k-lite";
+import {
+  type LetterCountingEnv,
+  scoreLetterAnswer,
+} from "../../../src/env-workers/envs/letter-counting";
+import { parseJudgeScore, trimmedMean } from "../../../src/env-workers/envs/llm-judge";
+import type { ToolUseEnv } from "../../../src/env-workers/envs/tool-use";
 import { calculate } from "../../../src/env-workers/envs/tools/calculator";
-import { standardTools, Toolbox } from "../../../src/env-workers/envs/tools/toolbox";
-import { ToolUseEnv } from "../../../src/env-workers/envs/tool-use";
+import { standardTools, type Tool, Toolbox } from "../../../src/env-workers/envs/tools/toolbox";
 import { envRegistry, getEnvDefinition } from "../../../src/env-workers/registry";
 import { processEnv } from "../../../src/env-workers/runtime/process";
 import { validateGroupForSend } from "../../../src/env-workers/send-validation";
@@ -17,7 +24,11 @@ import { CharTokenizer, FakeInference } from "./fakes";
 
 const tokenizer = new CharTokenizer();
 
-function create(name: string, config: Record<string, unknown> = {}, inference = new FakeInference(tokenizer)) {
+function create(
+  name: string,
+  config: Record<string, unknown> = {},
+  inference = new FakeInference(tokenizer),
+) {
   return getEnvDefinition(name).create(config, inference, tokenizer);
 }
 
@@ -42,7 +53,13 @@ function expectExactSequences(group: ScoredDataGroup) {
 
 describe("registry", () => {
   it("lists the five example envs with parsed defaults", () => {
-    expect(Object.keys(envRegistry).sort()).toEqual(["blackjack", "gsm8k_lite", "letter_counting", "llm_judge", "tool_use"]);
+    expect(Object.keys(envRegistry).sort()).toEqual([
+      "blackjack",
+      "gsm8k_lite",
+      "letter_counting",
+      "llm_judge",
+      "tool_use",
+    ]);
     expect(envRegistry.gsm8k_lite!.defaultConfig.group_size).toBe(4);
     expect(() => getEnvDefinition("nope")).toThrow(/available: /);
     expect(() => create("gsm8k_lite", { group_sise: 3 })).toThrow(/group_sise/);
@@ -60,7 +77,11 @@ describe("gsm8k_lite", () => {
   });
 
   it("scores ±1 with exact tokens and resumes its iterator from a checkpoint", async () => {
-    const env = create("gsm8k_lite", { group_size: 8 }, new FakeInference(tokenizer, { correctProbability: 0.5 }));
+    const env = create(
+      "gsm8k_lite",
+      { group_size: 8 },
+      new FakeInference(tokenizer, { correctProbability: 0.5 }),
+    );
     await env.setup();
     const first = await env.getNextItem();
     const [group] = await env.collectTrajectories(first!);
@@ -78,7 +99,11 @@ describe("gsm8k_lite", () => {
   });
 
   it("accepts dataset text (e.g. from R2) and evaluates on the held-out split", async () => {
-    const env = create("gsm8k_lite", { eval_size: 2 }, new FakeInference(tokenizer, { correctProbability: 1 })) as Gsm8kLiteEnv;
+    const env = create(
+      "gsm8k_lite",
+      { eval_size: 2 },
+      new FakeInference(tokenizer, { correctProbability: 1 }),
+    ) as Gsm8kLiteEnv;
     env.useDatasetText(
       [
         { question: "Math one?", answer: "#### 3" },
@@ -101,8 +126,15 @@ describe("letter_counting", () => {
   it("scores answers in tags and advances the curriculum through checkpointed feedback", async () => {
     expect(scoreLetterAnswer("<answer>3</answer>", 3)).toBe(1);
     expect(scoreLetterAnswer("<answer>3</answer> <answer>4</answer>", 3)).toBe(0);
-    const feeder = create("letter_counting", { curriculum_window: 2, advance_threshold: 0.75 }) as LetterCountingEnv;
-    const worker = create("letter_counting", { group_size: 4 }, new FakeInference(tokenizer, { correctProbability: 1 }));
+    const feeder = create("letter_counting", {
+      curriculum_window: 2,
+      advance_threshold: 0.75,
+    }) as LetterCountingEnv;
+    const worker = create(
+      "letter_counting",
+      { group_size: 4 },
+      new FakeInference(tokenizer, { correctProbability: 1 }),
+    );
     const item = await feeder.getNextItem();
     expect(item.level).toBe(1);
     const [group] = await worker.collectTrajectories(item);
@@ -138,9 +170,14 @@ describe("tool_use", () => {
 
   it("toolbox enforces the whitelist and per-call timeouts", async () => {
     const store = new Map<string, string>();
-    const tools = {
-      ...standardTools(store),
-      slow: { ...standardTools(store).calculator, timeoutMs: 20, run: () => new Promise<string>(() => {}) },
+    const base = standardTools(store);
+    const tools: Record<string, Tool> = {
+      ...base,
+      slow: {
+        definition: base.calculator!.definition,
+        timeoutMs: 20,
+        run: () => new Promise<string>(() => {}),
+      },
     };
     const box = new Toolbox(tools);
     expect((await box.call("kv_set", { key: "a", value: "1" })).result).toBe("ok");
@@ -152,7 +189,11 @@ describe("tool_use", () => {
   });
 
   it("runs multi-turn episodes with recorded steps, process rewards and per-token advantages", async () => {
-    const env = create("tool_use", { group_size: 4 }, new FakeInference(tokenizer, { correctProbability: 1 })) as ToolUseEnv;
+    const env = create(
+      "tool_use",
+      { group_size: 4 },
+      new FakeInference(tokenizer, { correctProbability: 1 }),
+    ) as ToolUseEnv;
     const task = await env.getNextItem();
     const episode = await env.runEpisode(task);
     expect(episode.steps.map((s) => s.tool_call.name)).toEqual(["calculator", "kv_set"]);
@@ -163,17 +204,25 @@ describe("tool_use", () => {
     expect(episode.score).toBe(1.5);
     expect(episode.turnRewards).toEqual([0.5, 0.5, 1.5]);
     // three assistant turns → three trainable spans in one sequence
-    const spans = episode.rollout.masks.filter((m, i, a) => m !== -100 && (i === 0 || a[i - 1] === -100)).length;
+    const spans = episode.rollout.masks.filter(
+      (m, i, a) => m !== -100 && (i === 0 || a[i - 1] === -100),
+    ).length;
     expect(spans).toBe(3);
 
-    const mixed = create("tool_use", { group_size: 6 }, new FakeInference(tokenizer, { correctProbability: 0.5, seed: 2 }));
+    const mixed = create(
+      "tool_use",
+      { group_size: 6 },
+      new FakeInference(tokenizer, { correctProbability: 0.5, seed: 2 }),
+    );
     const [group] = await mixed.collectTrajectories(await mixed.getNextItem());
     const g = group as ScoredDataGroup;
     expectExactSequences(g);
     expect(g.advantages).toHaveLength(6);
     g.advantages!.forEach((adv, i) => {
       expect(adv.length).toBe(g.tokens[i]!.length);
-      g.masks[i]!.forEach((m, p) => m === -100 && expect(adv[p]).toBe(0));
+      g.masks[i]!.forEach((m, p) => {
+        if (m === -100) expect(adv[p]).toBe(0);
+      });
     });
     expect(new Set(g.scores).size).toBeGreaterThan(1);
   });
@@ -190,7 +239,11 @@ describe("llm_judge", () => {
   });
 
   it("scores answers with several judges and drops the group when too few answer", async () => {
-    const env = create("llm_judge", { group_size: 4, num_judges: 3 }, new FakeInference(tokenizer, { correctProbability: 0.5 }));
+    const env = create(
+      "llm_judge",
+      { group_size: 4, num_judges: 3 },
+      new FakeInference(tokenizer, { correctProbability: 0.5 }),
+    );
     const [group] = await env.collectTrajectories(await env.getNextItem());
     const g = group as ScoredDataGroup;
     expectExactSequences(g);
@@ -206,7 +259,9 @@ describe("llm_judge", () => {
 
     const broken = new FakeInference(tokenizer, { failWhen: (_p, params) => params.seed !== 2 });
     const strict = create("llm_judge", { group_size: 2 }, broken);
-    await expect(strict.collectTrajectories(await strict.getNextItem())).rejects.toThrow(/only 1 of 3 judges/);
+    await expect(strict.collectTrajectories(await strict.getNextItem())).rejects.toThrow(
+      /only 1 of 3 judges/,
+    );
   });
 });
 
@@ -224,32 +279,54 @@ describe("blackjack", () => {
   });
 
   it("plays multi-turn episodes whose earlier turns stay trainable", async () => {
-    const env = create("blackjack", { group_size: 8 }, new FakeInference(tokenizer, { correctProbability: 0.5 })) as BlackjackEnv;
+    const env = create(
+      "blackjack",
+      { group_size: 8 },
+      new FakeInference(tokenizer, { correctProbability: 0.5 }),
+    ) as BlackjackEnv;
     const item = await env.getNextItem();
     const [group] = await env.collectTrajectories(item);
     const g = group as ScoredDataGroup;
     expectExactSequences(g);
     for (const s of g.scores) expect([-1, 0, 1]).toContain(s);
     const episode = await env.playEpisode(item, 3);
-    const spans = episode.rollout.masks.filter((m, i, a) => m !== -100 && (i === 0 || a[i - 1] === -100)).length;
+    const spans = episode.rollout.masks.filter(
+      (m, i, a) => m !== -100 && (i === 0 || a[i - 1] === -100),
+    ).length;
     expect(spans).toBe(episode.actions.length);
     // find an item where some episode takes ≥2 turns, to prove multi-turn tracking
     let multi = 0;
-    for (let i = 0; i < 20 && multi < 2; i++) multi = Math.max(multi, (await env.playEpisode(await env.getNextItem(), i)).actions.length);
+    for (let i = 0; i < 20 && multi < 2; i++)
+      multi = Math.max(multi, (await env.playEpisode(await env.getNextItem(), i)).actions.length);
     expect(multi).toBeGreaterThanOrEqual(2);
   });
 });
 
 describe("processEnv", () => {
   it("produces the requested number of validated JSONL-ready groups", async () => {
-    const env = create("letter_counting", { group_size: 4 }, new FakeInference(tokenizer, { correctProbability: 0.5 }));
+    const env = create(
+      "letter_counting",
+      { group_size: 4 },
+      new FakeInference(tokenizer, { correctProbability: 0.5 }),
+    );
     const groups: ScoredDataGroup[] = [];
-    const progress = await processEnv(env, { groups: 5, onGroup: (g) => void groups.push(g), concurrency: 2 });
+    const progress = await processEnv(env, {
+      groups: 5,
+      onGroup: (g) => void groups.push(g),
+      concurrency: 2,
+    });
     expect(progress.produced).toBe(5);
     expect(groups).toHaveLength(5);
     for (const g of groups) {
       expect(g.messages).toHaveLength(4);
-      expect(validateGroupForSend(g, { groupSize: 4, ensureScoresAreNotSame: false, maxTokenLen: -1, includeMessages: false }).ok).toBe(true);
+      expect(
+        validateGroupForSend(g, {
+          groupSize: 4,
+          ensureScoresAreNotSame: false,
+          maxTokenLen: -1,
+          includeMessages: false,
+        }).ok,
+      ).toBe(true);
     }
   });
 

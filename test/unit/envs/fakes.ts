@@ -27,13 +27,20 @@ export class CharTokenizer implements Tokenizer {
     return [...text].map((c) => c.codePointAt(0)!);
   }
   decode(ids: number[]): string {
-    return ids.filter((i) => i !== this.eosTokenId).map((i) => String.fromCodePoint(i)).join("");
+    return ids
+      .filter((i) => i !== this.eosTokenId)
+      .map((i) => String.fromCodePoint(i))
+      .join("");
   }
-  applyChatTemplate(messages: ChatMessage[], options: { addGenerationPrompt?: boolean } = {}): string {
+  applyChatTemplate(
+    messages: ChatMessage[],
+    options: { addGenerationPrompt?: boolean } = {},
+  ): string {
     let out = "";
     for (const m of messages) {
       const content = typeof m.content === "string" ? m.content : "";
-      if (m.role === "tool") out += `<|im_start|>user\n<tool_response>\n${content}\n</tool_response><|im_end|>\n`;
+      if (m.role === "tool")
+        out += `<|im_start|>user\n<tool_response>\n${content}\n</tool_response><|im_end|>\n`;
       else out += `<|im_start|>${m.role}\n${content}<|im_end|>\n`;
     }
     if (options.addGenerationPrompt) out += "<|im_start|>assistant\n";
@@ -48,9 +55,20 @@ export interface FakeOptions {
   failWhen?: (prompt: string, params: ChatCompletionParams) => boolean;
 }
 
-function choiceText(prompt: string, index: number, options: FakeOptions, requestSeed?: number): string {
-  const rng = new SeededRng(hashString(`${options.seed ?? 0}|${requestSeed ?? "-"}|${index}|${prompt}`));
-  return respond({ promptText: prompt, rng: () => rng.next(), correctProbability: options.correctProbability ?? 0.5 }).text;
+function choiceText(
+  prompt: string,
+  index: number,
+  options: FakeOptions,
+  requestSeed?: number,
+): string {
+  const rng = new SeededRng(
+    hashString(`${options.seed ?? 0}|${requestSeed ?? "-"}|${index}|${prompt}`),
+  );
+  return respond({
+    promptText: prompt,
+    rng: () => rng.next(),
+    correctProbability: options.correctProbability ?? 0.5,
+  }).text;
 }
 
 function logprobsFor(tokens: number[]): number[] {
@@ -88,7 +106,9 @@ export class FakeManagedServer implements ManagedServer {
       return id && this.rawById.has(id) ? { role: m.role, content: this.rawById.get(id) } : m;
     });
     const last = messages.at(-1);
-    const prompt = this.tokenizer.applyChatTemplate(messages, { addGenerationPrompt: last?.role !== "assistant" });
+    const prompt = this.tokenizer.applyChatTemplate(messages, {
+      addGenerationPrompt: last?.role !== "assistant",
+    });
     const extending = this.nodes.findIndex((n) => prompt.startsWith(n.full_text));
     const choices: ChatCompletionResult["choices"] = [];
     for (let i = 0; i < (params.n ?? 1); i++) {
@@ -123,9 +143,17 @@ export class FakeManagedServer implements ManagedServer {
       if (calls.length > 0) {
         for (const c of calls) this.rawById.set(c.id, text);
         const content = text.slice(0, text.indexOf("<tool_call>")).trim();
-        choices.push({ index: i, message: { role: "assistant", content, tool_calls: calls }, finish_reason: "tool_calls" });
+        choices.push({
+          index: i,
+          message: { role: "assistant", content, tool_calls: calls },
+          finish_reason: "tool_calls",
+        });
       } else {
-        choices.push({ index: i, message: { role: "assistant", content: text }, finish_reason: "stop" });
+        choices.push({
+          index: i,
+          message: { role: "assistant", content: text },
+          finish_reason: "stop",
+        });
       }
     }
     return { id: "fake", model: "fake", choices };
@@ -164,7 +192,10 @@ export class FakeInference implements InferenceClient {
       model: "fake",
       choices: Array.from({ length: params.n ?? 1 }, (_, i) => ({
         index: i,
-        message: { role: "assistant" as const, content: choiceText(prompt, i, this.options, params.seed) },
+        message: {
+          role: "assistant" as const,
+          content: choiceText(prompt, i, this.options, params.seed),
+        },
         finish_reason: "stop",
       })),
     };
@@ -174,7 +205,9 @@ export class FakeInference implements InferenceClient {
     return new FakeManagedServer(this.tokenizer, this.options).completion(params);
   }
 
-  async tokensAndLogprobsCompletion(params: CompletionParams & { input_ids?: number[] }): Promise<TokensAndLogprobs> {
+  async tokensAndLogprobsCompletion(
+    params: CompletionParams & { input_ids?: number[] },
+  ): Promise<TokensAndLogprobs> {
     const text = choiceText(params.prompt, 0, this.options, params.seed);
     const out = [...this.tokenizer.encode(text), this.tokenizer.eosTokenId];
     return {

@@ -11,14 +11,31 @@ const group = (scores: number[], extra: Partial<ScoredDataGroup> = {}): ScoredDa
   scores,
   ...extra,
 });
-const opts = { groupSize: 2, ensureScoresAreNotSame: true, maxTokenLen: 10, includeMessages: false };
+const opts = {
+  groupSize: 2,
+  ensureScoresAreNotSame: true,
+  maxTokenLen: 10,
+  includeMessages: false,
+};
 
 describe("BaseEnvConfig", () => {
   it("fills Atropos defaults and rejects unknown or invalid fields", () => {
     const c = parseEnvConfig(BaseEnvConfigSchema, {});
-    expect(c).toMatchObject({ group_size: 4, max_num_workers: -1, eval_handling: "STOP_TRAIN", tokenizer_name: "qwen3", run: "default", min_batch_allocation: null, ensure_scores_are_not_same: true });
-    expect(() => parseEnvConfig(BaseEnvConfigSchema, { max_reasoning_tokens: 10 })).toThrow(/max_reasoning_tokens/);
-    expect(() => parseEnvConfig(BaseEnvConfigSchema, { eval_handling: "SOMETIMES" })).toThrow(/eval_handling/);
+    expect(c).toMatchObject({
+      group_size: 4,
+      max_num_workers: -1,
+      eval_handling: "STOP_TRAIN",
+      tokenizer_name: "qwen3",
+      run: "default",
+      min_batch_allocation: null,
+      ensure_scores_are_not_same: true,
+    });
+    expect(() => parseEnvConfig(BaseEnvConfigSchema, { max_reasoning_tokens: 10 })).toThrow(
+      /max_reasoning_tokens/,
+    );
+    expect(() => parseEnvConfig(BaseEnvConfigSchema, { eval_handling: "SOMETIMES" })).toThrow(
+      /eval_handling/,
+    );
     expect(() => parseEnvConfig(BaseEnvConfigSchema, { group_sise: 2 })).toThrow();
   });
 });
@@ -26,30 +43,61 @@ describe("BaseEnvConfig", () => {
 describe("validateGroupForSend (§2.4)", () => {
   it("uses group_overrides.group_size and survives null group_overrides", () => {
     expect(validateGroupForSend(group([1, 0]), opts).ok).toBe(true);
-    expect(validateGroupForSend(group([1, 0, 1], { group_overrides: { group_size: 3 } }), opts).ok).toBe(true);
+    expect(
+      validateGroupForSend(group([1, 0, 1], { group_overrides: { group_size: 3 } }), opts).ok,
+    ).toBe(true);
     const bad = validateGroupForSend(group([1, 0, 1], { group_overrides: null }), opts);
     expect(bad).toEqual({ ok: false, reason: "group has 3 sequences, expected 2" });
   });
 
   it("drops identical scores, over-length and ragged groups; fills nulls", () => {
-    expect(validateGroupForSend(group([1, 1]), opts)).toMatchObject({ ok: false, reason: expect.stringMatching(/identical/) });
-    expect(validateGroupForSend(group([1, 1]), { ...opts, ensureScoresAreNotSame: false }).ok).toBe(true);
+    expect(validateGroupForSend(group([1, 1]), opts)).toMatchObject({
+      ok: false,
+      reason: expect.stringMatching(/identical/),
+    });
+    expect(validateGroupForSend(group([1, 1]), { ...opts, ensureScoresAreNotSame: false }).ok).toBe(
+      true,
+    );
     expect(validateGroupForSend(group([1]), { ...opts, groupSize: 1 }).ok).toBe(true);
-    expect(validateGroupForSend(group([1, 0]), { ...opts, maxTokenLen: 3 })).toMatchObject({ ok: false });
-    expect(validateGroupForSend(group([1, 0]), { ...opts, maxTokenLen: 3, abortOnMaxLength: false }).ok).toBe(true);
+    expect(validateGroupForSend(group([1, 0]), { ...opts, maxTokenLen: 3 })).toMatchObject({
+      ok: false,
+    });
+    expect(
+      validateGroupForSend(group([1, 0]), { ...opts, maxTokenLen: 3, abortOnMaxLength: false }).ok,
+    ).toBe(true);
     expect(validateGroupForSend(group([1, 0]), { ...opts, maxTokenLen: -1 }).ok).toBe(true);
-    expect(validateGroupForSend(group([1, 0], { masks: [[1], [1, 2, 3]] }), opts)).toMatchObject({ ok: false });
-    expect(validateGroupForSend(group([1, 0], { inference_logprobs: [[0, 0, 0], [0]] }), opts)).toMatchObject({ ok: false });
+    expect(validateGroupForSend(group([1, 0], { masks: [[1], [1, 2, 3]] }), opts)).toMatchObject({
+      ok: false,
+    });
+    expect(
+      validateGroupForSend(group([1, 0], { inference_logprobs: [[0, 0, 0], [0]] }), opts),
+    ).toMatchObject({ ok: false });
     expect(validateGroupForSend(null, opts).ok).toBe(false);
     const ok = validateGroupForSend(group([1, 0]), opts);
-    expect(ok.ok && ok.group).toMatchObject({ ref_logprobs: null, overrides: null, group_overrides: null, distill_token_ids: null, distill_logprobs: null });
+    expect(ok.ok && ok.group).toMatchObject({
+      ref_logprobs: null,
+      overrides: null,
+      group_overrides: null,
+      distill_token_ids: null,
+      distill_logprobs: null,
+    });
   });
 
   it("synthesises messages from tokens when include_messages is set", () => {
     const tok = new CharTokenizer();
-    const g = { tokens: [tok.encode("hi"), tok.encode("yo")], masks: [[-100, 105], [-100, 111]], scores: [1, 0] };
+    const g = {
+      tokens: [tok.encode("hi"), tok.encode("yo")],
+      masks: [
+        [-100, 105],
+        [-100, 111],
+      ],
+      scores: [1, 0],
+    };
     const res = validateGroupForSend(g, { ...opts, includeMessages: true, tokenizer: tok });
-    expect(res.ok && res.group.messages).toEqual([[{ role: "user", content: "hi" }], [{ role: "user", content: "yo" }]]);
+    expect(res.ok && res.group.messages).toEqual([
+      [{ role: "user", content: "hi" }],
+      [{ role: "user", content: "yo" }],
+    ]);
     expect(completionLengths(g)).toEqual([1, 1]);
   });
 });
@@ -63,16 +111,42 @@ describe("BaseEnv defaults", () => {
     }
     override async collectTrajectory(): Promise<[ScoredDataItem | null, { n: number }[]]> {
       const i = this.flips++;
-      return [{ tokens: [1, 2], masks: [-100, 2], scores: i % 2, inference_logprobs: [1, -0.5], ...(i === 0 ? { overrides: { a: 1 } } : {}) }, i === 0 ? [{ n: 9 }] : []];
+      return [
+        {
+          tokens: [1, 2],
+          masks: [-100, 2],
+          scores: i % 2,
+          inference_logprobs: [1, -0.5],
+          ...(i === 0 ? { overrides: { a: 1 } } : {}),
+        },
+        i === 0 ? [{ n: 9 }] : [],
+      ];
     }
   }
 
   it("runs group_size collectTrajectory calls and keeps logprobs, overrides aligned", async () => {
-    const env = new Coin(parseEnvConfig(BaseEnvConfigSchema, { group_size: 3 }), new FakeInference(), new CharTokenizer());
+    const env = new Coin(
+      parseEnvConfig(BaseEnvConfigSchema, { group_size: 3 }),
+      new FakeInference(),
+      new CharTokenizer(),
+    );
     expect(env.name).toBe("coin");
     const [g, backlog] = await env.collectTrajectories({ n: 1 });
     expect(backlog).toEqual([{ n: 9 }]);
-    expect(g).toMatchObject({ scores: [0, 1, 0], inference_logprobs: [[1, -0.5], [1, -0.5], [1, -0.5]], overrides: [{ a: 1 }, {}, {}] });
-    expect(mergeIntoGroup([{ tokens: [1], masks: [1], scores: 1, messages: [] }, { tokens: [1], masks: [1], scores: 0 }]).messages).toBeUndefined();
+    expect(g).toMatchObject({
+      scores: [0, 1, 0],
+      inference_logprobs: [
+        [1, -0.5],
+        [1, -0.5],
+        [1, -0.5],
+      ],
+      overrides: [{ a: 1 }, {}, {}],
+    });
+    expect(
+      mergeIntoGroup([
+        { tokens: [1], masks: [1], scores: 1, messages: [] },
+        { tokens: [1], masks: [1], scores: 0 },
+      ]).messages,
+    ).toBeUndefined();
   });
 });

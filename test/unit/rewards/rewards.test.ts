@@ -48,23 +48,37 @@ describe("reward functions", () => {
   it("accuracy uses the post-think answer, GSM8K gold and hedging limit", () => {
     const acc = new AccuracyReward();
     const out = acc.compute(
-      ["<think>maybe \\boxed{3}</think> \\boxed{4}", "\\boxed{3}", "no answer", { role: "assistant", content: "#### 4" }],
+      [
+        "<think>maybe \\boxed{3}</think> \\boxed{4}",
+        "\\boxed{3}",
+        "no answer",
+        { role: "assistant", content: "#### 4" },
+      ],
       { solution: "2 + 2 = 4 #### 4" },
     );
     expect(out).toEqual([1, 0, 0, 1]);
-    expect(new AccuracyReward({ maxBoxed: 1 }).compute(["\\boxed{4} \\boxed{4}"], { solution: "4" })).toEqual([0]);
+    expect(
+      new AccuracyReward({ maxBoxed: 1 }).compute(["\\boxed{4} \\boxed{4}"], { solution: "4" }),
+    ).toEqual([0]);
     expect(acc.compute(["\\boxed{1}", "\\boxed{2}"], { ground_truth: ["1", "1"] })).toEqual([1, 0]);
   });
 
   it("format and thinking format", () => {
     expect(new FormatReward().compute(["<answer>x</answer>", "plain"])).toEqual([1, 0]);
-    expect(new FormatReward({ requireAllTags: true }).compute(["<think>a</think><answer>b</answer>", "<answer>b</answer>"])).toEqual([1, 0]);
+    expect(
+      new FormatReward({ requireAllTags: true }).compute([
+        "<think>a</think><answer>b</answer>",
+        "<answer>b</answer>",
+      ]),
+    ).toEqual([1, 0]);
     expect(isThinkingFormat("<think>reason</think>answer")).toBe(true);
     expect(isThinkingFormat("<think> </think>answer")).toBe(false);
     expect(isThinkingFormat("<think>a</think>")).toBe(false);
     expect(isThinkingFormat("<think>a</think>x<think>b</think>y")).toBe(false);
     expect(isThinkingFormat("pre <think>a</think> y")).toBe(false);
-    expect(new ThinkingFormatReward({ rewardValue: 0.5 }).compute(["<think>a</think> b"])).toEqual([0.5]);
+    expect(new ThinkingFormatReward({ rewardValue: 0.5 }).compute(["<think>a</think> b"])).toEqual([
+      0.5,
+    ]);
   });
 
   it("reasoning steps rewards structure", () => {
@@ -79,8 +93,14 @@ describe("reward functions", () => {
   it("repetition penalty", () => {
     const rep = new RepetitionPenaltyReward();
     expect(rep.penalty("too short")).toBe(-0.1);
-    expect(rep.penalty("The cat sat on the mat and looked around the quiet room for a while before sleeping.")).toBe(0);
-    expect(rep.penalty("I like this very much. I like this very much. I like this very much.")).toBeLessThan(-0.6);
+    expect(
+      rep.penalty(
+        "The cat sat on the mat and looked around the quiet room for a while before sleeping.",
+      ),
+    ).toBe(0);
+    expect(
+      rep.penalty("I like this very much. I like this very much. I like this very much."),
+    ).toBeLessThan(-0.6);
     expect(rep.penalty("go go go go go go go go go go go go go go")).toBeLessThan(-0.5);
   });
 
@@ -100,17 +120,36 @@ describe("registry and combination", () => {
     expect(rewardRegistry.create("reasoning_steps")).toBeInstanceOf(ReasoningStepsReward);
     const r1 = rewardRegistry.create("r1");
     expect(r1).toBeInstanceOf(CombinedReward);
-    expect(r1.compute(["<think>t</think> \\boxed{4}", "\\boxed{4}", "<think>t</think> 5"], { solution: "4" })).toEqual([1.5, 1, 0.5]);
+    expect(
+      r1.compute(["<think>t</think> \\boxed{4}", "\\boxed{4}", "<think>t</think> 5"], {
+        solution: "4",
+      }),
+    ).toEqual([1.5, 1, 0.5]);
     const combined = rewardRegistry.create({
       type: "combined",
-      params: { rewards: [{ type: "format", weight: 2 }, { type: "accuracy", weight: 0.5 }], normalization: "sum" },
+      params: {
+        rewards: [
+          { type: "format", weight: 2 },
+          { type: "accuracy", weight: 0.5 },
+        ],
+        normalization: "sum",
+      },
     });
-    expect(combined.compute(["<answer>4</answer>", "nothing"], { solution: "4" })).toEqual([(2 + 0.5) / 2.5, 0]);
+    expect(combined.compute(["<answer>4</answer>", "nothing"], { solution: "4" })).toEqual([
+      (2 + 0.5) / 2.5,
+      0,
+    ]);
     expect(() => rewardRegistry.create("nope")).toThrow(/available/);
   });
 
   it("skips a throwing sub-reward and min-max normalises", () => {
-    const boom = { name: "boom", weight: 1, compute: () => { throw new Error("x"); } };
+    const boom = {
+      name: "boom",
+      weight: 1,
+      compute: () => {
+        throw new Error("x");
+      },
+    };
     const c = new CombinedReward([boom, new FormatReward()], { normalization: "minmax" });
     expect(c.compute(["<answer>a</answer>", "b"])).toEqual([1, 0]);
     expect(rewardRegistry.score({ type: "format", weight: 3 }, ["<think>x</think>"])).toEqual([3]);
@@ -140,6 +179,8 @@ describe("advantages", () => {
   });
 
   it("spreads per-turn advantages over trainable spans", () => {
-    expect(advantagesPerToken([-100, 5, 6, -100, -100, 7, -100, 8], [0.5, -1])).toEqual([0, 0.5, 0.5, 0, 0, -1, 0, -1]);
+    expect(advantagesPerToken([-100, 5, 6, -100, -100, 7, -100, 8], [0.5, -1])).toEqual([
+      0, 0.5, 0.5, 0, 0, -1, 0, -1,
+    ]);
   });
 });

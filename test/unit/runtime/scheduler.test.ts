@@ -34,7 +34,13 @@ describe("scheduler math (Atropos §2.3)", () => {
   });
 
   it("pauses when M batches are queued unless the min allocation is still owed", () => {
-    const args = { derivedBatchSize: 16, batchSize: 16, maxBatchesOffpolicy: 3, groupSize: 4, minBatchAllocation: null };
+    const args = {
+      derivedBatchSize: 16,
+      batchSize: 16,
+      maxBatchesOffpolicy: 3,
+      groupSize: 4,
+      minBatchAllocation: null,
+    };
     expect(shouldPause({ ...args, status: status(11) })).toBe(false); // 44 < 48
     expect(shouldPause({ ...args, status: status(12) })).toBe(true);
     expect(shouldPause({ ...args, derivedBatchSize: -1, status: status(0) })).toBe(true);
@@ -61,8 +67,17 @@ describe("scheduler math (Atropos §2.3)", () => {
     expect(targetWorkerCount({ ...args, status: status(7) })).toBe(5); // min(8, 12 − 7)
     expect(targetWorkerCount({ ...args, status: status(20) })).toBe(-8);
     expect(targetWorkerCount({ ...args, evalRunning: true, status: status(0) })).toBe(0);
-    expect(targetWorkerCount({ ...args, evalRunning: true, evalHandling: "LIMIT_TRAIN", status: status(0) })).toBe(4);
-    expect(targetWorkerCount({ ...args, evalRunning: true, evalHandling: "NONE", status: status(0) })).toBe(8);
+    expect(
+      targetWorkerCount({
+        ...args,
+        evalRunning: true,
+        evalHandling: "LIMIT_TRAIN",
+        status: status(0),
+      }),
+    ).toBe(4);
+    expect(
+      targetWorkerCount({ ...args, evalRunning: true, evalHandling: "NONE", status: status(0) }),
+    ).toBe(8);
     // a = 0.25, X = 4, S = 2: ceil(((ceil(0.25·16·3/4) + 1)·4 − floor(4·2)) / 4) = ceil((16 − 8)/4) = 2
     expect(targetWorkerCount({ ...args, minBatchAllocation: 0.25, status: status(20, 2) })).toBe(2);
   });

@@ -1,0 +1,81 @@
+/**
+ * Runs `wrangler dev` (through scripts/dev.mjs) as a child in its own process group, so stopping
+ * it stops wrangler, workerd and everything they spawned: no orphans.
+ */
+import { type ChildProcess, spawn } from "node:child_process";
+import { dirname, join } from "node:path";
+import { fileURLToPath } from "node:url";
+
+export const PROJECT_ROOT = join(dirname(fileURLToPath(import.meta.url)), "..", "..");
+
+export interface DevProcess {
+  url: string;
+  child: ChildProcess;
+  logs(): string;
+  stop(): Promise<void>;
+}
+
+function killGroup(child: ChildProcess, signal: NodeJS.Signals): void {
+  if (child.pid === undefined) return;
+  try {
+    process.kill(-child.pid, signal);
+  } catch {
+    // already gone
+  }
+}
+
+export async function startDevProcess(options: {
+  port: number;
+  persistTo: string;
+  startTimeoutMs?: number;
+}): Promise<DevProcess> {
+  const child = spawn(
+    process.execPath,
+    [
+      join(PROJECT_ROOT, "scripts", "dev.mjs"),
+      "--port",
+      String(options.port),
+      "--persist-to",
+      options.persistTo,
+    ],
+    { cwd: PROJECT_ROOT, detached: true, stdio: ["ignore", "pipe", "pipe"] },
+  );
+  let output = "";
+  const keep = (d: Buffer) => {
+    output = (output + String(d)).slice(-20_000);
+  };
+  child.stdout?.on("data", keep);
+  child.stderr?.on("data", keep);
+  const url = `http://127.0.0.1:${options.port}`;
+  const stop = async () => {
+    if (child.exitCode !== null || child.signalCode !== null) return;
+    const exited = new Promise<void>((resolve) => child.once("exit", () => resolve()));
+    killGroup(child, "SIGTERM");
+    const timer = setTimeout(() => killGroup(child, "SIGKILL"), 5000);
+    await exited;
+    clearTimeout(timer);
+    // workerd may outlive its parent briefly; make sure the whole group is gone.
+    killGroup(child, "SIGKILL");
+  };
+  const deadline = Date.now() + (options.startTimeoutMs ?? 90_000);
+  for (;;) {
+    if (child.exitCode !== null) {
+      throw new Error(
+        `wrangler dev exited early (is port ${options.port} in use? try --port N):\n${output.slice(-4000)}`,
+      );
+    }
+    try {
+      const res = await fetch(`${url}/`, { signal: AbortSignal.timeout(1000) });
+      await res.arrayBuffer();
+      if (res.ok) break;
+    } catch {
+      // not up yet
+    }
+    if (Date.now() > deadline) {
+      await stop();
+      throw new Error(`wrangler dev did not answer on ${url} in time:\n${output.slice(-4000)}`);
+    }
+    await new Promise((r) => setTimeout(r, 250));
+  }
+  return { url, child, logs: () => output, stop };
+}

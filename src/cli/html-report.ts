@@ -1,0 +1,89 @@
+/**
+ * A self-contained HTML report of scored groups (no scripts, no external assets). Every piece of
+ * model output or env data is inserted only through escapeHtml(), never as markup.
+ */
+import type { ScoredDataGroup } from "../core/group-types";
+
+const HTML_ESCAPES: Record<string, string> = {
+  "&": "&amp;",
+  "<": "&lt;",
+  ">": "&gt;",
+  '"': "&quot;",
+  "'": "&#39;",
+};
+
+export function escapeHtml(value: unknown): string {
+  const text = typeof value === "string" ? value : JSON.stringify(value) ?? String(value);
+  return text.replace(/[&<>"']/g, (c) => HTML_ESCAPES[c]!);
+}
+
+export interface ReportOptions {
+  title: string;
+  /** Decodes one token id (for the per-token view); token ids are shown when absent. */
+  decodeToken?: (id: number) => string;
+  /** Per-token tables are capped to keep the file small. */
+  maxTokensPerSequence?: number;
+}
+
+function fmt(n: number | undefined | null): string {
+  return typeof n === "number" && Number.isFinite(n) ? n.toFixed(3) : "–";
+}
+
+function messagesHtml(messages: ScoredDataGroup["messages"], seq: number): string {
+  const list = messages?.[seq];
+  if (!list || list.length === 0) return "";
+  return list
+    .map(
+      (m) =>
+        `<div class="msg ${escapeHtml(m.role)}"><b>${escapeHtml(m.role)}</b><pre>${escapeHtml(
+          typeof m.content === "string" ? m.content : m.content,
+        )}</pre></div>`,
+    )
+    .join("");
+}
+
+function tokensHtml(group: ScoredDataGroup, seq: number, options: ReportOptions): string {
+  const tokens = group.tokens[seq] ?? [];
+  const masks = group.masks[seq] ?? [];
+  const logprobs = group.inference_logprobs?.[seq];
+  const limit = options.maxTokensPerSequence ?? 400;
+  const spans = tokens.slice(0, limit).map((id, i) => {
+    const trained = masks[i] !== -100;
+    const text = options.decodeToken ? options.decodeToken(id) : String(id);
+    const title = `id ${id} · mask ${masks[i]} · logprob ${fmt(logprobs?.[i])}`;
+    return `<span class="${trained ? "tr" : "pr"}" title="${escapeHtml(title)}">${escapeHtml(text)}</span>`;
+  });
+  const more = tokens.length > limit ? `<i> … ${tokens.length - limit} more tokens</i>` : "";
+  return `<div class="tokens">${spans.join("")}${more}</div>`;
+}
+
+export function renderGroupsReport(groups: ScoredDataGroup[], options: ReportOptions): string {
+  const allScores = groups.flatMap((g) => g.scores);
+  const mean = allScores.length ? allScores.reduce((a, b) => a + b, 0) / allScores.length : 0;
+  const sections = groups.map((group, g) => {
+    const rows = group.tokens.map((_, s) => {
+      const trained = (group.masks[s] ?? []).filter((t) => t !== -100).length;
+      return `<details><summary>seq ${s} · score ${fmt(group.scores[s])} · ${group.tokens[s]?.length ?? 0} tokens (${trained} trained)</summary>${messagesHtml(group.messages, s)}${tokensHtml(group, s, options)}</details>`;
+    });
+    return `<section><h2>Group ${g}</h2><p>scores: ${escapeHtml(group.scores.map(fmt).join(", "))}</p>${rows.join("")}</section>`;
+  });
+  return `<!doctype html>
+<html lang="en"><head><meta charset="utf-8">
+<meta http-equiv="Content-Security-Policy" content="default-src 'none'; style-src 'unsafe-inline'">
+<title>${escapeHtml(options.title)}</title>
+<style>
+body{font:14px system-ui,sans-serif;margin:2rem;max-width:70rem}
+pre{white-space:pre-wrap;margin:.2rem 0}
+.msg{border-left:3px solid #ccc;padding-left:.5rem;margin:.3rem 0}
+.msg.assistant{border-color:#48f}
+.tokens{font:12px ui-monospace,monospace;line-height:1.6;white-space:pre-wrap}
+.tr{background:#dfe}.pr{background:#eee;color:#666}
+section{border-top:1px solid #ddd;margin-top:1rem}
+</style></head><body>
+<h1>${escapeHtml(options.title)}</h1>
+<p>${groups.length} groups · ${allScores.length} sequences · mean score ${fmt(mean)}.
+Green tokens are trained (mask ≠ −100); grey ones are prompt. Hover a token for its id, mask and logprob.</p>
+${sections.join("\n")}
+</body></html>
+`;
+}

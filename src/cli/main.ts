@@ -1,0 +1,308 @@
+/**
+ * atropos-edge command line. Every option can also come from an ATROPOS_EDGE_<NAME> env var or
+ * a --config file (YAML/JSON, top level or a section per command); flags win, then env vars,
+ * then the file, then defaults.
+ */
+import { Command } from "commander";
+import { loadConfigFile, type OptionDefaults, type Resolved, resolveOptions } from "./config";
+import { PROJECT_ROOT } from "./dev-process";
+
+interface OptionSpec {
+  flags: string;
+  key: string;
+  description: string;
+  default: string | number | boolean | undefined;
+}
+
+const opt = (
+  flags: string,
+  key: string,
+  description: string,
+  fallback: string | number | boolean | undefined,
+): OptionSpec => ({ flags, key, description, default: fallback });
+
+const INFERENCE: OptionSpec[] = [
+  opt("--inference-url <url>", "inferenceUrl", "inference server base URL (…/v1); default: start the in-process simulator", undefined),
+  opt("--server-type <type>", "serverType", "vllm | sglang | openai | trl (with --inference-url)", "vllm"),
+  opt("--model <name>", "model", "model name sent to the inference server", "sim-policy"),
+  opt("--api-key <key>", "apiKey", "inference server API key", undefined),
+  opt("--tokenizer <name>", "tokenizer", "tokenizer short name (qwen3, llama3) or model name", "qwen3"),
+  opt("--sim-latency-ms <ms>", "simLatencyMs", "simulator latency per request", 0),
+  opt("--sim-seed <n>", "simSeed", "simulator seed (outputs are deterministic per seed)", 0),
+];
+
+function defaultsOf(specs: OptionSpec[]): OptionDefaults {
+  return Object.fromEntries(specs.map((s) => [s.key, s.default]));
+}
+
+/** Adds `specs` + --config to `cmd`; the action gets fully resolved options. */
+function withOptions<S extends OptionSpec[]>(
+  cmd: Command,
+  specs: S,
+  action: (options: Resolved<OptionDefaults>, args: string[]) => Promise<number>,
+): Command {
+  for (const s of specs) {
+    const shown = s.default === undefined || s.default === false ? "" : ` (default: ${s.default})`;
+    cmd.option(s.flags, `${s.description}${shown}`);
+  }
+  cmd.option("--config <file>", "YAML or JSON file with options (env: ATROPOS_EDGE_CONFIG)");
+  cmd.action(async (...received: unknown[]) => {
+    const command = received[received.length - 1] as Command;
+    const args = received.slice(0, -2).map(String);
+    const flags = command.opts() as Record<string, unknown>;
+    const configPath = (flags.config as string | undefined) ?? process.env.ATROPOS_EDGE_CONFIG;
+    const resolved = resolveOptions(defaultsOf(specs), {
+      flags,
+      env: process.env,
+      file: configPath ? loadConfigFile(configPath) : {},
+      command: command.name(),
+    });
+    process.exitCode = await action(resolved, args);
+  });
+  return cmd;
+}
+
+const str = (v: unknown): string | undefined => (v === undefined || v === "" ? undefined : String(v));
+
+function inferenceFlags(o: Resolved<OptionDefaults>) {
+  return {
+    inferenceUrl: str(o.inferenceUrl),
+    serverType: String(o.serverType),
+    model: String(o.model),
+    apiKey: str(o.apiKey),
+    tokenizer: String(o.tokenizer),
+    simLatencyMs: Number(o.simLatencyMs),
+    simSeed: Number(o.simSeed),
+  };
+}
+
+function need(o: Resolved<OptionDefaults>, key: string, flag: string): string {
+  const v = str(o[key]);
+  if (!v) throw new Error(`${flag} is required (or set ${flag.replace(/^--/, "ATROPOS_EDGE_").replace(/-/g, "_").toUpperCase()})`);
+  return v;
+}
+
+export function buildProgram(): Command {
+  const program = new Command("atropos-edge")
+    .description("atropos-edge: durable, exactly-once RL rollout API + environment runtime")
+    .showHelpAfterError("(run with --help for every option)");
+
+  withOptions(
+    program
+      .command("start")
+      .description("run the whole loop locally: API (wrangler dev), simulator, example envs, demo trainer"),
+    [
+      opt("--steps <n>", "steps", "trainer steps before stopping", 20),
+      opt("--port <port>", "port", "port of the local API", 8787),
+      opt("--envs <list>", "envs", "comma-separated env names", "gsm8k_lite,letter_counting"),
+      opt("--batch-size <n>", "batchSize", "trainer batch size in sequences", 32),
+      opt("--max-token-len <n>", "maxTokenLen", "trainer max token length", 2048),
+      opt("--persist-to <dir>", "persistTo", "keep API state in this dir; default: fresh dir under .wrangler/, removed at exit", undefined),
+      opt("--lease-seconds <s>", "leaseSeconds", "lease duration for each batch", 60),
+      opt("--max-seconds <s>", "maxSeconds", "fail if the steps are not done in this time (0 = never)", 0),
+      ...INFERENCE,
+    ],
+    async (o) => {
+      const { runStart } = await import("./start");
+      return runStart({
+        ...inferenceFlags(o),
+        steps: Number(o.steps),
+        port: Number(o.port),
+        envs: String(o.envs),
+        batchSize: Number(o.batchSize),
+        maxTokenLen: Number(o.maxTokenLen),
+        persistTo: str(o.persistTo),
+        leaseSeconds: Number(o.leaseSeconds),
+        maxSeconds: Number(o.maxSeconds),
+      });
+    },
+  );
+
+  withOptions(
+    program.command("sim").description("run the inference simulator (a test double, not a model)"),
+    [
+      opt("--port <port>", "port", "listen port", 9001),
+      opt("--host <host>", "host", "listen address", "127.0.0.1"),
+      opt("--tokenizer <name>", "tokenizer", "tokenizer short name", "qwen3"),
+      opt("--model <name>", "model", "model name reported", "sim-policy"),
+      opt("--seed <n>", "seed", "seed for deterministic outputs", 0),
+      opt("--latency-ms <ms>", "latencyMs", "latency per request", 0),
+      opt("--latency-jitter-ms <ms>", "latencyJitterMs", "random extra latency", 0),
+      opt("--correct-probability <p>", "correctProbability", "chance an answer is correct", 0.5),
+      opt("--error-rate <p>", "errorRate", "fraction of requests answered 500", 0),
+      opt("--timeout-rate <p>", "timeoutRate", "fraction of requests that hang", 0),
+    ],
+    async (o) => {
+      const { startSimulator } = await import("../sim/server");
+      const sim = await startSimulator({
+        host: String(o.host),
+        port: Number(o.port),
+        tokenizer: String(o.tokenizer),
+        model: String(o.model),
+        seed: Number(o.seed),
+        latencyMs: Number(o.latencyMs),
+        latencyJitterMs: Number(o.latencyJitterMs),
+        correctProbability: Number(o.correctProbability),
+        faults: { errorRate: Number(o.errorRate), timeoutRate: Number(o.timeoutRate) },
+      });
+      console.log(`inference simulator (test double) on ${sim.url} — use --inference-url ${sim.url}/v1; Ctrl-C stops`);
+      await new Promise<void>((resolve) => {
+        process.once("SIGINT", resolve);
+        process.once("SIGTERM", resolve);
+      });
+      await sim.close();
+      return 0;
+    },
+  );
+
+  withOptions(
+    program.command("dev").description("serve the API + dashboard locally (wraps scripts/dev.mjs)"),
+    [
+      opt("--port <port>", "port", "port", 8787),
+      opt("--persist-to <dir>", "persistTo", "state dir", ".wrangler/state"),
+    ],
+    async (o) => {
+      const { spawn } = await import("node:child_process");
+      const { join } = await import("node:path");
+      const child = spawn(
+        process.execPath,
+        [join(PROJECT_ROOT, "scripts", "dev.mjs"), "--port", String(o.port), "--persist-to", String(o.persistTo)],
+        { cwd: PROJECT_ROOT, stdio: "inherit" },
+      );
+      for (const signal of ["SIGINT", "SIGTERM"] as const) process.on(signal, () => child.kill(signal));
+      return new Promise<number>((resolve) => child.on("exit", (code) => resolve(code ?? 0)));
+    },
+  );
+
+  withOptions(
+    program.command("process").description("offline rollouts of one env → JSONL + HTML report (no API)"),
+    [
+      opt("--env <name>", "env", "env name (see `atropos-edge envs`)", undefined),
+      opt("--groups <n>", "groups", "number of groups to produce", 8),
+      opt("--out <file>", "out", "output JSONL (an .html report is written next to it)", undefined),
+      opt("--concurrency <n>", "concurrency", "items rolled out in parallel", 4),
+      opt("--group-size <n>", "groupSize", "override the env's group_size", 0),
+      ...INFERENCE,
+    ],
+    async (o) => {
+      const { runProcess } = await import("./process-command");
+      const env = need(o, "env", "--env");
+      return runProcess({
+        ...inferenceFlags(o),
+        env,
+        groups: Number(o.groups),
+        out: str(o.out) ?? `data/${env}.jsonl`,
+        concurrency: Number(o.concurrency),
+        groupSize: Number(o.groupSize) || undefined,
+      });
+    },
+  );
+
+  withOptions(
+    program.command("evaluate").description("run an env's evaluation once → DIR/metrics.json + DIR/samples.jsonl"),
+    [
+      opt("--env <name>", "env", "env name", undefined),
+      opt("--out <dir>", "out", "output directory", "eval-results"),
+      ...INFERENCE,
+    ],
+    async (o) => {
+      const { runEvaluate } = await import("./evaluate-command");
+      return runEvaluate({ ...inferenceFlags(o), env: need(o, "env", "--env"), out: String(o.out) });
+    },
+  );
+
+  withOptions(
+    program
+      .command("export")
+      .argument("<kind>", "sft or dpo")
+      .description("build an SFT or DPO dataset from scored groups (a JSONL file, or the API read-only)"),
+    [
+      opt("--from <file>", "from", "JSONL of groups (from `process` or data_path_to_save_groups)", undefined),
+      opt("--api <url>", "api", "rollout API URL; read-only (GET /v1/runs/{run}/groups)", undefined),
+      opt("--run <name>", "run", "run name (with --api)", "default"),
+      opt("--token <t>", "token", "bearer token (with --api)", undefined),
+      opt("--out <file>", "out", "output JSONL", undefined),
+      opt("--top-n <n>", "topN", "sft: sequences kept per group; dpo: pairs per group", 3),
+      opt("--min-score-diff <x>", "minScoreDiff", "sft: keep score − min > x (default 0); dpo: neg < pos − x (default 0.5)", undefined),
+      opt("--allow-negative-scores", "allowNegativeScores", "also keep sequences with score ≤ 0", false),
+      opt("--save-messages", "saveMessages", "write chat messages instead of prefix/completion text", false),
+      opt("--max-records <n>", "maxRecords", "stop after this many records (0 = all)", 0),
+      opt("--max-groups <n>", "maxGroups", "read at most this many groups from the API (0 = all)", 0),
+      opt("--seed <n>", "seed", "seed for dpo negative sampling", 0),
+      opt("--append", "append", "append to --out if it exists", false),
+      opt("--tokenizer <name>", "tokenizer", "tokenizer to decode tokens (text mode)", "qwen3"),
+    ],
+    async (o, args) => {
+      const kind = args[0];
+      if (kind !== "sft" && kind !== "dpo") throw new Error("export kind must be sft or dpo");
+      const { runExport } = await import("./export-command");
+      const diff = o.minScoreDiff === undefined ? (kind === "sft" ? 0 : 0.5) : Number(o.minScoreDiff);
+      if (!Number.isFinite(diff)) throw new Error("--min-score-diff must be a number");
+      return runExport({
+        kind,
+        from: str(o.from),
+        api: str(o.api),
+        run: String(o.run),
+        token: str(o.token),
+        out: need(o, "out", "--out"),
+        topN: Number(o.topN),
+        minScoreDiff: diff,
+        allowNegativeScores: Boolean(o.allowNegativeScores),
+        saveMessages: Boolean(o.saveMessages),
+        maxRecords: Number(o.maxRecords),
+        maxGroups: Number(o.maxGroups),
+        tokenizer: String(o.tokenizer),
+        seed: Number(o.seed),
+        append: Boolean(o.append),
+      });
+    },
+  );
+
+  withOptions(
+    program.command("serve").description("run one env from Node against a rollout API (Atropos `env.py serve`)"),
+    [
+      opt("--env <name>", "env", "env name", undefined),
+      opt("--api <url>", "api", "rollout API URL", "http://127.0.0.1:8787"),
+      opt("--run <name>", "run", "run name", "default"),
+      opt("--token <t>", "token", "bearer token for the API", undefined),
+      opt("--group-size <n>", "groupSize", "override the env's group_size", 0),
+      opt("--max-num-workers <n>", "maxNumWorkers", "groups in flight (default: env config)", 0),
+      ...INFERENCE,
+    ],
+    async (o) => {
+      const { runServe } = await import("./serve-command");
+      return runServe({
+        ...inferenceFlags(o),
+        env: need(o, "env", "--env"),
+        api: String(o.api),
+        run: String(o.run),
+        token: str(o.token),
+        groupSize: Number(o.groupSize) || undefined,
+        maxNumWorkers: Number(o.maxNumWorkers) || undefined,
+      });
+    },
+  );
+
+  program
+    .command("envs")
+    .description("list the available envs")
+    .action(async () => {
+      const { envRegistry } = await import("../env-workers/registry");
+      for (const d of Object.values(envRegistry)) {
+        console.log(`${d.name.padEnd(18)} group_size ${d.defaultConfig.group_size}  ${d.description}`);
+      }
+    });
+  return program;
+}
+
+const isEntry = process.argv[1] && /[\\/]cli[\\/]main\.[cm]?[tj]s$/.test(process.argv[1]);
+if (isEntry || process.env.ATROPOS_EDGE_BIN === "1") {
+  try {
+    await buildProgram().parseAsync(process.argv);
+  } catch (err) {
+    console.error(`error: ${err instanceof Error ? err.message : String(err)}`);
+    process.exitCode = 1;
+  }
+  // Keep-alive sockets and timers of finished work must not keep the CLI alive.
+  process.exit(process.exitCode ?? 0);
+}

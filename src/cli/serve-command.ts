@@ -1,0 +1,54 @@
+/** `atropos-edge serve`: one env from Node against a (remote) rollout API — Atropos' `env.py serve`. */
+import { RolloutApiClient } from "../env-workers/runtime/api-client";
+import { nodeGetWithBody } from "../env-workers/runtime/node-get-with-body";
+import { serveEnv } from "../env-workers/runtime/serve";
+import { createEnv, type InferenceFlags, openInference } from "./inference";
+
+export interface ServeCommandOptions extends InferenceFlags {
+  env: string;
+  api: string;
+  run: string;
+  token?: string;
+  groupSize?: number;
+  maxNumWorkers?: number;
+}
+
+export async function runServe(options: ServeCommandOptions, log = console.log): Promise<number> {
+  const inference = await openInference(options);
+  const abort = new AbortController();
+  const stop = () => abort.abort();
+  process.once("SIGINT", stop);
+  process.once("SIGTERM", stop);
+  try {
+    const config: Record<string, unknown> = { rollout_server_url: options.api, run: options.run };
+    if (options.groupSize) config.group_size = options.groupSize;
+    if (options.maxNumWorkers) config.max_num_workers = options.maxNumWorkers;
+    const env = await createEnv(options.env, config, inference, options.tokenizer);
+    const api = new RolloutApiClient({
+      url: options.api,
+      run: options.run,
+      token: options.token,
+      getWithBody: nodeGetWithBody,
+    });
+    log(`serving ${options.env} → ${options.api} (run ${options.run}); ${inference.describe}`);
+    let submitted = 0;
+    const summary = await serveEnv(env, api, {
+      signal: abort.signal,
+      onEvent: (e) => {
+        if (e.type === "registered") log(`registered as env_id ${e.envId} (${e.name})`);
+        if (e.type === "waiting_for_trainer") log("waiting for a trainer to /register…");
+        if (e.type === "step") log(`trainer step ${e.step} (${submitted} groups submitted)`);
+        if (e.type === "submitted" && e.ok) submitted += e.groups;
+        if (e.type === "worker_error") log(`worker error: ${e.message}`);
+      },
+    });
+    log(
+      `stopped (${summary.exitReason}) at step ${summary.finalStep}: ${summary.groupsSubmitted} submitted, ${summary.groupsDropped} dropped`,
+    );
+    return 0;
+  } finally {
+    process.off("SIGINT", stop);
+    process.off("SIGTERM", stop);
+    await inference.close();
+  }
+}

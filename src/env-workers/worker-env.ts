@@ -1,0 +1,71 @@
+/**
+ * Builds env instances inside the Worker: inference client, tokenizer and env class from the
+ * registry. Instances are cached per isolate so setup() (dataset loading) runs once.
+ */
+import type { BaseEnv, JsonValue } from "./base-env";
+import type { APIServerConfig } from "./inference/config";
+import { ServerManager } from "./inference/server-manager";
+import type { Tokenizer } from "./inference/types";
+import { getEnvDefinition } from "./registry";
+import { getTokenizer } from "./tokenizers";
+
+export interface EnvWorkerSpec {
+  envName: string;
+  config: Record<string, unknown>;
+  inference: APIServerConfig[];
+}
+
+const cache = new Map<string, Promise<BaseEnv<JsonValue>>>();
+
+/**
+ * The feeder only calls getNextItem() and must not pay for a vocabulary it never touches
+ * (a tokenizer costs 86-114 MB of an isolate's 128 MB), so its env gets one that refuses use.
+ */
+export function unloadedTokenizer(name: string): Tokenizer {
+  const refuse = (): never => {
+    throw new Error(
+      `getNextItem() must not tokenize: tokenizer '${name}' is only loaded in rollout workers`,
+    );
+  };
+  return {
+    name,
+    get eosTokenId() {
+      return refuse();
+    },
+    get bosTokenId() {
+      return refuse();
+    },
+    encode: refuse,
+    decode: refuse,
+    applyChatTemplate: refuse,
+  };
+}
+
+/** An env for the feeder: no tokenizer is loaded. */
+export async function feederEnv(spec: EnvWorkerSpec): Promise<BaseEnv<JsonValue>> {
+  const def = getEnvDefinition(spec.envName);
+  const inference = new ServerManager(spec.inference);
+  const env = def.create(spec.config, inference, unloadedTokenizer(String(spec.config.tokenizer_name ?? "qwen3")));
+  await env.setup();
+  return env;
+}
+
+/** A fully equipped env for rollouts (cached per isolate and spec). */
+export function rolloutEnv(spec: EnvWorkerSpec): Promise<BaseEnv<JsonValue>> {
+  const key = JSON.stringify(spec);
+  let env = cache.get(key);
+  if (!env) {
+    env = (async () => {
+      const def = getEnvDefinition(spec.envName);
+      const parsed = def.configSchema.parse(spec.config);
+      const tokenizer = await getTokenizer(parsed.tokenizer_name);
+      const inference = new ServerManager(spec.inference, { getTokenizer });
+      const instance = def.create(spec.config, inference, tokenizer);
+      await instance.setup();
+      return instance;
+    })();
+    env.catch(() => cache.delete(key));
+    cache.set(key, env);
+  }
+  return env;
+}
