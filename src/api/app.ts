@@ -21,9 +21,8 @@ export function createApp() {
   app.get("/dashboard", (c) => c.redirect("/dashboard/", 302));
   app.get("/dashboard/*", async (c) => {
     if (!c.env.ASSETS) throw new ApiError("NOT_FOUND", "dashboard assets are not bound");
-    const url = new URL(c.req.url);
-    if (url.pathname === "/dashboard/") url.pathname = "/dashboard/index.html";
-    return c.env.ASSETS.fetch(new Request(url, c.req.raw));
+    // The assets server maps /dashboard/ to index.html itself.
+    return c.env.ASSETS.fetch(c.req.raw);
   });
 
   app.route("/v1", v1Routes);

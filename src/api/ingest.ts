@@ -233,7 +233,11 @@ export async function submitGroupInProcess(
     .bind(run, idempotencyKey, hash, JSON.stringify({ group_id: outcome!.groupId }), Date.now())
     .run();
   return {
-    status: outcome!.duplicate ? "duplicate" : outcome!.status === "buffered" ? "buffered" : "received",
+    status: outcome!.duplicate
+      ? "duplicate"
+      : outcome!.status === "buffered"
+        ? "buffered"
+        : "received",
     groupId: outcome!.groupId,
   };
 }

@@ -118,10 +118,7 @@ export class RunCoordinator extends DurableObject<Bindings> {
     });
   }
 
-  async registerEnv(
-    run: string,
-    body: RegisterEnv,
-  ): Promise<RegisterEnvResponse> {
+  async registerEnv(run: string, body: RegisterEnv): Promise<RegisterEnvResponse> {
     return this.exclusive(async () => {
       const now = Date.now();
       const runRow = await getRun(this.db, run);

@@ -41,10 +41,14 @@ function coerce(key: string, value: unknown, fallback: ConfigValue | undefined, 
     const s = String(value).trim().toLowerCase();
     if (["1", "true", "yes", "on"].includes(s)) return true;
     if (["0", "false", "no", "off", ""].includes(s)) return false;
-    throw new Error(`${origin}: option '${key}' must be true or false, got ${JSON.stringify(value)}`);
+    throw new Error(
+      `${origin}: option '${key}' must be true or false, got ${JSON.stringify(value)}`,
+    );
   }
   if (typeof value === "object") {
-    throw new Error(`${origin}: option '${key}' must be a single value, not ${JSON.stringify(value)}`);
+    throw new Error(
+      `${origin}: option '${key}' must be a single value, not ${JSON.stringify(value)}`,
+    );
   }
   return String(value);
 }

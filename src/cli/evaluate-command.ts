@@ -36,7 +36,10 @@ export function metricsTable(metrics: Record<string, number>): string {
   return [`${"metric".padEnd(width)}  value`, `${"-".repeat(width)}  ------`, ...rows].join("\n");
 }
 
-export async function runEvaluate(options: EvaluateCommandOptions, log = console.log): Promise<number> {
+export async function runEvaluate(
+  options: EvaluateCommandOptions,
+  log = console.log,
+): Promise<number> {
   const inference = await openInference(options);
   try {
     const env = await createEnv(options.env, {}, inference, options.tokenizer);

@@ -59,7 +59,8 @@ export async function readGroupsFromApi(
 }
 
 export async function runExport(options: ExportCommandOptions, log = console.log): Promise<number> {
-  if (!options.from === !options.api) throw new Error("give exactly one of --from FILE.jsonl or --api URL");
+  if (!options.from === !options.api)
+    throw new Error("give exactly one of --from FILE.jsonl or --api URL");
   if (existsSync(options.out) && !options.append) {
     throw new Error(`${options.out} exists; pass --append to add to it or choose another --out`);
   }

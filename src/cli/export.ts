@@ -49,7 +49,8 @@ function byScoreDesc(group: ScoredDataGroup): number[] {
 
 function requireMessages(group: ScoredDataGroup, i: number): ChatMessage[] {
   const m = group.messages?.[i];
-  if (!m) throw new Error("--save-messages needs groups with `messages`; export without it instead");
+  if (!m)
+    throw new Error("--save-messages needs groups with `messages`; export without it instead");
   return m;
 }
 
@@ -137,7 +138,8 @@ export function exportRecords(
   const random = seededRandom(options.seed);
   const out: ExportRecord[] = [];
   for (const group of groups) {
-    const records = kind === "sft" ? selectSft(group, options) : selectDpo(group, { ...options, random });
+    const records =
+      kind === "sft" ? selectSft(group, options) : selectDpo(group, { ...options, random });
     for (const r of records) {
       if (options.maxRecords > 0 && out.length >= options.maxRecords) return out;
       out.push(r);

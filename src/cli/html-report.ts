@@ -13,7 +13,7 @@ const HTML_ESCAPES: Record<string, string> = {
 };
 
 export function escapeHtml(value: unknown): string {
-  const text = typeof value === "string" ? value : JSON.stringify(value) ?? String(value);
+  const text = typeof value === "string" ? value : (JSON.stringify(value) ?? String(value));
   return text.replace(/[&<>"']/g, (c) => HTML_ESCAPES[c]!);
 }
 

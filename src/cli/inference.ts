@@ -75,5 +75,9 @@ export async function createEnv(
 ): Promise<BaseEnv<JsonValue>> {
   const definition = getEnvDefinition(name);
   const tokenizer = await getTokenizer(tokenizerName);
-  return definition.create({ tokenizer_name: tokenizerName, ...config }, inference.client, tokenizer);
+  return definition.create(
+    { tokenizer_name: tokenizerName, ...config },
+    inference.client,
+    tokenizer,
+  );
 }

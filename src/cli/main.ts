@@ -22,11 +22,26 @@ const opt = (
 ): OptionSpec => ({ flags, key, description, default: fallback });
 
 const INFERENCE: OptionSpec[] = [
-  opt("--inference-url <url>", "inferenceUrl", "inference server base URL (…/v1); default: start the in-process simulator", undefined),
-  opt("--server-type <type>", "serverType", "vllm | sglang | openai | trl (with --inference-url)", "vllm"),
+  opt(
+    "--inference-url <url>",
+    "inferenceUrl",
+    "inference server base URL (…/v1); default: start the in-process simulator",
+    undefined,
+  ),
+  opt(
+    "--server-type <type>",
+    "serverType",
+    "vllm | sglang | openai | trl (with --inference-url)",
+    "vllm",
+  ),
   opt("--model <name>", "model", "model name sent to the inference server", "sim-policy"),
   opt("--api-key <key>", "apiKey", "inference server API key", undefined),
-  opt("--tokenizer <name>", "tokenizer", "tokenizer short name (qwen3, llama3) or model name", "qwen3"),
+  opt(
+    "--tokenizer <name>",
+    "tokenizer",
+    "tokenizer short name (qwen3, llama3) or model name",
+    "qwen3",
+  ),
   opt("--sim-latency-ms <ms>", "simLatencyMs", "simulator latency per request", 0),
   opt("--sim-seed <n>", "simSeed", "simulator seed (outputs are deterministic per seed)", 0),
 ];
@@ -62,7 +77,8 @@ function withOptions<S extends OptionSpec[]>(
   return cmd;
 }
 
-const str = (v: unknown): string | undefined => (v === undefined || v === "" ? undefined : String(v));
+const str = (v: unknown): string | undefined =>
+  v === undefined || v === "" ? undefined : String(v);
 
 function inferenceFlags(o: Resolved<OptionDefaults>) {
   return {
@@ -78,7 +94,10 @@ function inferenceFlags(o: Resolved<OptionDefaults>) {
 
 function need(o: Resolved<OptionDefaults>, key: string, flag: string): string {
   const v = str(o[key]);
-  if (!v) throw new Error(`${flag} is required (or set ${flag.replace(/^--/, "ATROPOS_EDGE_").replace(/-/g, "_").toUpperCase()})`);
+  if (!v)
+    throw new Error(
+      `${flag} is required (or set ${flag.replace(/^--/, "ATROPOS_EDGE_").replace(/-/g, "_").toUpperCase()})`,
+    );
   return v;
 }
 
@@ -90,16 +109,28 @@ export function buildProgram(): Command {
   withOptions(
     program
       .command("start")
-      .description("run the whole loop locally: API (wrangler dev), simulator, example envs, demo trainer"),
+      .description(
+        "run the whole loop locally: API (wrangler dev), simulator, example envs, demo trainer",
+      ),
     [
       opt("--steps <n>", "steps", "trainer steps before stopping", 20),
       opt("--port <port>", "port", "port of the local API", 8787),
       opt("--envs <list>", "envs", "comma-separated env names", "gsm8k_lite,letter_counting"),
       opt("--batch-size <n>", "batchSize", "trainer batch size in sequences", 32),
       opt("--max-token-len <n>", "maxTokenLen", "trainer max token length", 2048),
-      opt("--persist-to <dir>", "persistTo", "keep API state in this dir; default: fresh dir under .wrangler/, removed at exit", undefined),
+      opt(
+        "--persist-to <dir>",
+        "persistTo",
+        "keep API state in this dir; default: fresh dir under .wrangler/, removed at exit",
+        undefined,
+      ),
       opt("--lease-seconds <s>", "leaseSeconds", "lease duration for each batch", 60),
-      opt("--max-seconds <s>", "maxSeconds", "fail if the steps are not done in this time (0 = never)", 0),
+      opt(
+        "--max-seconds <s>",
+        "maxSeconds",
+        "fail if the steps are not done in this time (0 = never)",
+        0,
+      ),
       ...INFERENCE,
     ],
     async (o) => {
@@ -145,7 +176,9 @@ export function buildProgram(): Command {
         correctProbability: Number(o.correctProbability),
         faults: { errorRate: Number(o.errorRate), timeoutRate: Number(o.timeoutRate) },
       });
-      console.log(`inference simulator (test double) on ${sim.url} — use --inference-url ${sim.url}/v1; Ctrl-C stops`);
+      console.log(
+        `inference simulator (test double) on ${sim.url} — use --inference-url ${sim.url}/v1; Ctrl-C stops`,
+      );
       await new Promise<void>((resolve) => {
         process.once("SIGINT", resolve);
         process.once("SIGTERM", resolve);
@@ -166,16 +199,25 @@ export function buildProgram(): Command {
       const { join } = await import("node:path");
       const child = spawn(
         process.execPath,
-        [join(PROJECT_ROOT, "scripts", "dev.mjs"), "--port", String(o.port), "--persist-to", String(o.persistTo)],
+        [
+          join(PROJECT_ROOT, "scripts", "dev.mjs"),
+          "--port",
+          String(o.port),
+          "--persist-to",
+          String(o.persistTo),
+        ],
         { cwd: PROJECT_ROOT, stdio: "inherit" },
       );
-      for (const signal of ["SIGINT", "SIGTERM"] as const) process.on(signal, () => child.kill(signal));
+      for (const signal of ["SIGINT", "SIGTERM"] as const)
+        process.on(signal, () => child.kill(signal));
       return new Promise<number>((resolve) => child.on("exit", (code) => resolve(code ?? 0)));
     },
   );
 
   withOptions(
-    program.command("process").description("offline rollouts of one env → JSONL + HTML report (no API)"),
+    program
+      .command("process")
+      .description("offline rollouts of one env → JSONL + HTML report (no API)"),
     [
       opt("--env <name>", "env", "env name (see `atropos-edge envs`)", undefined),
       opt("--groups <n>", "groups", "number of groups to produce", 8),
@@ -199,7 +241,9 @@ export function buildProgram(): Command {
   );
 
   withOptions(
-    program.command("evaluate").description("run an env's evaluation once → DIR/metrics.json + DIR/samples.jsonl"),
+    program
+      .command("evaluate")
+      .description("run an env's evaluation once → DIR/metrics.json + DIR/samples.jsonl"),
     [
       opt("--env <name>", "env", "env name", undefined),
       opt("--out <dir>", "out", "output directory", "eval-results"),
@@ -207,7 +251,11 @@ export function buildProgram(): Command {
     ],
     async (o) => {
       const { runEvaluate } = await import("./evaluate-command");
-      return runEvaluate({ ...inferenceFlags(o), env: need(o, "env", "--env"), out: String(o.out) });
+      return runEvaluate({
+        ...inferenceFlags(o),
+        env: need(o, "env", "--env"),
+        out: String(o.out),
+      });
     },
   );
 
@@ -215,19 +263,51 @@ export function buildProgram(): Command {
     program
       .command("export")
       .argument("<kind>", "sft or dpo")
-      .description("build an SFT or DPO dataset from scored groups (a JSONL file, or the API read-only)"),
+      .description(
+        "build an SFT or DPO dataset from scored groups (a JSONL file, or the API read-only)",
+      ),
     [
-      opt("--from <file>", "from", "JSONL of groups (from `process` or data_path_to_save_groups)", undefined),
-      opt("--api <url>", "api", "rollout API URL; read-only (GET /v1/runs/{run}/groups)", undefined),
+      opt(
+        "--from <file>",
+        "from",
+        "JSONL of groups (from `process` or data_path_to_save_groups)",
+        undefined,
+      ),
+      opt(
+        "--api <url>",
+        "api",
+        "rollout API URL; read-only (GET /v1/runs/{run}/groups)",
+        undefined,
+      ),
       opt("--run <name>", "run", "run name (with --api)", "default"),
       opt("--token <t>", "token", "bearer token (with --api)", undefined),
       opt("--out <file>", "out", "output JSONL", undefined),
       opt("--top-n <n>", "topN", "sft: sequences kept per group; dpo: pairs per group", 3),
-      opt("--min-score-diff <x>", "minScoreDiff", "sft: keep score − min > x (default 0); dpo: neg < pos − x (default 0.5)", undefined),
-      opt("--allow-negative-scores", "allowNegativeScores", "also keep sequences with score ≤ 0", false),
-      opt("--save-messages", "saveMessages", "write chat messages instead of prefix/completion text", false),
+      opt(
+        "--min-score-diff <x>",
+        "minScoreDiff",
+        "sft: keep score − min > x (default 0); dpo: neg < pos − x (default 0.5)",
+        undefined,
+      ),
+      opt(
+        "--allow-negative-scores",
+        "allowNegativeScores",
+        "also keep sequences with score ≤ 0",
+        false,
+      ),
+      opt(
+        "--save-messages",
+        "saveMessages",
+        "write chat messages instead of prefix/completion text",
+        false,
+      ),
       opt("--max-records <n>", "maxRecords", "stop after this many records (0 = all)", 0),
-      opt("--max-groups <n>", "maxGroups", "read at most this many groups from the API (0 = all)", 0),
+      opt(
+        "--max-groups <n>",
+        "maxGroups",
+        "read at most this many groups from the API (0 = all)",
+        0,
+      ),
       opt("--seed <n>", "seed", "seed for dpo negative sampling", 0),
       opt("--append", "append", "append to --out if it exists", false),
       opt("--tokenizer <name>", "tokenizer", "tokenizer to decode tokens (text mode)", "qwen3"),
@@ -236,7 +316,8 @@ export function buildProgram(): Command {
       const kind = args[0];
       if (kind !== "sft" && kind !== "dpo") throw new Error("export kind must be sft or dpo");
       const { runExport } = await import("./export-command");
-      const diff = o.minScoreDiff === undefined ? (kind === "sft" ? 0 : 0.5) : Number(o.minScoreDiff);
+      const diff =
+        o.minScoreDiff === undefined ? (kind === "sft" ? 0 : 0.5) : Number(o.minScoreDiff);
       if (!Number.isFinite(diff)) throw new Error("--min-score-diff must be a number");
       return runExport({
         kind,
@@ -259,7 +340,9 @@ export function buildProgram(): Command {
   );
 
   withOptions(
-    program.command("serve").description("run one env from Node against a rollout API (Atropos `env.py serve`)"),
+    program
+      .command("serve")
+      .description("run one env from Node against a rollout API (Atropos `env.py serve`)"),
     [
       opt("--env <name>", "env", "env name", undefined),
       opt("--api <url>", "api", "rollout API URL", "http://127.0.0.1:8787"),
@@ -289,7 +372,9 @@ export function buildProgram(): Command {
     .action(async () => {
       const { envRegistry } = await import("../env-workers/registry");
       for (const d of Object.values(envRegistry)) {
-        console.log(`${d.name.padEnd(18)} group_size ${d.defaultConfig.group_size}  ${d.description}`);
+        console.log(
+          `${d.name.padEnd(18)} group_size ${d.defaultConfig.group_size}  ${d.description}`,
+        );
       }
     });
   return program;

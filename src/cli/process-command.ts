@@ -1,13 +1,11 @@
 /** `atropos-edge process`: offline rollouts to JSONL + a self-contained HTML report next to it. */
-import { createWriteStream, mkdirSync } from "node:fs";
+import { createWriteStream, mkdirSync, writeFileSync } from "node:fs";
 import { dirname } from "node:path";
 import type { ScoredDataGroup } from "../core/group-types";
-import { processEnv } from "../env-workers/runtime/process";
+import { groupToJsonl, processEnv } from "../env-workers/runtime/process";
 import { getTokenizer } from "../env-workers/tokenizers/index";
-import { writeFileSync } from "node:fs";
 import { renderGroupsReport } from "./html-report";
 import { createEnv, type InferenceFlags, openInference } from "./inference";
-import { groupToJsonl } from "../env-workers/runtime/process";
 
 export interface ProcessCommandOptions extends InferenceFlags {
   env: string;
@@ -18,10 +16,13 @@ export interface ProcessCommandOptions extends InferenceFlags {
 }
 
 export function reportPathFor(jsonlPath: string): string {
-  return jsonlPath.replace(/\.jsonl$/i, "") + ".html";
+  return `${jsonlPath.replace(/\.jsonl$/i, "")}.html`;
 }
 
-export async function runProcess(options: ProcessCommandOptions, log = console.log): Promise<number> {
+export async function runProcess(
+  options: ProcessCommandOptions,
+  log = console.log,
+): Promise<number> {
   if (options.groups < 1) throw new Error("--groups must be at least 1");
   const inference = await openInference(options);
   try {
@@ -42,7 +43,9 @@ export async function runProcess(options: ProcessCommandOptions, log = console.l
         file.write(groupToJsonl(group));
       },
     });
-    await new Promise<void>((resolve, reject) => file.end((err?: Error | null) => (err ? reject(err) : resolve())));
+    await new Promise<void>((resolve, reject) =>
+      file.end((err?: Error | null) => (err ? reject(err) : resolve())),
+    );
     const tokenizer = await getTokenizer(options.tokenizer);
     const report = reportPathFor(options.out);
     writeFileSync(
@@ -56,7 +59,8 @@ export async function runProcess(options: ProcessCommandOptions, log = console.l
       `wrote ${progress.produced}/${options.groups} groups to ${options.out} and ${report} ` +
         `(${progress.itemsUsed} items, ${progress.dropped} dropped, ${progress.failures} failures; ${inference.describe})`,
     );
-    for (const [reason, n] of Object.entries(progress.dropReasons)) log(`  dropped ${n}× ${reason}`);
+    for (const [reason, n] of Object.entries(progress.dropReasons))
+      log(`  dropped ${n}× ${reason}`);
     return progress.produced === options.groups ? 0 : 1;
   } finally {
     await inference.close();

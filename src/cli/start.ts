@@ -70,7 +70,8 @@ export async function runStart(
   let dev: DevProcess | null = null;
   let inference: InferenceHandle | null = null;
   const envRuns: EnvRun[] = [];
-  const started = Date.now();
+  const launched = Date.now();
+  let started = launched;
   const progress: TrainerProgress = {
     step: 0,
     targetSteps: options.steps,
@@ -140,6 +141,8 @@ export async function runStart(
       envRuns.push(run);
     }
 
+    // Rates count from here, not from the wrangler startup.
+    started = Date.now();
     let stats: RunStats | null = null;
     let polling = false;
     timer = setInterval(() => {
@@ -212,11 +215,12 @@ export async function runStart(
   }
 
   const elapsed = (Date.now() - started) / 1000;
+  const total = (Date.now() - launched) / 1000;
   const lines = [
     "",
     "── atropos-edge start: summary ──",
     `steps trained     ${progress.step}/${options.steps}${stopRequested ? " (stopped by signal)" : ""}`,
-    `elapsed           ${elapsed.toFixed(1)} s`,
+    `elapsed           ${elapsed.toFixed(1)} s training, ${total.toFixed(1)} s total`,
     `batches/s         ${(progress.batches / Math.max(elapsed, 1e-9)).toFixed(2)}`,
     `rollouts trained  ${progress.sequences} (${(progress.sequences / Math.max(elapsed, 1e-9)).toFixed(1)}/s)`,
     `mean score        ${progress.meanScore === null ? "–" : progress.meanScore.toFixed(3)}`,

@@ -18,7 +18,8 @@ export function groupShapeProblems(group: ScoredDataGroup): string[] {
   const problems: string[] = [];
   const n = group.tokens?.length ?? 0;
   if (n === 0) problems.push("tokens is empty");
-  if (group.masks?.length !== n) problems.push(`masks has ${group.masks?.length} rows, tokens ${n}`);
+  if (group.masks?.length !== n)
+    problems.push(`masks has ${group.masks?.length} rows, tokens ${n}`);
   if (group.scores?.length !== n) problems.push(`scores has ${group.scores?.length}, tokens ${n}`);
   for (let i = 0; i < n; i++) {
     const len = group.tokens[i]?.length ?? 0;

@@ -167,7 +167,9 @@ export class TrainerClient {
   }
 
   /** Lease the next batch; `{batch: null, reason}` when none is ready (HTTP 204). */
-  async lease(options: { leaseSeconds?: number; maxStaleness?: number } = {}): Promise<LeaseResult> {
+  async lease(
+    options: { leaseSeconds?: number; maxStaleness?: number } = {},
+  ): Promise<LeaseResult> {
     const body: Record<string, number> = {};
     if (options.leaseSeconds !== undefined) body.lease_seconds = options.leaseSeconds;
     if (options.maxStaleness !== undefined) body.max_staleness = options.maxStaleness;
@@ -198,11 +200,9 @@ export class TrainerClient {
 
   async ack(batch: Pick<LeasedBatch, "batchId" | "leaseId">): Promise<Record<string, unknown>> {
     return this.parse(
-      await this.send(
-        "POST",
-        `${this.v1Base}/batches/${encodeURIComponent(batch.batchId)}/ack`,
-        { lease_id: batch.leaseId },
-      ),
+      await this.send("POST", `${this.v1Base}/batches/${encodeURIComponent(batch.batchId)}/ack`, {
+        lease_id: batch.leaseId,
+      }),
       "ack",
     );
   }

@@ -135,8 +135,13 @@ export class EnvFeeder extends DurableObject<Bindings> {
   }
 
   private async register(state: FeederState): Promise<boolean> {
-    const cfg = parseEnvConfig(getEnvDefinition(state.spec.envName).configSchema, state.spec.config);
-    const coordinator = this.env.RUN_COORDINATOR.get(this.env.RUN_COORDINATOR.idFromName(state.run));
+    const cfg = parseEnvConfig(
+      getEnvDefinition(state.spec.envName).configSchema,
+      state.spec.config,
+    );
+    const coordinator = this.env.RUN_COORDINATOR.get(
+      this.env.RUN_COORDINATOR.idFromName(state.run),
+    );
     const res = await coordinator.registerEnv(state.run, {
       max_token_length: cfg.max_token_length,
       desired_name: cfg.wandb_name ?? state.spec.envName,
@@ -159,7 +164,14 @@ export class EnvFeeder extends DurableObject<Bindings> {
       state.lastError = null;
     } catch (error) {
       state.lastError = error instanceof Error ? error.message : String(error);
-      console.error(JSON.stringify({ level: "error", msg: "feeder tick failed", feeder: state.name, error: state.lastError }));
+      console.error(
+        JSON.stringify({
+          level: "error",
+          msg: "feeder tick failed",
+          feeder: state.name,
+          error: state.lastError,
+        }),
+      );
     }
     await this.save();
     await this.reportStats(state);
@@ -268,7 +280,10 @@ export class EnvFeeder extends DurableObject<Bindings> {
     if (!state) return;
     const entry = state.inFlight[itemId];
     delete state.inFlight[itemId];
-    const backlog = JSON.parse(outcome.backlogJson ?? "[]") as { itemId: string; item: JsonValue }[];
+    const backlog = JSON.parse(outcome.backlogJson ?? "[]") as {
+      itemId: string;
+      item: JsonValue;
+    }[];
     for (const b of backlog) state.inFlight[b.itemId] = { item: b.item, issuedAt: Date.now() };
     if (outcome.ok) state.succeeded++;
     else state.failed++;

@@ -45,7 +45,11 @@ export function unloadedTokenizer(name: string): Tokenizer {
 export async function feederEnv(spec: EnvWorkerSpec): Promise<BaseEnv<JsonValue>> {
   const def = getEnvDefinition(spec.envName);
   const inference = new ServerManager(spec.inference);
-  const env = def.create(spec.config, inference, unloadedTokenizer(String(spec.config.tokenizer_name ?? "qwen3")));
+  const env = def.create(
+    spec.config,
+    inference,
+    unloadedTokenizer(String(spec.config.tokenizer_name ?? "qwen3")),
+  );
   await env.setup();
   return env;
 }

@@ -24,7 +24,10 @@ async function withTimeout<T>(promise: Promise<T>, seconds: number, what: string
   if (seconds <= 0) return promise;
   let timer: ReturnType<typeof setTimeout> | undefined;
   const timeout = new Promise<never>((_, reject) => {
-    timer = setTimeout(() => reject(new Error(`${what} exceeded worker_timeout (${seconds} s)`)), seconds * 1000);
+    timer = setTimeout(
+      () => reject(new Error(`${what} exceeded worker_timeout (${seconds} s)`)),
+      seconds * 1000,
+    );
   });
   try {
     return await Promise.race([promise, timeout]);
@@ -55,7 +58,13 @@ export async function runRolloutItem(env: Bindings, msg: RolloutItemMessage): Pr
   const run = await env.DB.prepare("SELECT max_token_len FROM runs WHERE name = ?1")
     .bind(msg.run)
     .first<{ max_token_len: number }>();
-  const outcome: ItemOutcome = { submitted: 0, duplicates: 0, dropped: [], scores: [], backlog: [] };
+  const outcome: ItemOutcome = {
+    submitted: 0,
+    duplicates: 0,
+    dropped: [],
+    scores: [],
+    backlog: [],
+  };
   for (const [i, group] of processed.entries()) {
     const checked = validateGroupForSend(group, {
       groupSize: cfg.group_size,
@@ -81,7 +90,9 @@ export async function runRolloutItem(env: Bindings, msg: RolloutItemMessage): Pr
   const backlog = backlogItems.map((item) => ({ itemId: crypto.randomUUID(), item }));
   if (backlog.length > 0) {
     await env.ROLLOUT_ITEMS.sendBatch(
-      backlog.map((b) => ({ body: { ...msg, itemId: b.itemId, item: b.item, issuedAt: Date.now() } })),
+      backlog.map((b) => ({
+        body: { ...msg, itemId: b.itemId, item: b.item, issuedAt: Date.now() },
+      })),
     );
   }
   outcome.backlog = backlog;

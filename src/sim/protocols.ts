@@ -39,6 +39,14 @@ function tokenIds(value: unknown, name: string): number[] | null {
   return value as number[];
 }
 
+// Like a real sampler, unseeded requests differ from each other (deterministically, in arrival
+// order); an explicit `seed` reproduces its output exactly.
+let unseededRequests = 0;
+function requestSeedOf(seed: unknown): number {
+  if (seed === undefined || seed === null) return 0x40000000 + unseededRequests++;
+  return int(seed, 0, "seed");
+}
+
 function generateMany(
   ctx: ProtocolContext,
   promptText: string,
@@ -106,7 +114,7 @@ export function chatCompletions(ctx: ProtocolContext, body: Body): Body {
     ctx,
     prompt,
     int(body.n, 1, "n"),
-    int(body.seed, 0, "seed"),
+    requestSeedOf(body.seed),
     maxTokens,
     stops(body.stop),
   );
@@ -153,7 +161,7 @@ export function completions(ctx: ProtocolContext, body: Body): Body {
     ctx,
     promptText,
     int(body.n, 1, "n"),
-    int(body.seed, 0, "seed"),
+    requestSeedOf(body.seed),
     maxTokens,
     stops(body.stop),
   );
@@ -206,7 +214,7 @@ export function vllmGenerate(ctx: ProtocolContext, body: Body): Body {
     ctx,
     promptText,
     int(body.n, 1, "n"),
-    int(body.seed, 0, "seed"),
+    requestSeedOf(body.seed),
     maxTokens,
     stops(body.stop),
   );
@@ -243,7 +251,7 @@ export function sglangGenerate(ctx: ProtocolContext, body: Body): Body | Body[] 
     ctx,
     promptText,
     n,
-    int(sampling.seed, 0, "seed"),
+    requestSeedOf(sampling.seed),
     maxTokens,
     stops(sampling.stop),
   );
@@ -279,7 +287,7 @@ export function trlGenerate(ctx: ProtocolContext, body: Body): Body {
       ctx,
       prompt,
       n,
-      int(body.seed, 0, "seed"),
+      requestSeedOf(body.seed),
       maxTokens,
       undefined,
     )) {

@@ -4,14 +4,14 @@
  */
 import { Hono } from "hono";
 import { z } from "zod";
-import { APIServerConfigSchema } from "../../env-workers/inference/config";
-import { envRegistry } from "../../env-workers/registry";
 import {
   ackRequestSchema,
   evalReportSchema,
   leaseRequestSchema,
   policyRequestSchema,
 } from "../../core/schemas";
+import { APIServerConfigSchema } from "../../env-workers/inference/config";
+import { envRegistry } from "../../env-workers/registry";
 import { numberVar } from "../bindings";
 import { parseJson, readBody } from "../body";
 import { type AppContext, type AppEnv, coordinator, runOf } from "../context";
@@ -304,11 +304,11 @@ v1Routes.get("/runs/:run/timeseries", async (c) => {
   const since = Date.now() - minutes * 60_000;
   const [ingest, delivered] = await c.env.DB.batch([
     c.env.DB.prepare(
-      `SELECT (created_at / ?3) * ?3 AS t, COUNT(*) AS g, SUM(num_seqs) AS s, AVG(score_mean) AS m
+      `SELECT CAST(created_at / ?3 AS INTEGER) * ?3 AS t, COUNT(*) AS g, SUM(num_seqs) AS s, AVG(score_mean) AS m
        FROM groups WHERE run = ?1 AND created_at > ?2 GROUP BY 1 ORDER BY 1`,
     ).bind(run, since, bucketMs),
     c.env.DB.prepare(
-      `SELECT (created_at / ?3) * ?3 AS t, COUNT(*) AS b, SUM(num_seqs) AS s
+      `SELECT CAST(created_at / ?3 AS INTEGER) * ?3 AS t, COUNT(*) AS b, SUM(num_seqs) AS s
        FROM batches WHERE run = ?1 AND created_at > ?2 GROUP BY 1 ORDER BY 1`,
     ).bind(run, since, bucketMs),
   ]);
@@ -575,7 +575,10 @@ function envFeeder(c: AppContext, name: string) {
 
 const envWorkerSchema = z.object({
   env: z.string().min(1),
-  instance: z.string().regex(/^[\w.-]{1,64}$/).default("0"),
+  instance: z
+    .string()
+    .regex(/^[\w.-]{1,64}$/)
+    .default("0"),
   config: z.record(z.string(), z.unknown()).default({}),
   inference: z.array(APIServerConfigSchema).min(1, "give at least one inference server"),
 });
@@ -599,22 +602,30 @@ v1Routes.post("/runs/:run/env-workers", async (c) => {
     });
     return c.json(state);
   } catch (error) {
-    throw new ApiError("VALIDATION_FAILED", `invalid env config: ${error instanceof Error ? error.message : String(error)}`, [
-      { type: "value_error", loc: ["body", "config"], msg: "invalid env config" },
-    ]);
+    throw new ApiError(
+      "VALIDATION_FAILED",
+      `invalid env config: ${error instanceof Error ? error.message : String(error)}`,
+      [{ type: "value_error", loc: ["body", "config"], msg: "invalid env config" }],
+    );
   }
 });
 
 v1Routes.get("/runs/:run/env-workers/:env/:instance", async (c) => {
   const run = runOf(c);
-  const state = await envFeeder(c, `${run}/${c.req.param("env")}/${c.req.param("instance")}`).describe();
+  const state = await envFeeder(
+    c,
+    `${run}/${c.req.param("env")}/${c.req.param("instance")}`,
+  ).describe();
   if (!state) throw new ApiError("NOT_FOUND", "no such env worker");
   return c.json(state);
 });
 
 v1Routes.post("/runs/:run/env-workers/:env/:instance/stop", async (c) => {
   const run = runOf(c);
-  const state = await envFeeder(c, `${run}/${c.req.param("env")}/${c.req.param("instance")}`).stop();
+  const state = await envFeeder(
+    c,
+    `${run}/${c.req.param("env")}/${c.req.param("instance")}`,
+  ).stop();
   if (!state) throw new ApiError("NOT_FOUND", "no such env worker");
   return c.json({ status: state.status });
 });

@@ -1,0 +1,76 @@
+/**
+ * `atropos-edge start --steps 3` against fresh state: wrangler dev + simulator + envs + demo
+ * trainer, finishing with exit 0, a summary, and no process left behind.
+ */
+import { execFileSync, spawn } from "node:child_process";
+import { join } from "node:path";
+import { describe, expect, it } from "vitest";
+import { freePort, ROOT } from "./harness";
+
+function processesMentioning(text: string): string[] {
+  const out = execFileSync("ps", ["-eo", "pid,args"], { encoding: "utf8" });
+  return out.split("\n").filter((l) => l.includes(text) && !l.includes("ps -eo"));
+}
+
+describe("atropos-edge start", () => {
+  it("runs 3 steps on fresh state, prints a summary, exits 0 and leaves no children", async () => {
+    const port = await freePort();
+    const child = spawn(
+      process.execPath,
+      [
+        join(ROOT, "bin", "atropos-edge.mjs"),
+        "start",
+        "--steps",
+        "3",
+        "--port",
+        String(port),
+        "--max-seconds",
+        "100",
+      ],
+      { cwd: ROOT, stdio: ["ignore", "pipe", "pipe"], detached: true },
+    );
+    let output = "";
+    child.stdout.on("data", (d) => {
+      output += String(d);
+    });
+    child.stderr.on("data", (d) => {
+      output += String(d);
+    });
+    const code = await new Promise<number | null>((resolve) => {
+      const timer = setTimeout(() => {
+        process.kill(-child.pid!, "SIGKILL");
+        resolve(null);
+      }, 120_000);
+      child.on("exit", (c) => {
+        clearTimeout(timer);
+        resolve(c);
+      });
+    });
+    expect(code, output).toBe(0);
+    expect(output).toContain("atropos-edge start: summary");
+    expect(output).toMatch(/steps trained\s+3\/3/);
+    expect(output).toMatch(/shape problems\s+0/);
+    expect(output).toMatch(/env gsm8k_lite\s+submitted [1-9]/);
+    // wrangler/workerd of this run were stopped with their process group.
+    await new Promise((r) => setTimeout(r, 500));
+    expect(processesMentioning(`--port ${port}`)).toEqual([]);
+  });
+
+  it("explains a bad option instead of starting anything", async () => {
+    const child = spawn(
+      process.execPath,
+      [join(ROOT, "bin", "atropos-edge.mjs"), "start", "--steps", "many"],
+      {
+        cwd: ROOT,
+        stdio: ["ignore", "pipe", "pipe"],
+      },
+    );
+    let output = "";
+    child.stderr.on("data", (d) => {
+      output += String(d);
+    });
+    const code = await new Promise<number | null>((resolve) => child.on("exit", resolve));
+    expect(code).toBe(1);
+    expect(output).toMatch(/'steps' must be a number/);
+  });
+});

@@ -1,0 +1,78 @@
+/**
+ * Python clients that behave exactly like Atropos' BaseEnv client and example trainer (stdlib
+ * only) against a real `wrangler dev`: everything sent is delivered exactly once.
+ */
+import { execFile } from "node:child_process";
+import { join } from "node:path";
+import { promisify } from "node:util";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { type DevServer, ROOT, startDevServer } from "./harness";
+
+const run = promisify(execFile);
+const script = (name: string) => join(ROOT, "test", "e2e", "python", name);
+
+async function python(name: string, args: string[]): Promise<unknown> {
+  const { stdout } = await run("python3", [script(name), ...args], {
+    timeout: 60_000,
+    maxBuffer: 64 << 20,
+  });
+  return JSON.parse(stdout);
+}
+
+interface Group {
+  tokens: number[][];
+  masks: number[][];
+  scores: number[];
+  inference_logprobs: number[][];
+  overrides: Record<string, unknown>[];
+}
+
+const key = (g: Group) =>
+  JSON.stringify([g.tokens, g.masks, g.scores, g.inference_logprobs, g.overrides]);
+
+describe("Atropos Python clients (stdlib only)", () => {
+  let server: DevServer;
+  beforeAll(async () => {
+    server = await startDevServer();
+  });
+  afterAll(async () => {
+    await server?.stop();
+  });
+
+  it("env client → API → example trainer: exact delivery of what was sent", async () => {
+    const registered = (await python("atropos_trainer_client.py", [
+      "register",
+      server.url,
+      "8",
+    ])) as {
+      uuid: unknown;
+    };
+    expect(registered.uuid).toBeDefined();
+
+    const env = (await python("atropos_env_client.py", [server.url, "6"])) as {
+      env_id: number;
+      info: { batch_size: number; max_token_len: number };
+      status: { current_step: number; env_weight: number };
+      gzipped: number;
+      sent: Group[];
+    };
+    expect(env.info).toEqual({ batch_size: 8, max_token_len: 2048 });
+    expect(env.status.current_step).toBe(0);
+    expect(env.gzipped).toBe(3); // the 120-token groups crossed 1024 bytes
+    expect(env.sent).toHaveLength(6);
+
+    const drained = (await python("atropos_trainer_client.py", ["drain", server.url])) as {
+      batches: number;
+      received: Group[];
+    };
+    // 6 groups × 4 sequences = 3 full batches of 8.
+    expect(drained.batches).toBe(3);
+    expect(drained.received.map(key).sort()).toEqual(env.sent.map(key).sort());
+
+    // Nothing is delivered twice.
+    const again = (await python("atropos_trainer_client.py", ["drain", server.url])) as {
+      batches: number;
+    };
+    expect(again.batches).toBe(0);
+  });
+});
