@@ -3,9 +3,12 @@
  * only) against a real `wrangler dev`: everything sent is delivered exactly once.
  */
 import { execFile } from "node:child_process";
+import { mkdtempSync, readFileSync } from "node:fs";
+import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { promisify } from "node:util";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { runExport } from "../../src/cli/export-command";
 import { type DevServer, ROOT, startDevServer } from "./harness";
 
 const run = promisify(execFile);
@@ -74,5 +77,33 @@ describe("Atropos Python clients (stdlib only)", () => {
       batches: number;
     };
     expect(again.batches).toBe(0);
+
+    // The CLI export reads the same groups back, read-only.
+    const out = join(mkdtempSync(join(tmpdir(), "export-api-")), "sft.jsonl");
+    await runExport(
+      {
+        kind: "sft",
+        api: server.url,
+        run: "default",
+        out,
+        topN: 4,
+        minScoreDiff: 0,
+        allowNegativeScores: false,
+        saveMessages: false,
+        maxRecords: 0,
+        maxGroups: 0,
+        tokenizer: "qwen3",
+        seed: 0,
+        append: false,
+      },
+      () => {},
+    );
+    const records = readFileSync(out, "utf8")
+      .trim()
+      .split("\n")
+      .map((l) => JSON.parse(l));
+    // Each group has two +1 and two −1 sequences: two records per group.
+    expect(records).toHaveLength(12);
+    expect(records.every((r) => r.score === 1)).toBe(true);
   });
 });

@@ -15,7 +15,9 @@ export const REGISTRATION = {
 
 /** Sends a request through the real Worker entry point (workerd, local D1/R2/DOs). */
 export async function call(path: string, init: RequestInit = {}): Promise<Response> {
-  return exports.default.fetch(new Request(`http://api.test${path}`, init));
+  // why: the generated `exports` type does not know this Worker's default export.
+  const worker = exports as unknown as { default: { fetch(request: Request): Promise<Response> } };
+  return worker.default.fetch(new Request(`http://api.test${path}`, init));
 }
 
 /** Same app with some bindings overridden (auth, limits), still on the real local bindings. */
@@ -28,7 +30,7 @@ export async function callWith(
   const ctx = { waitUntil: () => {}, passThroughOnException: () => {}, props: {} };
   return app.fetch(
     new Request(`http://api.test${path}`, init),
-    { ...(env as Bindings), ...overrides },
+    { ...(env as unknown as Bindings), ...overrides },
     ctx as unknown as ExecutionContext,
   );
 }
@@ -87,7 +89,7 @@ export async function setupRun(run: string, batchSize: number, groupSizes: numbe
   return { base, envIds };
 }
 
-export async function gzip(text: string): Promise<Uint8Array> {
+export async function gzip(text: string): Promise<Uint8Array<ArrayBuffer>> {
   const stream = new Blob([text]).stream().pipeThrough(new CompressionStream("gzip"));
   return new Uint8Array(await new Response(stream).arrayBuffer());
 }
