@@ -47,7 +47,12 @@ describe("inference simulator", () => {
   it("is deterministic per (seed, prompt, choice, request seed)", async () => {
     const a = await sim({ seed: 1 });
     const b = await sim({ seed: 1 });
-    const request = { prompt: { prompt_token_ids: [151644, 872, 198] }, logprobs: 0, n: 4, seed: 5 };
+    const request = {
+      prompt: { prompt_token_ids: [151644, 872, 198] },
+      logprobs: 0,
+      n: 4,
+      seed: 5,
+    };
     const first = await post(`${a.url}/generate`, request);
     const second = await post(`${b.url}/generate`, request);
     expect(first.body).toEqual(second.body);
