@@ -11,6 +11,7 @@
  * messages mode: SFT {"messages","score"}, DPO {"pos": messages, "score", "neg": messages}.
  */
 import type { ChatMessage, ScoredDataGroup } from "../core/group-types";
+import { mulberry32 } from "../core/rng";
 
 export interface SelectionOptions {
   topN: number;
@@ -117,17 +118,8 @@ export function selectDpo(
   return out;
 }
 
-/** Deterministic PRNG (mulberry32) so exports are reproducible with --seed. */
-export function seededRandom(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
+/** Deterministic PRNG so exports are reproducible with --seed. */
+export const seededRandom = mulberry32;
 
 /** Selects records over many groups, stopping at maxRecords (≤0 = no limit). */
 export function exportRecords(

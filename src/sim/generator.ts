@@ -1,6 +1,6 @@
+import { seededRng } from "../core/rng";
 import type { Tokenizer } from "../env-workers/inference/types";
 import { respond } from "./responders/index";
-import { seededRng } from "./rng";
 
 export interface GenerationSettings {
   seed: number;

@@ -5,6 +5,7 @@
  */
 import { createServer, type IncomingMessage, type ServerResponse } from "node:http";
 import type { AddressInfo, Socket } from "node:net";
+import { seededRng } from "../core/rng";
 import { getTokenizer } from "../env-workers/tokenizers/index";
 import { type Fault, type FaultRates, faultFor } from "./faults";
 import type { GeneratedChoice } from "./generator";
@@ -18,7 +19,6 @@ import {
   trlGenerate,
   vllmGenerate,
 } from "./protocols";
-import { seededRng } from "./rng";
 
 export interface SimulatorOptions {
   host?: string;

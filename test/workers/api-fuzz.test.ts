@@ -1,16 +1,6 @@
 import { describe, expect, it } from "vitest";
+import { mulberry32 } from "../../src/core/rng";
 import { call, group, gzip, json, post, setupRun, uniqueRun } from "./helpers";
-
-/** Deterministic PRNG so a failing case can be reproduced. */
-function mulberry32(seed: number) {
-  let a = seed;
-  return () => {
-    a = (a + 0x6d2b79f5) | 0;
-    let t = Math.imul(a ^ (a >>> 15), 1 | a);
-    t = (t + Math.imul(t ^ (t >>> 7), 61 | t)) ^ t;
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 /** Values that are invalid for each field (wrong types, shapes that disagree with tokens). */
 const INVALID: Record<string, unknown[]> = {
@@ -30,6 +20,7 @@ describe("fuzz: malformed submissions", () => {
     const { base, envIds } = await setupRun(run, 8, [4]);
     await post(`${base}/scored_data`, group(1, 4, envIds[0]!));
     const before = await json(call(`${base}/status`));
+    // Deterministic, so a failing case can be reproduced.
     const rand = mulberry32(42);
     const pick = <T>(xs: T[]) => xs[Math.floor(rand() * xs.length)]!;
     const valid = () => group(1000 + Math.floor(rand() * 1e6), 4, envIds[0]!);

@@ -6,9 +6,9 @@
  */
 import { z } from "zod";
 import type { ChatMessage, ScoredDataGroup, ScoredDataItem } from "../../core/group-types";
+import { SeededRng } from "../../core/rng";
 import { BaseEnv, type JsonObject, mergeIntoGroup } from "../base-env";
 import { BaseEnvConfigSchema } from "../config";
-import { SeededRng } from "../runtime/rng";
 import { scoredItemFromNode } from "../runtime/sequences";
 import { BlackjackGame, handTotal, shuffledDeck } from "./games/blackjack-game";
 

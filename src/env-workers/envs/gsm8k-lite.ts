@@ -6,13 +6,13 @@
  */
 import { z } from "zod";
 import type { ScoredDataGroup } from "../../core/group-types";
+import { SeededRng } from "../../core/rng";
 import { BaseEnv, type EvalResult, type JsonObject, mergeIntoGroup } from "../base-env";
 import { BaseEnvConfigSchema } from "../config";
 import { GSM8K_LITE_JSONL } from "../data/gsm8k-lite-jsonl";
 import { AccuracyReward } from "../rewards/accuracy";
 import { applyLengthPenaltyIfAllCorrect } from "../rewards/length-penalty";
 import { extractGoldAnswer } from "../rewards/math";
-import { SeededRng } from "../runtime/rng";
 import { sampleChat } from "../runtime/sampling";
 import { scoredItemFromNode } from "../runtime/sequences";
 

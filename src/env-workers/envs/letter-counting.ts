@@ -7,9 +7,9 @@
  */
 import { z } from "zod";
 import type { ScoredDataGroup } from "../../core/group-types";
+import { SeededRng } from "../../core/rng";
 import { BaseEnv, type JsonObject, mergeIntoGroup } from "../base-env";
 import { BaseEnvConfigSchema } from "../config";
-import { SeededRng } from "../runtime/rng";
 import { sampleChat } from "../runtime/sampling";
 import { scoredItemFromNode } from "../runtime/sequences";
 

@@ -11,11 +11,11 @@
  */
 import { z } from "zod";
 import type { ChatMessage, ScoredDataGroup, ScoredDataItem } from "../../core/group-types";
+import { hashString, SeededRng } from "../../core/rng";
 import { BaseEnv, type JsonObject, mergeIntoGroup } from "../base-env";
 import { BaseEnvConfigSchema } from "../config";
 import { advantagesPerToken, processSupervisionAdvantages } from "../rewards/advantages";
 import { answersEquivalent } from "../rewards/math";
-import { hashString, SeededRng } from "../runtime/rng";
 import { scoredItemFromNode } from "../runtime/sequences";
 import { calculate, formatNumber } from "./tools/calculator";
 import {

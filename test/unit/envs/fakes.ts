@@ -5,6 +5,7 @@
  * (prompt masked -100 / logprob 1.0, extension of a node whose text prefixes the new prompt).
  */
 import type { ChatMessage, ToolCall } from "../../../src/core/group-types";
+import { hashString, SeededRng } from "../../../src/core/rng";
 import type {
   ChatCompletionParams,
   ChatCompletionResult,
@@ -16,7 +17,6 @@ import type {
   Tokenizer,
   TokensAndLogprobs,
 } from "../../../src/env-workers/inference/types";
-import { hashString, SeededRng } from "../../../src/env-workers/runtime/rng";
 import { respond } from "../../../src/sim/responders";
 
 export class CharTokenizer implements Tokenizer {

@@ -1,4 +1,5 @@
 import { describe, expect, it } from "vitest";
+import { SeededRng } from "../../../src/core/rng";
 import { GSM8K_LITE_JSONL } from "../../../src/env-workers/data/gsm8k-lite-jsonl";
 import { BLACKJACK_INTRO, describeState } from "../../../src/env-workers/envs/blackjack";
 import { BlackjackGame } from "../../../src/env-workers/envs/games/blackjack-game";
@@ -11,7 +12,6 @@ import {
 } from "../../../src/env-workers/envs/llm-judge";
 import { toolTaskPrompt } from "../../../src/env-workers/envs/tool-use";
 import { AccuracyReward } from "../../../src/env-workers/rewards";
-import { SeededRng } from "../../../src/env-workers/runtime/rng";
 import { respond } from "../../../src/sim/responders";
 import { basicStrategy } from "../../../src/sim/responders/blackjack";
 

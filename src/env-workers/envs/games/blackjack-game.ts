@@ -1,5 +1,5 @@
 /** Pure blackjack: a seeded shuffled deck, player hits/stands, dealer draws to 17. */
-import { SeededRng } from "../../runtime/rng";
+import { SeededRng } from "../../../core/rng";
 
 export type Card = "A" | "2" | "3" | "4" | "5" | "6" | "7" | "8" | "9" | "10" | "J" | "Q" | "K";
 const RANKS: Card[] = ["A", "2", "3", "4", "5", "6", "7", "8", "9", "10", "J", "Q", "K"];
