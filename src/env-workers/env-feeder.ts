@@ -12,13 +12,7 @@ import type { RolloutItemMessage } from "../queues/messages";
 import type { BaseEnv, JsonObject, JsonValue } from "./base-env";
 import { parseEnvConfig } from "./config";
 import { getEnvDefinition } from "./registry";
-import {
-  derivedBatchSize,
-  resolveMaxNumWorkers,
-  shouldPause,
-  shouldTerminate,
-  targetWorkerCount,
-} from "./runtime/scheduler";
+import { planWorkers, resolveMaxNumWorkers } from "./runtime/scheduler";
 import { type EnvWorkerSpec, feederEnv } from "./worker-env";
 
 const TICK_MS = 500;
@@ -207,42 +201,25 @@ export class EnvFeeder extends DurableObject<Bindings> {
         }
       }
     }
-    const totalSteps = cfg.total_steps;
-    if (
-      totalSteps > 0 &&
-      shouldTerminate({
-        currentStep: status.current_step,
-        queueSize: status.queue_size,
-        groupSize: cfg.group_size,
-        batchSize,
-        totalSteps,
-      })
-    ) {
+    const plan = planWorkers({
+      config: cfg,
+      status,
+      batchSize,
+      // total_steps ≤ 0: feed until stopped.
+      totalSteps: cfg.total_steps > 0 ? cfg.total_steps : Number.POSITIVE_INFINITY,
+      maxNumWorkers: resolveMaxNumWorkers(cfg, state.spec.inference.length),
+      evalRunning: false,
+    });
+    if (plan.action === "terminate") {
       state.status = "stopped";
       return;
     }
-    const derived = derivedBatchSize(batchSize, status, cfg.min_batch_allocation ?? null);
-    const common = {
-      batchSize,
-      maxBatchesOffpolicy: cfg.max_batches_offpolicy,
-      groupSize: cfg.group_size,
-      minBatchAllocation: cfg.min_batch_allocation ?? null,
-      status,
-    };
-    if (shouldPause({ ...common, derivedBatchSize: derived })) {
+    if (plan.action === "pause") {
       state.status = "paused";
       return;
     }
     state.status = "running";
-    const target = targetWorkerCount({
-      ...common,
-      maxNumWorkers: resolveMaxNumWorkers(cfg, state.spec.inference.length),
-      evalRunning: false,
-      evalHandling: cfg.eval_handling,
-      evalLimitRatio: cfg.eval_limit_ratio,
-      derivedBatchSize: derived,
-    });
-    const free = target - Object.keys(state.inFlight).length;
+    const free = plan.target - Object.keys(state.inFlight).length;
     if (free <= 0) return;
     const env = await this.instance(state);
     const messages: RolloutItemMessage[] = [];

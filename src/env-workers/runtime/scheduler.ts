@@ -129,6 +129,64 @@ export function targetWorkerCount(args: {
   return target;
 }
 
+export type WorkerPlan =
+  | { action: "terminate" }
+  | { action: "pause" }
+  | { action: "fill"; target: number };
+
+/**
+ * One scheduling decision from a status poll, in Atropos' order: stop at total_steps, pause when
+ * the queue is far enough ahead, otherwise how many groups should be in flight.
+ */
+export function planWorkers(args: {
+  config: Pick<
+    BaseEnvConfig,
+    | "group_size"
+    | "max_batches_offpolicy"
+    | "min_batch_allocation"
+    | "eval_handling"
+    | "eval_limit_ratio"
+  >;
+  status: EnvStatus;
+  batchSize: number;
+  totalSteps: number;
+  maxNumWorkers: number;
+  evalRunning: boolean;
+}): WorkerPlan {
+  const { config, status, batchSize } = args;
+  if (
+    shouldTerminate({
+      currentStep: status.current_step,
+      queueSize: status.queue_size,
+      groupSize: config.group_size,
+      batchSize,
+      totalSteps: args.totalSteps,
+    })
+  ) {
+    return { action: "terminate" };
+  }
+  const minBatchAllocation = config.min_batch_allocation ?? null;
+  const common = {
+    batchSize,
+    maxBatchesOffpolicy: config.max_batches_offpolicy,
+    groupSize: config.group_size,
+    minBatchAllocation,
+    status,
+    derivedBatchSize: derivedBatchSize(batchSize, status, minBatchAllocation),
+  };
+  if (shouldPause(common)) return { action: "pause" };
+  return {
+    action: "fill",
+    target: targetWorkerCount({
+      ...common,
+      maxNumWorkers: args.maxNumWorkers,
+      evalRunning: args.evalRunning,
+      evalHandling: config.eval_handling,
+      evalLimitRatio: config.eval_limit_ratio,
+    }),
+  };
+}
+
 /**
  * The multiple of `interval` crossed when the step moved prev → next, or null. Unlike Atropos'
  * remainder comparison, a jump over several multiples (50 → 160 with interval 100) is detected.

@@ -21,15 +21,7 @@ import type { BaseEnvConfig } from "../config";
 import { validateGroupForSend } from "../send-validation";
 import { abortableSleep, type RolloutApiClient } from "./api-client";
 import { reasonKey } from "./process";
-import {
-  crossedMultiple,
-  derivedBatchSize,
-  type EnvStatus,
-  resolveMaxNumWorkers,
-  shouldPause,
-  shouldTerminate,
-  targetWorkerCount,
-} from "./scheduler";
+import { crossedMultiple, type EnvStatus, planWorkers, resolveMaxNumWorkers } from "./scheduler";
 
 export interface CheckpointStore {
   load(step: number): Promise<JsonObject | null>;
@@ -269,44 +261,23 @@ export async function serveEnv<Item extends JsonValue, Config extends BaseEnvCon
         emit({ type: "step", step: currStep });
       }
 
-      if (
-        shouldTerminate({
-          currentStep: status.current_step,
-          queueSize: status.queue_size,
-          groupSize: config.group_size,
-          batchSize,
-          totalSteps,
-        })
-      ) {
+      const plan = planWorkers({
+        config,
+        status,
+        batchSize,
+        totalSteps,
+        maxNumWorkers: maxWorkers,
+        evalRunning,
+      });
+      if (plan.action === "terminate") {
         summary.exitReason = "terminated";
         break;
       }
-
-      const derived = derivedBatchSize(batchSize, status, config.min_batch_allocation);
-      const pause = shouldPause({
-        derivedBatchSize: derived,
-        batchSize,
-        maxBatchesOffpolicy: config.max_batches_offpolicy,
-        groupSize: config.group_size,
-        minBatchAllocation: config.min_batch_allocation,
-        status,
-      });
-      if (pause) {
+      if (plan.action === "pause") {
         if (running.size > 0) emit({ type: "paused" });
         cancel([...running.values()]);
       } else if (running.size < maxWorkers) {
-        const target = targetWorkerCount({
-          maxNumWorkers: maxWorkers,
-          evalRunning,
-          evalHandling: config.eval_handling,
-          evalLimitRatio: config.eval_limit_ratio,
-          maxBatchesOffpolicy: config.max_batches_offpolicy,
-          derivedBatchSize: derived,
-          batchSize,
-          groupSize: config.group_size,
-          minBatchAllocation: config.min_batch_allocation,
-          status,
-        });
+        const target = plan.target;
         if (running.size > target) {
           const oldestFirst = [...running.values()].sort((a, b) => a.startedAt - b.startedAt);
           cancel(oldestFirst.slice(0, running.size - Math.max(0, target)));
