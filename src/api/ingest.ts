@@ -8,6 +8,7 @@ import { type ScoredDataInput, scoredDataListSchema, scoredDataSchema } from "..
 import { summarizeDetails, toValidationDetails, type ValidationDetail } from "../core/validation";
 import { type Bindings, numberVar } from "./bindings";
 import { ApiError } from "./errors";
+import { storeAnswer } from "./storage/idempotency";
 import { payloadKey, putPayload } from "./storage/payloads";
 
 export interface IngestItem {
@@ -226,12 +227,10 @@ export async function submitGroupInProcess(
       outcome!.envId,
     );
   }
-  await env.DB.prepare(
-    `INSERT INTO idempotency_keys (run, key, route, request_hash, status_code, response, created_at)
-     VALUES (?1, ?2, 'queue', ?3, 200, ?4, ?5) ON CONFLICT (run, key) DO NOTHING`,
-  )
-    .bind(run, idempotencyKey, hash, JSON.stringify({ group_id: outcome!.groupId }), Date.now())
-    .run();
+  await storeAnswer(env.DB, run, idempotencyKey, "queue", hash, {
+    statusCode: 200,
+    response: JSON.stringify({ group_id: outcome!.groupId }),
+  });
   return {
     status: outcome!.duplicate
       ? "duplicate"

@@ -17,7 +17,7 @@ import { randomUuid128Digits } from "../core/uuid128";
 import { type Bindings, numberVar } from "./bindings";
 import { type RpcResult, rpcError } from "./errors";
 import { deletePayloadPrefix } from "./storage/payloads";
-import { getRun, isEnvActive, listEnvs } from "./storage/runs";
+import { getRun, isEnvActive, listEnvs, type RunRow } from "./storage/runs";
 
 export interface LeasedGroupRef {
   id: number;
@@ -282,7 +282,11 @@ export class RunCoordinator extends DurableObject<Bindings> {
           .bind(run, now),
       ]);
       const leaseSeconds = numberVar(this.env.COMPAT_LEASE_SECONDS, 3600);
-      return this.leaseLocked(run, { consumer: "compat", leaseSeconds, maxStaleness: null });
+      return this.leaseLocked(run, runRow, {
+        consumer: "compat",
+        leaseSeconds,
+        maxStaleness: null,
+      });
     });
   }
 
@@ -290,7 +294,7 @@ export class RunCoordinator extends DurableObject<Bindings> {
     return this.exclusive(async () => {
       const runRow = await getRun(this.db, run);
       if (!runRow?.registered) return { kind: "not_registered" };
-      return this.leaseLocked(run, options);
+      return this.leaseLocked(run, runRow, options);
     });
   }
 
@@ -319,11 +323,14 @@ export class RunCoordinator extends DurableObject<Bindings> {
     }));
   }
 
-  private async leaseLocked(run: string, options: LeaseOptions): Promise<LeaseOutcome> {
+  /** Call with the run row read under the same exclusive section. */
+  private async leaseLocked(
+    run: string,
+    runRow: RunRow,
+    options: LeaseOptions,
+  ): Promise<LeaseOutcome> {
     const started = performance.now();
     const now = Date.now();
-    const runRow = await getRun(this.db, run);
-    if (!runRow) return { kind: "not_registered" };
     const leaseExpiresAt = now + Math.round(options.leaseSeconds * 1000);
     const leaseId = crypto.randomUUID();
     const minVersion =

@@ -24,9 +24,14 @@ export function bodyLimits(c: AppContext) {
   };
 }
 
-export async function jsonBody<T extends z.ZodType>(c: AppContext, schema: T): Promise<z.infer<T>> {
+/** Reads and validates a JSON body; with `optional`, an empty body counts as `{}`. */
+export async function jsonBody<T extends z.ZodType>(
+  c: AppContext,
+  schema: T,
+  options: { optional?: boolean } = {},
+): Promise<z.infer<T>> {
   const { bytes } = await readBody(c.req.raw, bodyLimits(c));
-  const json = parseJson(bytes);
+  const json = options.optional && bytes.byteLength === 0 ? {} : parseJson(bytes);
   const parsed = schema.safeParse(json);
   if (!parsed.success) {
     const details = toValidationDetails(parsed.error, json);
@@ -44,12 +49,11 @@ async function idempotent(
   c: AppContext,
   run: string,
   route: string,
-  requestHash: () => Promise<string>,
+  hash: string,
   handler: () => Promise<unknown>,
 ): Promise<Response> {
   const key = validIdempotencyKey(c.req.header("idempotency-key"));
   if (key === undefined) return c.json(await handler());
-  const hash = await requestHash();
   const prior = await findAnswer(c.env.DB, run, key, route, hash);
   if (prior) {
     const replay = rawJson(prior.response, prior.statusCode);
@@ -162,26 +166,20 @@ atroposRoutes.post("/scored_data", async (c) => {
   const run = runOf(c);
   const body = await readBody(c.req.raw, bodyLimits(c));
   const hash = await sha256Hex(body.bytes);
-  return idempotent(
-    c,
-    run,
-    "scored_data",
-    async () => hash,
-    async () => {
-      const group = validateGroup(parseJson(body.bytes));
-      const [outcome] = await ingestGroups(c.env, run, [
-        {
-          group,
-          payload: body.gzip ? body.raw : body.bytes,
-          encoding: body.gzip ? "gzip" : "identity",
-          contentHash: hash,
-        },
-      ]);
-      if (outcome!.status !== "buffered") return { status: "received" };
-      const { bufferedSequences } = await coordinator(c, run).releaseBuffered(run, outcome!.envId!);
-      return { status: "buffered", buffer_size: bufferedSequences };
-    },
-  );
+  return idempotent(c, run, "scored_data", hash, async () => {
+    const group = validateGroup(parseJson(body.bytes));
+    const [outcome] = await ingestGroups(c.env, run, [
+      {
+        group,
+        payload: body.gzip ? body.raw : body.bytes,
+        encoding: body.gzip ? "gzip" : "identity",
+        contentHash: hash,
+      },
+    ]);
+    if (outcome!.status !== "buffered") return { status: "received" };
+    const { bufferedSequences } = await coordinator(c, run).releaseBuffered(run, outcome!.envId!);
+    return { status: "buffered", buffer_size: bufferedSequences };
+  });
 });
 
 const encoder = new TextEncoder();
@@ -190,43 +188,37 @@ atroposRoutes.post("/scored_data_list", async (c) => {
   const run = runOf(c);
   const body = await readBody(c.req.raw, bodyLimits(c));
   const hash = await sha256Hex(body.bytes);
-  return idempotent(
-    c,
-    run,
-    "scored_data_list",
-    async () => hash,
-    async () => {
-      const groups = validateGroupList(parseJson(body.bytes));
-      const items = await Promise.all(
-        groups.map(async (group) => {
-          const bytes = encoder.encode(JSON.stringify(group));
-          return {
-            group,
-            payload: bytes,
-            encoding: "identity" as const,
-            contentHash: await sha256Hex(bytes),
-          };
-        }),
-      );
-      const outcomes = items.length ? await ingestGroups(c.env, run, items) : [];
-      const bufferedEnvs = [
-        ...new Set(outcomes.filter((o) => o.status === "buffered").map((o) => o.envId!)),
-      ];
-      let lastBufferSize = 0;
-      for (const envId of bufferedEnvs) {
-        lastBufferSize = (await coordinator(c, run).releaseBuffered(run, envId)).bufferedSequences;
-      }
-      const buffered = outcomes.filter((o) => o.status === "buffered").length;
-      return buffered > 0
-        ? {
-            status: "received",
-            groups_processed: groups.length,
-            buffered,
-            last_buffer_size: lastBufferSize,
-          }
-        : { status: "received", groups_processed: groups.length };
-    },
-  );
+  return idempotent(c, run, "scored_data_list", hash, async () => {
+    const groups = validateGroupList(parseJson(body.bytes));
+    const items = await Promise.all(
+      groups.map(async (group) => {
+        const bytes = encoder.encode(JSON.stringify(group));
+        return {
+          group,
+          payload: bytes,
+          encoding: "identity" as const,
+          contentHash: await sha256Hex(bytes),
+        };
+      }),
+    );
+    const outcomes = items.length ? await ingestGroups(c.env, run, items) : [];
+    const bufferedEnvs = [
+      ...new Set(outcomes.filter((o) => o.status === "buffered").map((o) => o.envId!)),
+    ];
+    let lastBufferSize = 0;
+    for (const envId of bufferedEnvs) {
+      lastBufferSize = (await coordinator(c, run).releaseBuffered(run, envId)).bufferedSequences;
+    }
+    const buffered = outcomes.filter((o) => o.status === "buffered").length;
+    return buffered > 0
+      ? {
+          status: "received",
+          groups_processed: groups.length,
+          buffered,
+          last_buffer_size: lastBufferSize,
+        }
+      : { status: "received", groups_processed: groups.length };
+  });
 });
 
 atroposRoutes.get("/status", async (c) => {

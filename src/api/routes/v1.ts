@@ -18,31 +18,9 @@ import { type AppContext, type AppEnv, coordinator, runOf } from "../context";
 import { canonicalPayload, streamGroups } from "../delivery";
 import { ApiError, unwrapRpc } from "../errors";
 import { envStatus, getRun, listEnvs, queueCounts } from "../storage/runs";
-import { bodyLimits, jsonBody } from "./atropos";
+import { jsonBody } from "./atropos";
 
 export const v1Routes = new Hono<AppEnv>();
-
-async function optionalJsonBody<T extends z.ZodType>(
-  c: AppContext,
-  schema: T,
-): Promise<z.infer<T>> {
-  const { bytes } = await readBody(c.req.raw, bodyLimits(c));
-  const json = bytes.byteLength === 0 ? {} : parseJson(bytes);
-  const parsed = schema.safeParse(json);
-  if (!parsed.success) {
-    const first = parsed.error.issues[0];
-    throw new ApiError(
-      "VALIDATION_FAILED",
-      `${first?.path.join(".") || "body"}: ${first?.message ?? "invalid"}`,
-      parsed.error.issues.map((i) => ({
-        type: "value_error",
-        loc: ["body", ...i.path.map((p) => (typeof p === "symbol" ? String(p) : p))],
-        msg: i.message,
-      })),
-    );
-  }
-  return parsed.data;
-}
 
 function intParam(c: AppContext, name: string): number {
   const value = c.req.param(name) ?? "";
@@ -77,7 +55,7 @@ v1Routes.get("/runs", async (c) => {
 
 v1Routes.post("/runs/:run/batches/lease", async (c) => {
   const run = runOf(c);
-  const body = await optionalJsonBody(c, leaseRequestSchema);
+  const body = await jsonBody(c, leaseRequestSchema, { optional: true });
   const outcome = await coordinator(c, run).lease(run, {
     consumer: "lease",
     leaseSeconds: body.lease_seconds ?? numberVar(c.env.DEFAULT_LEASE_SECONDS, 300),
@@ -109,7 +87,7 @@ v1Routes.post("/runs/:run/batches/lease", async (c) => {
 
 v1Routes.post("/runs/:run/batches/:batchId/ack", async (c) => {
   const run = runOf(c);
-  const body = await optionalJsonBody(c, ackRequestSchema);
+  const body = await jsonBody(c, ackRequestSchema, { optional: true });
   const batchId = c.req.param("batchId");
   return c.json(unwrapRpc(await coordinator(c, run).ack(run, batchId, body.lease_id)));
 });
