@@ -28,7 +28,10 @@ export async function startDevProcess(options: {
   port: number;
   persistTo: string;
   startTimeoutMs?: number;
+  /** Extra Worker vars (e.g. API_TOKEN), passed as `--var NAME:value`. */
+  vars?: Record<string, string>;
 }): Promise<DevProcess> {
+  const varArgs = Object.entries(options.vars ?? {}).flatMap(([k, v]) => ["--var", `${k}:${v}`]);
   const child = spawn(
     process.execPath,
     [
@@ -37,6 +40,7 @@ export async function startDevProcess(options: {
       String(options.port),
       "--persist-to",
       options.persistTo,
+      ...varArgs,
     ],
     { cwd: PROJECT_ROOT, detached: true, stdio: ["ignore", "pipe", "pipe"] },
   );

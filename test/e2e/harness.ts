@@ -2,11 +2,11 @@
  * Starts real `wrangler dev` processes (via scripts/dev.mjs) on free loopback ports with fresh
  * state directories, for end-to-end tests. Every process started here is stopped by `stop()`.
  */
-import { type ChildProcess, spawn } from "node:child_process";
 import { mkdtempSync } from "node:fs";
 import { createServer } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { type DevProcess, startDevProcess } from "../../src/cli/dev-process";
 
 export const ROOT = join(import.meta.dirname, "..", "..");
 
@@ -22,84 +22,19 @@ export async function freePort(): Promise<number> {
   });
 }
 
-export interface DevServer {
-  url: string;
+export interface DevServer extends DevProcess {
   port: number;
   persistTo: string;
-  process: ChildProcess;
-  logs: () => string;
-  stop(signal?: NodeJS.Signals): Promise<void>;
 }
 
+/** A real `wrangler dev` on a free loopback port with a fresh state directory. */
 export async function startDevServer(
   options: { port?: number; persistTo?: string; vars?: Record<string, string> } = {},
 ): Promise<DevServer> {
   const port = options.port ?? (await freePort());
   const persistTo = options.persistTo ?? mkdtempSync(join(tmpdir(), "atropos-edge-state-"));
-  const varArgs = Object.entries(options.vars ?? {}).flatMap(([k, v]) => ["--var", `${k}:${v}`]);
-  const child = spawn(
-    process.execPath,
-    [
-      join(ROOT, "scripts", "dev.mjs"),
-      "--port",
-      String(port),
-      "--persist-to",
-      persistTo,
-      ...varArgs,
-    ],
-    { cwd: ROOT, detached: true, stdio: ["ignore", "pipe", "pipe"], env: { ...process.env } },
-  );
-  let output = "";
-  child.stdout?.on("data", (d) => {
-    output += String(d);
-  });
-  child.stderr?.on("data", (d) => {
-    output += String(d);
-  });
-  const url = `http://127.0.0.1:${port}`;
-  const deadline = Date.now() + 90_000;
-  for (;;) {
-    if (child.exitCode !== null) throw new Error(`wrangler dev exited early:\n${output}`);
-    try {
-      const res = await fetch(`${url}/`, { signal: AbortSignal.timeout(1000) });
-      if (res.ok) {
-        await res.arrayBuffer();
-        break;
-      }
-    } catch {
-      // not up yet
-    }
-    if (Date.now() > deadline) {
-      process.kill(-child.pid!, "SIGKILL");
-      throw new Error(`wrangler dev did not start within 90 s:\n${output}`);
-    }
-    await new Promise((r) => setTimeout(r, 300));
-  }
-  return {
-    url,
-    port,
-    persistTo,
-    process: child,
-    logs: () => output,
-    stop: async (signal: NodeJS.Signals = "SIGTERM") => {
-      if (child.exitCode !== null) return;
-      const exited = new Promise<void>((resolve) => child.once("exit", () => resolve()));
-      try {
-        process.kill(-child.pid!, signal);
-      } catch {
-        return;
-      }
-      const timer = setTimeout(() => {
-        try {
-          process.kill(-child.pid!, "SIGKILL");
-        } catch {
-          // already gone
-        }
-      }, 5000);
-      await exited;
-      clearTimeout(timer);
-    },
-  };
+  const dev = await startDevProcess({ port, persistTo, vars: options.vars });
+  return { ...dev, port, persistTo };
 }
 
 export const REGISTRATION = {
