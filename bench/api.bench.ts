@@ -94,7 +94,7 @@ function makeGroup(groupIndex: number, w: Workload, envId: number) {
   return group;
 }
 
-async function post(url: string, body: Uint8Array | string, headers: Record<string, string> = {}) {
+async function post(url: string, body: Uint8Array<ArrayBuffer> | string, headers: Record<string, string> = {}) {
   const res = await fetch(url, {
     method: "POST",
     headers: { "content-type": "application/json", ...headers },
@@ -136,7 +136,7 @@ async function runWorkload(w: Workload) {
       ),
     );
     // Generated (and compressed) before the clock starts, as a real env would already hold them.
-    const bodies: Uint8Array[] = [];
+    const bodies: Uint8Array<ArrayBuffer>[] = [];
     let wireBytes = 0;
     for (let g = 0; g < w.groups; g++) {
       const json = Buffer.from(JSON.stringify(makeGroup(g, w, env.env_id)));
