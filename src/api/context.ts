@@ -2,10 +2,11 @@ import type { Context } from "hono";
 import { runNameSchema } from "../core/schemas";
 import type { Bindings } from "./bindings";
 import { ApiError } from "./errors";
+import type { Timings } from "./timings";
 
 export interface AppEnv {
   Bindings: Bindings;
-  Variables: { requestId: string };
+  Variables: { requestId: string; timings: Timings };
 }
 
 export type AppContext = Context<AppEnv>;

@@ -10,6 +10,7 @@ import { type Bindings, numberVar } from "./bindings";
 import { ApiError } from "./errors";
 import { storeAnswer } from "./storage/idempotency";
 import { payloadKey, putPayload } from "./storage/payloads";
+import { Timings } from "./timings";
 
 export interface IngestItem {
   group: ScoredDataInput;
@@ -84,6 +85,7 @@ export async function ingestGroups(
   env: Bindings,
   run: string,
   items: IngestItem[],
+  timings: Timings = new Timings(),
 ): Promise<IngestOutcome[]> {
   const now = Date.now();
   const dedupeCutoff = now - numberVar(env.DEDUPE_WINDOW_SECONDS, 900) * 1000;
@@ -102,8 +104,10 @@ export async function ingestGroups(
   }
   if (items.length > 1) await requireRegisteredEnvs(env, run, items);
   const keys = items.map(() => payloadKey(run));
-  await Promise.all(
-    items.map((item, i) => putPayload(env.PAYLOADS, keys[i]!, item.payload, item.encoding)),
+  await timings.measure("r2", () =>
+    Promise.all(
+      items.map((item, i) => putPayload(env.PAYLOADS, keys[i]!, item.payload, item.encoding)),
+    ),
   );
 
   const statements: D1PreparedStatement[] = [];
@@ -135,7 +139,9 @@ export async function ingestGroups(
     items.map((it) => it.group.env_id).filter((e) => e !== null && e !== undefined),
   );
   for (const envId of touched) statements.push(env.DB.prepare(TOUCH_ENV).bind(run, envId, now));
-  const results = await env.DB.batch<{ id: number; status: "queued" | "buffered" }>(statements);
+  const results = await timings.measure("d1", () =>
+    env.DB.batch<{ id: number; status: "queued" | "buffered" }>(statements),
+  );
 
   const outcomes: IngestOutcome[] = [];
   const orphaned: string[] = [];

@@ -242,6 +242,18 @@ describe("Atropos wire compatibility", () => {
     expect(batch.batch[0]!.tokens).toEqual(group(9, 4, 0).tokens);
   });
 
+  it("reports ingest phases in Server-Timing and echoes the request id", async () => {
+    const run = uniqueRun();
+    const { base, envIds } = await setupRun(run, 4, [4]);
+    const res = await post(`${base}/scored_data`, group(21, 4, envIds[0]!), {
+      "x-request-id": "req-42",
+    });
+    expect(res.status).toBe(200);
+    expect(res.headers.get("x-request-id")).toBe("req-42");
+    const phases = (res.headers.get("server-timing") ?? "").split(", ").map((p) => p.split(";")[0]);
+    expect(phases).toEqual(["read", "hash", "parse", "validate", "r2", "d1"]);
+  });
+
   it("gzips large responses when the client accepts gzip", async () => {
     const run = uniqueRun();
     const { base, envIds } = await setupRun(run, 4, [4]);

@@ -164,18 +164,25 @@ atroposRoutes.get("/latest_example", async (c) => {
 
 atroposRoutes.post("/scored_data", async (c) => {
   const run = runOf(c);
-  const body = await readBody(c.req.raw, bodyLimits(c));
-  const hash = await sha256Hex(body.bytes);
+  const timings = c.get("timings");
+  const body = await timings.measure("read", () => readBody(c.req.raw, bodyLimits(c)));
+  const hash = await timings.measure("hash", () => sha256Hex(body.bytes));
   return idempotent(c, run, "scored_data", hash, async () => {
-    const group = validateGroup(parseJson(body.bytes));
-    const [outcome] = await ingestGroups(c.env, run, [
-      {
-        group,
-        payload: body.gzip ? body.raw : body.bytes,
-        encoding: body.gzip ? "gzip" : "identity",
-        contentHash: hash,
-      },
-    ]);
+    const json = await timings.measure("parse", () => parseJson(body.bytes));
+    const group = await timings.measure("validate", () => validateGroup(json));
+    const [outcome] = await ingestGroups(
+      c.env,
+      run,
+      [
+        {
+          group,
+          payload: body.gzip ? body.raw : body.bytes,
+          encoding: body.gzip ? "gzip" : "identity",
+          contentHash: hash,
+        },
+      ],
+      timings,
+    );
     if (outcome!.status !== "buffered") return { status: "received" };
     const { bufferedSequences } = await coordinator(c, run).releaseBuffered(run, outcome!.envId!);
     return { status: "buffered", buffer_size: bufferedSequences };
