@@ -58,6 +58,7 @@ export interface LeaseOptions {
   maxStaleness: number | null;
 }
 
+/** Oldest queued groups considered per batch: first a batch-sized window, then this many. */
 const QUEUE_WINDOW = 4096;
 
 export class RunCoordinator extends DurableObject<Bindings> {
@@ -425,20 +426,37 @@ export class RunCoordinator extends DurableObject<Bindings> {
     };
   }
 
-  /** Chooses the groups of the next batch without changing anything. */
+  /**
+   * Chooses the groups of the next batch without changing anything. The common case (sizes that
+   * pack greedily) needs at most `batchSize` groups, so that window is read first; the large
+   * window is read only when it cannot be packed.
+   */
   private async planBatch(
     run: string,
     batchSize: number,
     minVersion: number | null,
     now: number,
   ): Promise<PackResult> {
+    const small = Math.min(QUEUE_WINDOW, Math.max(batchSize, 16));
+    const first = await this.planWindow(run, batchSize, minVersion, now, small);
+    if (first.plan.ok || first.rows < small) return first.plan;
+    return (await this.planWindow(run, batchSize, minVersion, now, QUEUE_WINDOW)).plan;
+  }
+
+  private async planWindow(
+    run: string,
+    batchSize: number,
+    minVersion: number | null,
+    now: number,
+    limit: number,
+  ): Promise<{ plan: PackResult; rows: number }> {
     const versionFilter = minVersion === null ? -1 : minVersion;
     const { results: window } = await this.db
       .prepare(
         `SELECT id, env_id, num_seqs FROM groups WHERE run = ?1 AND status = 'queued'
          AND policy_version >= ?2 ORDER BY id LIMIT ?3`,
       )
-      .bind(run, versionFilter, QUEUE_WINDOW)
+      .bind(run, versionFilter, limit)
       .all<{ id: number; env_id: number | null; num_seqs: number }>();
     const candidates = new Map<number, QueuedGroupRef>();
     for (const r of window) candidates.set(r.id, { id: r.id, envId: r.env_id, size: r.num_seqs });
@@ -468,7 +486,7 @@ export class RunCoordinator extends DurableObject<Bindings> {
       }
     }
     const queue = [...candidates.values()].sort((x, y) => x.id - y.id);
-    return packBatch(queue, batchSize, allocations);
+    return { plan: packBatch(queue, batchSize, allocations), rows: window.length };
   }
 
   /** Why the next lease would find nothing (null when a batch can be formed now). */
