@@ -126,6 +126,12 @@ export function buildProgram(): Command {
       ),
       opt("--lease-seconds <s>", "leaseSeconds", "lease duration for each batch", 60),
       opt(
+        "--workers",
+        "workers",
+        "run the envs on the Worker's queue path (EnvFeeder DOs + queue consumers) instead of in Node",
+        false,
+      ),
+      opt(
         "--max-seconds <s>",
         "maxSeconds",
         "fail if the steps are not done in this time (0 = never)",
@@ -145,6 +151,7 @@ export function buildProgram(): Command {
         persistTo: str(o.persistTo),
         leaseSeconds: Number(o.leaseSeconds),
         maxSeconds: Number(o.maxSeconds),
+        workers: Boolean(o.workers),
       });
     },
   );

@@ -1,13 +1,17 @@
 /**
  * `atropos-edge start`: the whole loop on one machine. Starts `wrangler dev` (the API), the
  * inference simulator unless --inference-url, registers the demo trainer, runs each env with the
- * Node runtime (serveEnv) against the local API, and lets the demo trainer lease → check shapes /
- * compute GRPO advantages → bump the policy version → ack, until --steps or Ctrl-C.
+ * Node runtime (serveEnv) against the local API — or, with --workers, on the Worker's own queue
+ * path (an EnvFeeder Durable Object per env feeding queue-consumer invocations) — and lets the
+ * demo trainer lease → check shapes / compute GRPO advantages → bump the policy version → ack,
+ * until --steps or Ctrl-C.
  */
 import { mkdirSync, mkdtempSync, rmSync } from "node:fs";
 import { join, resolve } from "node:path";
 import { demoTrainStep } from "../client/demo-trainer";
 import { type RunStats, TrainerClient } from "../client/trainer-client";
+import type { FeederSummary } from "../env-workers/env-feeder";
+import { getEnvDefinition } from "../env-workers/registry";
 import { RolloutApiClient } from "../env-workers/runtime/api-client";
 import { nodeGetWithBody } from "../env-workers/runtime/node-get-with-body";
 import { type ServeSummary, serveEnv } from "../env-workers/runtime/serve";
@@ -26,6 +30,8 @@ export interface StartOptions extends InferenceFlags {
   leaseSeconds: number;
   /** Give up after this many seconds (0 = never). */
   maxSeconds: number;
+  /** Run the envs as Worker env workers (EnvFeeder DO + queue consumers) instead of in Node. */
+  workers?: boolean;
 }
 
 interface EnvRun {
@@ -39,6 +45,103 @@ interface EnvRun {
 }
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+/** An env running on the Worker's queue path, seen through its EnvFeeder's status endpoint. */
+interface WorkerEnvRun {
+  name: string;
+  /** …/v1/runs/{run}/env-workers/{env}/0 */
+  url: string;
+  summary: FeederSummary | null;
+  pollError: string | null;
+}
+
+const WORKER_INSTANCE = "0";
+/** Give up on --workers when every env has failed this many items and none succeeded. */
+const WORKER_FAILURES_BEFORE_GIVING_UP = 20;
+
+/** The inference server as the Worker must reach it (the simulator listens on 127.0.0.1). */
+function workerInference(options: StartOptions, inference: InferenceHandle) {
+  const simulated = inference.simulator !== null;
+  const serverType = simulated ? "vllm" : options.serverType;
+  return {
+    base_url: simulated ? `${inference.simulator!.url}/v1` : options.inferenceUrl!,
+    server_type: serverType,
+    // Token-in/token-out where the server has it; the simulator speaks vLLM's /generate.
+    vllm_mode: "generate",
+    model_name: options.model,
+    tokenizer_name: options.tokenizer,
+    api_key: options.apiKey ?? "",
+  };
+}
+
+async function readJson<T>(res: Response, what: string): Promise<T> {
+  const text = await res.text();
+  if (!res.ok) throw new Error(`${what}: HTTP ${res.status} ${text.slice(0, 500)}`);
+  return JSON.parse(text) as T;
+}
+
+async function startWorkerEnv(
+  apiUrl: string,
+  run: string,
+  name: string,
+  config: Record<string, unknown>,
+  inference: ReturnType<typeof workerInference>,
+): Promise<WorkerEnvRun> {
+  const base = `${apiUrl}/v1/runs/${encodeURIComponent(run)}/env-workers`;
+  const res = await fetch(base, {
+    method: "POST",
+    headers: { "content-type": "application/json" },
+    body: JSON.stringify({ env: name, instance: WORKER_INSTANCE, config, inference: [inference] }),
+  });
+  const summary = await readJson<FeederSummary>(res, `starting env worker ${name}`);
+  return {
+    name,
+    url: `${base}/${encodeURIComponent(name)}/${WORKER_INSTANCE}`,
+    summary,
+    pollError: null,
+  };
+}
+
+async function pollWorkerEnv(env: WorkerEnvRun): Promise<void> {
+  try {
+    env.summary = await readJson<FeederSummary>(await fetch(env.url), `status of ${env.name}`);
+    env.pollError = null;
+  } catch (err) {
+    env.pollError = err instanceof Error ? err.message : String(err);
+  }
+}
+
+async function stopWorkerEnv(env: WorkerEnvRun): Promise<void> {
+  const res = await fetch(`${env.url}/stop`, { method: "POST" });
+  await res.arrayBuffer();
+}
+
+function feederLines(envs: WorkerEnvRun[]): string[] {
+  return envs.map((e) => {
+    const s = e.summary;
+    if (!s)
+      return `  worker ${e.name.padEnd(13)} no status yet${e.pollError ? ` (${e.pollError})` : ""}`;
+    const error = s.last_error ? `  last error: ${s.last_error.slice(0, 80)}` : "";
+    return `  worker ${e.name.padEnd(13)} ${s.status.padEnd(19)} in flight ${String(s.in_flight).padStart(3)}  issued ${s.issued}  ok ${s.succeeded}  failed ${s.failed}  dropped ${s.dropped}${error}`;
+  });
+}
+
+/** Why the --workers run cannot make progress, or null while it still can. */
+function workerEnvsFailure(envs: WorkerEnvRun[]): string | null {
+  const hopeless = envs.every(
+    (e) =>
+      e.summary &&
+      (e.summary.status === "stopped" ||
+        (e.summary.succeeded === 0 && e.summary.failed >= WORKER_FAILURES_BEFORE_GIVING_UP)),
+  );
+  if (!hopeless) return null;
+  return `every env worker failed or stopped: ${envs
+    .map(
+      (e) =>
+        `${e.name}: ${e.summary?.status}, ${e.summary?.failed} failed${e.summary?.last_error ? ` (${e.summary.last_error})` : ""}`,
+    )
+    .join("; ")}`;
+}
 
 export async function runStart(
   options: StartOptions,
@@ -70,6 +173,9 @@ export async function runStart(
   let dev: DevProcess | null = null;
   let inference: InferenceHandle | null = null;
   const envRuns: EnvRun[] = [];
+  const workerEnvs: WorkerEnvRun[] = [];
+  const workersMode = options.workers === true;
+  let stats: RunStats | null = null;
   const launched = Date.now();
   let started = launched;
   const progress: TrainerProgress = {
@@ -93,7 +199,9 @@ export async function runStart(
     out.write(`starting wrangler dev on 127.0.0.1:${options.port} (state: ${stateDir})…\n`);
     dev = await startDevProcess({ port: options.port, persistTo: stateDir });
     inference = await openInference(options);
-    out.write(`API ${dev.url} · ${inference.describe} · envs ${envNames.join(", ")}\n`);
+    out.write(
+      `API ${dev.url} · ${inference.describe} · envs ${envNames.join(", ")}${workersMode ? " on the Worker's queue path" : " in Node"}\n`,
+    );
 
     const trainer = new TrainerClient({ url: dev.url });
     await trainer.register({
@@ -102,7 +210,25 @@ export async function runStart(
       num_steps: options.steps,
     });
 
-    for (const name of envNames) {
+    for (const name of workersMode ? envNames : []) {
+      const groupSize = Number(getEnvDefinition(name).defaultConfig.group_size);
+      if (groupSize > options.batchSize) {
+        throw new Error(
+          `${name}: group_size ${groupSize} > --batch-size ${options.batchSize}; raise --batch-size`,
+        );
+      }
+      workerEnvs.push(
+        await startWorkerEnv(
+          dev.url,
+          trainer.run,
+          name,
+          { max_token_length: options.maxTokenLen },
+          workerInference(options, inference),
+        ),
+      );
+    }
+
+    for (const name of workersMode ? [] : envNames) {
       const env = await createEnv(
         name,
         { total_steps: -1, rollout_server_url: dev.url, max_token_length: options.maxTokenLen },
@@ -143,22 +269,20 @@ export async function runStart(
 
     // Rates count from here, not from the wrangler startup.
     started = Date.now();
-    let stats: RunStats | null = null;
     let polling = false;
     timer = setInterval(() => {
       progress.elapsedS = (Date.now() - started) / 1000;
-      printer.draw(progressLines(progress, stats));
+      printer.draw([...progressLines(progress, stats), ...feederLines(workerEnvs)]);
       if (polling) return;
       polling = true;
-      trainer
-        .stats()
-        .then((s) => {
+      Promise.allSettled([
+        trainer.stats().then((s) => {
           stats = s;
-        })
-        .catch(() => {})
-        .finally(() => {
-          polling = false;
-        });
+        }),
+        ...workerEnvs.map(pollWorkerEnv),
+      ]).finally(() => {
+        polling = false;
+      });
     }, 1000);
 
     let policyVersion = 0;
@@ -167,7 +291,12 @@ export async function runStart(
         failure = `gave up after --max-seconds ${options.maxSeconds} (last reason: ${progress.lastReason ?? "none"})`;
         break;
       }
-      if (envRuns.every((r) => r.finished instanceof Error)) {
+      const workersFailure = workersMode ? workerEnvsFailure(workerEnvs) : null;
+      if (workersFailure) {
+        failure = workersFailure;
+        break;
+      }
+      if (!workersMode && envRuns.every((r) => r.finished instanceof Error)) {
         failure = `every env failed: ${envRuns.map((r) => `${r.name}: ${(r.finished as Error).message}`).join("; ")}`;
         break;
       }
@@ -199,13 +328,28 @@ export async function runStart(
     progress.elapsedS = (Date.now() - started) / 1000;
     if (timer) clearInterval(timer);
     timer = null;
-    printer.draw(progressLines(progress, stats));
+    if (workersMode) {
+      await Promise.allSettled([
+        ...workerEnvs.map(pollWorkerEnv),
+        trainer.stats().then((s) => {
+          stats = s;
+        }),
+      ]);
+    }
+    printer.draw([...progressLines(progress, stats), ...feederLines(workerEnvs)]);
     printer.release();
   } catch (err) {
     failure = err instanceof Error ? err.message : String(err);
   } finally {
     if (timer) clearInterval(timer);
     abort.abort();
+    // Stop the feeders while the API is still up; their final counts go into the summary.
+    await Promise.allSettled(
+      workerEnvs.map(async (e) => {
+        await stopWorkerEnv(e);
+        await pollWorkerEnv(e);
+      }),
+    );
     await Promise.race([Promise.allSettled(envRuns.map((r) => r.promise)), sleep(5000)]);
     await inference?.close().catch(() => {});
     await dev?.stop().catch(() => {});
@@ -229,6 +373,14 @@ export async function runStart(
       (r) =>
         `env ${r.name.padEnd(18)} submitted ${r.submitted} groups, dropped ${r.dropped}${r.errors.length ? `, errors e.g. ${r.errors[0]}` : ""}`,
     ),
+    ...workerEnvs.map((e) => {
+      const s = e.summary;
+      if (!s) return `env ${e.name.padEnd(18)} (worker) no status: ${e.pollError ?? "unknown"}`;
+      // D1 is the record of what was submitted; the feeder's counts are per item.
+      const finalStats = stats as RunStats | null;
+      const groups = finalStats?.envs.find((x) => x.env_id === s.env_id)?.groups_submitted ?? 0;
+      return `env ${e.name.padEnd(18)} submitted ${groups} groups via the Worker (items issued ${s.issued}, ok ${s.succeeded}, failed ${s.failed}, dropped ${s.dropped}; ${s.status})${s.last_error ? `, last error ${s.last_error}` : ""}`;
+    }),
   ];
   if (failure) {
     lines.push(`FAILED: ${failure}`);

@@ -56,6 +56,54 @@ describe("atropos-edge start", () => {
     expect(processesMentioning(`--port ${port}`)).toEqual([]);
   });
 
+  it("--workers runs the envs on the Worker's queue path, then stops the feeders", async () => {
+    const port = await freePort();
+    const child = spawn(
+      process.execPath,
+      [
+        join(ROOT, "bin", "atropos-edge.mjs"),
+        "start",
+        "--workers",
+        "--steps",
+        "2",
+        "--port",
+        String(port),
+        "--max-seconds",
+        "100",
+      ],
+      { cwd: ROOT, stdio: ["ignore", "pipe", "pipe"], detached: true },
+    );
+    let output = "";
+    child.stdout.on("data", (d) => {
+      output += String(d);
+    });
+    child.stderr.on("data", (d) => {
+      output += String(d);
+    });
+    const code = await new Promise<number | null>((resolve) => {
+      const timer = setTimeout(() => {
+        process.kill(-child.pid!, "SIGKILL");
+        resolve(null);
+      }, 120_000);
+      child.on("exit", (c) => {
+        clearTimeout(timer);
+        resolve(c);
+      });
+    });
+    expect(code, output).toBe(0);
+    expect(output).toContain("on the Worker's queue path");
+    expect(output).toMatch(/steps trained\s+2\/2/);
+    expect(output).toMatch(/shape problems\s+0/);
+    // Live progress showed the feeders' status; the summary counts groups from the Worker path.
+    expect(output).toMatch(/worker gsm8k_lite\s+(running|waiting_for_trainer)/);
+    expect(output).toMatch(/env gsm8k_lite\s+submitted [1-9]\d* groups via the Worker/);
+    expect(output).toMatch(/env letter_counting\s+submitted \d+ groups via the Worker/);
+    // Stopped on exit, before the API went down.
+    expect(output.match(/via the Worker \([^)]*; stopped\)/g)).toHaveLength(2);
+    await new Promise((r) => setTimeout(r, 500));
+    expect(processesMentioning(`--port ${port}`)).toEqual([]);
+  });
+
   it("explains a bad option instead of starting anything", async () => {
     const child = spawn(
       process.execPath,

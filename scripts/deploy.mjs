@@ -1,0 +1,226 @@
+#!/usr/bin/env node
+/**
+ * `npm run deploy [-- --dry-run] [--outdir DIR] [--size-limit-mb 10] [--config wrangler.jsonc]`
+ *
+ * Real deploy: checks that wrangler is logged in and that wrangler.jsonc names a real D1
+ * database, builds the bundle and checks its size, applies the D1 migrations remotely
+ * (`wrangler d1 migrations apply DB --remote`), then runs `wrangler deploy`.
+ *
+ * --dry-run: only `wrangler deploy --dry-run --outdir DIR` — no network, no account — and a
+ * report of the bundle size (raw and gzip) against the compressed Worker size limit.
+ * Anything after `--` is passed to `wrangler deploy`.
+ */
+import { spawnSync } from "node:child_process";
+import { mkdtempSync, readdirSync, readFileSync, rmSync, statSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { dirname, join, resolve } from "node:path";
+import { fileURLToPath } from "node:url";
+import { gzipSync } from "node:zlib";
+
+const root = join(dirname(fileURLToPath(import.meta.url)), "..");
+const wrangler = join(root, "node_modules", ".bin", "wrangler");
+const PLACEHOLDER_DATABASE_ID = "00000000-0000-0000-0000-000000000000";
+const MB = 1024 * 1024;
+
+function fail(message) {
+  process.stderr.write(`\ndeploy: ${message}\n`);
+  process.exit(1);
+}
+
+function parseArgs(argv) {
+  const dashDash = argv.indexOf("--");
+  const own = dashDash >= 0 ? argv.slice(0, dashDash) : argv;
+  const passthrough = dashDash >= 0 ? argv.slice(dashDash + 1) : [];
+  const options = {
+    dryRun: false,
+    outdir: undefined,
+    sizeLimitMb: 10,
+    config: join(root, "wrangler.jsonc"),
+    passthrough,
+  };
+  for (let i = 0; i < own.length; i++) {
+    const [flag, inline] = own[i].split(/=(.*)/s, 2);
+    const value = () => {
+      const v = inline ?? own[++i];
+      if (v === undefined || v === "") fail(`${flag} needs a value`);
+      return v;
+    };
+    if (flag === "--dry-run") options.dryRun = true;
+    else if (flag === "--outdir") options.outdir = resolve(value());
+    else if (flag === "--config" || flag === "-c") options.config = resolve(value());
+    else if (flag === "--size-limit-mb") {
+      options.sizeLimitMb = Number(value());
+      if (!(options.sizeLimitMb > 0)) fail("--size-limit-mb must be a positive number");
+    } else if (flag === "--help" || flag === "-h") {
+      process.stdout.write(
+        [
+          "usage: npm run deploy -- [--dry-run] [--outdir DIR] [--size-limit-mb N] [--config FILE] [-- WRANGLER_DEPLOY_ARGS]",
+          "  --dry-run          build only (offline, no account) and report the bundle size",
+          "  --outdir DIR       keep the built bundle in DIR (default: a temp dir, removed)",
+          "  --size-limit-mb N  compressed Worker size limit (default 10 = Workers Paid; Free is 3)",
+          "  --config FILE      wrangler config (default: wrangler.jsonc)",
+          "",
+        ].join("\n"),
+      );
+      process.exit(0);
+    } else fail(`unknown option ${flag} (see --help)`);
+  }
+  return options;
+}
+
+// Offline-friendly and quiet: no telemetry, no error reports, no Request.cf download.
+const wranglerEnv = {
+  ...process.env,
+  WRANGLER_SEND_METRICS: "false",
+  WRANGLER_SEND_ERROR_REPORTS: "false",
+  CLOUDFLARE_CF_FETCH_ENABLED: "false",
+};
+
+function runWrangler(args, { capture = false } = {}) {
+  const result = spawnSync(wrangler, args, {
+    cwd: root,
+    env: capture ? { ...wranglerEnv, CI: "true" } : wranglerEnv,
+    stdio: capture ? ["ignore", "pipe", "pipe"] : "inherit",
+    encoding: "utf8",
+  });
+  if (result.error) fail(`could not run wrangler (${result.error.message}); run npm install`);
+  return result;
+}
+
+const formatSize = (bytes) => `${(bytes / MB).toFixed(2)} MiB`;
+
+/** Sizes of the modules wrangler would upload (source maps and the README are not uploaded). */
+function measureBundle(outdir) {
+  const modules = readdirSync(outdir).filter((f) => !f.endsWith(".map") && f !== "README.md");
+  let raw = 0;
+  let gzip = 0;
+  for (const file of modules) {
+    const path = join(outdir, file);
+    if (!statSync(path).isFile()) continue;
+    const bytes = readFileSync(path);
+    raw += bytes.length;
+    gzip += gzipSync(bytes).length;
+  }
+  return { modules, raw, gzip };
+}
+
+function build(options) {
+  const outdir = options.outdir ?? mkdtempSync(join(tmpdir(), "atropos-edge-bundle-"));
+  process.stdout.write(`building the Worker bundle (wrangler deploy --dry-run) → ${outdir}\n`);
+  const result = runWrangler(
+    ["deploy", "--dry-run", "--outdir", outdir, "--config", options.config, ...options.passthrough],
+    { capture: true },
+  );
+  const output = `${result.stdout}${result.stderr}`;
+  if (result.status !== 0) {
+    process.stderr.write(output);
+    fail("the dry-run build failed (see wrangler's output above)");
+  }
+  const size = measureBundle(outdir);
+  if (!size.modules.includes("index.js")) fail(`no index.js in ${outdir}; wrangler wrote nothing?`);
+  const limit = options.sizeLimitMb * MB;
+  const wranglerLine = output.match(/Total Upload:[^\n]*/)?.[0];
+  process.stdout.write(
+    [
+      `bundle    ${size.modules.join(", ")}`,
+      `raw       ${formatSize(size.raw)}`,
+      `gzip      ${formatSize(size.gzip)} of the ${options.sizeLimitMb} MiB compressed Worker limit (${((100 * size.gzip) / limit).toFixed(0)}%)`,
+      ...(wranglerLine ? [`wrangler  ${wranglerLine.trim()}`] : []),
+      "",
+    ].join("\n"),
+  );
+  const over = size.gzip > limit;
+  if (over) {
+    process.stderr.write(
+      `\nWARNING: the compressed bundle (${formatSize(size.gzip)}) is over the ${options.sizeLimitMb} MiB Worker size limit; Cloudflare will reject the upload. Drop a tokenizer or env from src/env-workers/registry.ts, or split the env workers into a second Worker.\n`,
+    );
+  }
+  return {
+    outdir,
+    size,
+    over,
+    cleanup: () => options.outdir || rmSync(outdir, { recursive: true, force: true }),
+  };
+}
+
+function checkLogin() {
+  const who = runWrangler(["whoami", "--json"], { capture: true });
+  let state = null;
+  try {
+    state = JSON.parse(who.stdout.trim());
+  } catch {
+    // not JSON: a network or config error, reported below
+  }
+  if (state && state.loggedIn === false) {
+    fail(
+      "wrangler is not logged in. Run `npx wrangler login` (browser), or set CLOUDFLARE_API_TOKEN " +
+        "(and CLOUDFLARE_ACCOUNT_ID if the token sees several accounts), then run `npm run deploy` again.",
+    );
+  }
+  if (who.status !== 0 || !state) {
+    process.stderr.write(`${who.stdout}${who.stderr}`);
+    fail(
+      "could not check the Cloudflare login (see above). Deploying needs access to api.cloudflare.com; " +
+        "`npm run deploy -- --dry-run` works offline.",
+    );
+  }
+  const account = state.accounts?.[0]?.name ?? state.email ?? "your account";
+  process.stdout.write(`logged in to Cloudflare (${account})\n`);
+}
+
+function checkDatabaseId(configPath) {
+  const text = readFileSync(configPath, "utf8");
+  if (new RegExp(`"database_id"\\s*:\\s*"${PLACEHOLDER_DATABASE_ID}"`).test(text)) {
+    fail(
+      `${configPath} still has the placeholder D1 database_id. Create the database with ` +
+        "`npx wrangler d1 create atropos-edge` and put the id it prints into d1_databases[0].database_id " +
+        "(see docs/DEPLOY.md).",
+    );
+  }
+}
+
+const options = parseArgs(process.argv.slice(2));
+if (options.dryRun) {
+  const built = build(options);
+  built.cleanup();
+  process.stdout.write(
+    `dry run done: nothing was uploaded${options.outdir ? `; bundle kept in ${options.outdir}` : ""}.\n`,
+  );
+  process.exit(0);
+}
+
+checkLogin();
+checkDatabaseId(options.config);
+const built = build(options);
+built.cleanup();
+if (built.over) fail("not deploying a bundle over the size limit (see the warning above)");
+
+process.stdout.write("\napplying D1 migrations to the remote database…\n");
+const migrate = runWrangler([
+  "d1",
+  "migrations",
+  "apply",
+  "DB",
+  "--remote",
+  "--config",
+  options.config,
+]);
+if (migrate.status !== 0) {
+  fail(
+    "applying the D1 migrations remotely failed (see above); nothing was deployed. Check the " +
+      "database_id in wrangler.jsonc and that your token has D1 edit rights.",
+  );
+}
+
+process.stdout.write("\ndeploying the Worker…\n");
+const deploy = runWrangler(["deploy", "--config", options.config, ...options.passthrough]);
+if (deploy.status !== 0) {
+  fail(
+    "wrangler deploy failed (see above). The R2 bucket and both queues must exist first " +
+      "(docs/DEPLOY.md, steps 2–3); the migrations that were applied stay applied.",
+  );
+}
+process.stdout.write(
+  "\ndeployed. Set the API token once with `npx wrangler secret put API_TOKEN`, then smoke-test " +
+    "with `curl -u user:$API_TOKEN https://<your-worker>/status` (docs/DEPLOY.md).\n",
+);
