@@ -94,7 +94,11 @@ function makeGroup(groupIndex: number, w: Workload, envId: number) {
   return group;
 }
 
-async function post(url: string, body: Uint8Array<ArrayBuffer> | string, headers: Record<string, string> = {}) {
+async function post(
+  url: string,
+  body: Uint8Array<ArrayBuffer> | string,
+  headers: Record<string, string> = {},
+) {
   const res = await fetch(url, {
     method: "POST",
     headers: { "content-type": "application/json", ...headers },

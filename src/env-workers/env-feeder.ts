@@ -248,14 +248,19 @@ export class EnvFeeder extends DurableObject<Bindings> {
     state.issued += messages.length;
   }
 
-  /** Outcome of one item, from a queue consumer (or the dead-letter consumer). */
+  /**
+   * Outcome of one item, from a queue consumer (or the dead-letter consumer). Returns whether the
+   * item was in flight: a redelivered message reports again, and is not counted twice.
+   */
   async report(
     itemId: string,
     outcome: { ok: boolean; scores?: number[]; backlogJson?: string },
-  ): Promise<void> {
+  ): Promise<boolean> {
     const state = await this.load();
-    if (!state) return;
+    if (!state) return false;
     const entry = state.inFlight[itemId];
+    // Unknown: already reported (duplicate delivery) or dropped past worker_timeout (counted).
+    if (!entry) return false;
     delete state.inFlight[itemId];
     const backlog = JSON.parse(outcome.backlogJson ?? "[]") as {
       itemId: string;
@@ -264,13 +269,14 @@ export class EnvFeeder extends DurableObject<Bindings> {
     for (const b of backlog) state.inFlight[b.itemId] = { item: b.item, issuedAt: Date.now() };
     if (outcome.ok) state.succeeded++;
     else state.failed++;
-    if (entry && outcome.ok && outcome.scores?.length) {
+    if (outcome.ok && outcome.scores?.length) {
       // Curriculum feedback happens here, where the iterator state lives.
       const env = await this.instance(state);
       env.recordScores(entry.item, outcome.scores);
       state.checkpoint = env.saveCheckpoint();
     }
     await this.save();
+    return true;
   }
 
   private async reportStats(state: FeederState): Promise<void> {

@@ -3,6 +3,9 @@
  * postprocessHistories → Atropos' send-side validation → an idempotent in-process submission.
  * Failures retry with exponential backoff; after max_retries the item lands on the dead-letter
  * queue, whose consumer records it (visible in the run's stats) and tells the feeder.
+ * Delivery is at least once, so every step is idempotent per item id: group submissions are keyed
+ * item:{id}:{i}, backlog items get ids derived from their parent's, the feeder counts an item once
+ * and a dead letter is recorded once.
  */
 import type { Bindings } from "../api/bindings";
 import { submitGroupInProcess } from "../api/ingest";
@@ -41,10 +44,11 @@ export interface ItemOutcome {
   duplicates: number;
   dropped: string[];
   scores: number[];
+  /** Items collectTrajectories asked to run next; not yet enqueued (see enqueueBacklog). */
   backlog: { itemId: string; item: JsonValue }[];
 }
 
-/** Runs one item end to end. Throws on failures worth retrying. */
+/** Runs one item up to its submission. Throws on failures worth retrying. */
 export async function runRolloutItem(env: Bindings, msg: RolloutItemMessage): Promise<ItemOutcome> {
   const def = getEnvDefinition(msg.spec.envName);
   const cfg = parseEnvConfig(def.configSchema, msg.spec.config);
@@ -87,29 +91,42 @@ export async function runRolloutItem(env: Bindings, msg: RolloutItemMessage): Pr
     else outcome.submitted++;
     outcome.scores.push(...checked.group.scores);
   }
-  const backlog = backlogItems.map((item) => ({ itemId: crypto.randomUUID(), item }));
-  if (backlog.length > 0) {
+  // Derived ids: a redelivered parent re-sends the same backlog items, whose groups then dedupe.
+  outcome.backlog = backlogItems.map((item, j) => ({ itemId: `${msg.itemId}.b${j}`, item }));
+  return outcome;
+}
+
+/**
+ * Sends backlog items to the queue. Called after the feeder has recorded them as in flight, so a
+ * backlog item that finishes quickly is never reported before the feeder knows it.
+ */
+export async function enqueueBacklog(
+  env: Bindings,
+  msg: RolloutItemMessage,
+  backlog: ItemOutcome["backlog"],
+): Promise<void> {
+  for (let i = 0; i < backlog.length; i += 100) {
     await env.ROLLOUT_ITEMS.sendBatch(
-      backlog.map((b) => ({
+      backlog.slice(i, i + 100).map((b) => ({
         body: { ...msg, itemId: b.itemId, item: b.item, issuedAt: Date.now() },
       })),
     );
   }
-  outcome.backlog = backlog;
-  return outcome;
 }
 
+/** One row per item, however often the dead-letter queue delivers it (the error names the id). */
 async function recordDeadLetter(env: Bindings, msg: RolloutItemMessage, attempts: number) {
   await env.DB.prepare(
     `INSERT INTO dead_letters (run, env_name, env_id, item, error, attempts, created_at)
-     VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)`,
+     SELECT ?1, ?2, ?3, ?4, ?5, ?6, ?7
+     WHERE NOT EXISTS (SELECT 1 FROM dead_letters WHERE run = ?1 AND error = ?5)`,
   )
     .bind(
       msg.run,
       msg.spec.envName,
       msg.envId,
       JSON.stringify(msg.item).slice(0, 10_000),
-      "retries exhausted (see the Worker logs for each attempt's error)",
+      `item ${msg.itemId}: retries exhausted (see the Worker logs for each attempt's error)`,
       attempts,
       Date.now(),
     )
@@ -129,8 +146,14 @@ export async function handleQueueBatch(
     }
     return;
   }
+  // Copies of one item in the same batch would race past the idempotency check: run it once.
+  const firstOfItem = new Map<string, Message<RolloutItemMessage>>();
+  for (const message of batch.messages) {
+    if (firstOfItem.has(message.body.itemId)) message.ack();
+    else firstOfItem.set(message.body.itemId, message);
+  }
   await Promise.all(
-    batch.messages.map(async (message) => {
+    [...firstOfItem.values()].map(async (message) => {
       const msg = message.body;
       try {
         const outcome = await runRolloutItem(env, msg);
@@ -139,6 +162,7 @@ export async function handleQueueBatch(
           scores: outcome.scores,
           backlogJson: JSON.stringify(outcome.backlog),
         });
+        await enqueueBacklog(env, msg, outcome.backlog);
         message.ack();
       } catch (error) {
         console.error(

@@ -1,0 +1,326 @@
+/**
+ * `npm run bench:envs` — env-side costs, loopback only, bounded (≈ 60 s).
+ *
+ * (a) CPU per rollout outside inference: gsm8k_lite with the real qwen3 tokenizer and the real
+ *     ServerManager/ManagedServer, whose fetch returns a canned vLLM `/generate` answer (~1,000-token
+ *     sequences). Timed per group: collectTrajectories (chat template, tokenize, ManagedServer
+ *     tracking, scoring) + postprocess + send-side validation + the API's schema validation +
+ *     canonical JSON. Reported per rollout (group ÷ group_size), median of N groups.
+ * (b) Pipeline efficiency: the Node serve runtime (`serveEnv`) against a real `wrangler dev`
+ *     (scripts/dev.mjs: API, D1, R2) and the inference simulator over HTTP with fixed latency,
+ *     a trainer leasing and acking batches meanwhile. Efficiency = groups/s ÷ (cap / latency),
+ *     one simulator request per group (n = group_size in one request).
+ *
+ * Prints a table and, last, one JSON line.
+ */
+import { mkdtempSync } from "node:fs";
+import { cpus, tmpdir } from "node:os";
+import { join } from "node:path";
+import { performance } from "node:perf_hooks";
+import { validateGroup } from "../src/api/ingest";
+import { startDevProcess } from "../src/cli/dev-process";
+import { canonicalGroupJson } from "../src/core/canonical-group";
+import { groupsOf, type JsonValue } from "../src/env-workers/base-env";
+import { ServerManager } from "../src/env-workers/inference/server-manager";
+import type { Tokenizer } from "../src/env-workers/inference/types";
+import { getEnvDefinition } from "../src/env-workers/registry";
+import { RolloutApiClient } from "../src/env-workers/runtime/api-client";
+import { nodeGetWithBody } from "../src/env-workers/runtime/node-get-with-body";
+import { serveEnv } from "../src/env-workers/runtime/serve";
+import { validateGroupForSend } from "../src/env-workers/send-validation";
+import { getTokenizer } from "../src/env-workers/tokenizers/index";
+import { startSimulator } from "../src/sim/server";
+
+const GROUP_SIZE = 8;
+const CPU_SAMPLES = Number(process.env.BENCH_CPU_SAMPLES ?? 300);
+const CPU_WARMUP = 30;
+const COMPLETION_TOKENS = 900;
+
+const median = (xs: number[]) => {
+  const s = [...xs].sort((a, b) => a - b);
+  return s.length % 2 ? s[(s.length - 1) / 2]! : (s[s.length / 2 - 1]! + s[s.length / 2]!) / 2;
+};
+const percentile = (xs: number[], p: number) =>
+  [...xs].sort((a, b) => a - b)[Math.min(xs.length - 1, Math.floor((p / 100) * xs.length))]!;
+
+/** A canned Atropos `/generate` answer: `n` completions, even ones correct, ~900 tokens each. */
+function cannedGenerate(tokenizer: Tokenizer, gold: string, n: number): string {
+  const reasoning = "First we add the numbers step by step and then check the result carefully. ";
+  const logprobs: Record<string, number>[][][] = [];
+  for (let c = 0; c < n; c++) {
+    let text = "";
+    while (tokenizer.encode(text).length < COMPLETION_TOKENS) text += reasoning;
+    text += `The answer is \\boxed{${c % 2 === 0 ? gold : `${gold}1`}}.`;
+    const ids = [...tokenizer.encode(text), tokenizer.eosTokenId];
+    logprobs.push(ids.map((id, i) => [{ [String(id)]: -((i % 17) + 1) / 20 }]));
+  }
+  return JSON.stringify({ logprobs, finish_reasons: Array(n).fill("stop") });
+}
+
+async function measureCpu() {
+  const tokenizer = await getTokenizer("qwen3");
+  let canned = "";
+  const cannedFetch = async () =>
+    new Response(canned, { headers: { "content-type": "application/json" } });
+  const inference = new ServerManager(
+    [
+      {
+        base_url: "http://127.0.0.1:1",
+        server_type: "vllm",
+        model_name: "canned",
+        tokenizer_name: "qwen3",
+      },
+    ],
+    { fetch: cannedFetch, getTokenizer },
+  );
+  const def = getEnvDefinition("gsm8k_lite");
+  const config = {
+    group_size: GROUP_SIZE,
+    max_token_length: 2048,
+    ensure_scores_are_not_same: true,
+  };
+  const env = def.create(config, inference, tokenizer);
+  await env.setup();
+  const item = (await env.getNextItem()) as { gold: string } & JsonValue;
+  canned = cannedGenerate(tokenizer, String(item.gold), GROUP_SIZE);
+
+  const cpuUs: number[] = [];
+  const wallMs: number[] = [];
+  let seqTokens = 0;
+  let submitted = 0;
+  for (let i = 0; i < CPU_WARMUP + CPU_SAMPLES; i++) {
+    const cpu0 = process.cpuUsage();
+    const t0 = performance.now();
+    const [collected] = await env.collectTrajectories(item);
+    for (const group of groupsOf(await env.postprocessHistories(collected))) {
+      const checked = validateGroupForSend(group, {
+        groupSize: GROUP_SIZE,
+        ensureScoresAreNotSame: true,
+        maxTokenLen: 2048,
+        includeMessages: false,
+        abortOnMaxLength: true,
+      });
+      if (!checked.ok) throw new Error(`bench group dropped: ${checked.reason}`);
+      const json = canonicalGroupJson(validateGroup({ ...checked.group, env_id: 0 }), 0);
+      if (json.length < 100) throw new Error("canonical JSON unexpectedly small");
+      seqTokens = checked.group.tokens[0]!.length;
+      submitted++;
+    }
+    const wall = performance.now() - t0;
+    const cpu = process.cpuUsage(cpu0);
+    if (i >= CPU_WARMUP) {
+      cpuUs.push(cpu.user + cpu.system);
+      wallMs.push(wall);
+    }
+  }
+  return {
+    group_size: GROUP_SIZE,
+    samples: CPU_SAMPLES,
+    groups_validated: submitted,
+    tokens_per_sequence: seqTokens,
+    cpu_ms_per_rollout_median: median(cpuUs) / 1000 / GROUP_SIZE,
+    cpu_ms_per_rollout_p90: percentile(cpuUs, 90) / 1000 / GROUP_SIZE,
+    wall_ms_per_rollout_median: median(wallMs) / GROUP_SIZE,
+  };
+}
+
+async function freePort(): Promise<number> {
+  const { createServer } = await import("node:net");
+  return new Promise((resolve, reject) => {
+    const server = createServer();
+    server.listen(0, "127.0.0.1", () => {
+      const address = server.address();
+      server.close(() => resolve(typeof address === "object" && address ? address.port : 0));
+    });
+    server.on("error", reject);
+  });
+}
+
+interface PipelineResult {
+  poll_interval_ms: number;
+  in_flight_cap: number;
+  latency_ms: number;
+  ideal_groups_per_s: number;
+  groups: number;
+  seconds: number;
+  groups_per_s: number;
+  efficiency: number;
+  mean_sim_in_flight: number;
+  /** Non-2xx answers to POST /scored_data by status (the runtime does not resubmit them). */
+  submit_errors: Record<number, number>;
+  worker_errors: number;
+}
+
+async function measurePipeline(
+  url: string,
+  run: string,
+  simUrl: string,
+  simInFlight: () => number,
+  opts: { cap: number; latencyMs: number; pollMs: number; warmupS: number; measureS: number },
+): Promise<PipelineResult> {
+  const post = (path: string, body: unknown) =>
+    fetch(`${url}${path}`, {
+      method: "POST",
+      headers: { "content-type": "application/json" },
+      body: JSON.stringify(body),
+    }).then(async (r) => ({ status: r.status, text: await r.text() }));
+  const base = `/runs/${run}`;
+  const reg = await post(`${base}/register`, {
+    wandb_group: "bench",
+    wandb_project: "bench",
+    batch_size: 64,
+    max_token_len: 2048,
+    checkpoint_dir: "ckpt",
+    save_checkpoint_interval: -1,
+    starting_step: 0,
+    num_steps: 1_000_000,
+  });
+  if (reg.status !== 200) throw new Error(`register: ${reg.status} ${reg.text}`);
+
+  const abort = new AbortController();
+  let groups = 0;
+  let workerErrors = 0;
+  const submitErrors: Record<number, number> = {};
+  const tokenizer = await getTokenizer("qwen3");
+  const inference = new ServerManager(
+    [
+      {
+        base_url: simUrl,
+        server_type: "vllm",
+        model_name: "sim-policy",
+        tokenizer_name: "qwen3",
+        timeout: 30,
+      },
+    ],
+    { getTokenizer },
+  );
+  const env = getEnvDefinition("gsm8k_lite").create(
+    {
+      group_size: 4,
+      max_num_workers: opts.cap,
+      // Generous, so the trainer never throttles the env (≤0 would mean zero workers: see report).
+      max_batches_offpolicy: 50,
+      max_token_length: 512,
+      total_steps: -1,
+      ensure_scores_are_not_same: false,
+      rollout_server_url: url,
+      run,
+    },
+    inference,
+    tokenizer,
+  );
+  const api = new RolloutApiClient({ url, run, getWithBody: nodeGetWithBody });
+  const serving = serveEnv(env, api, {
+    signal: abort.signal,
+    pollIntervalMs: opts.pollMs,
+    onEvent: (e) => {
+      if (e.type === "submitted" && e.ok) groups += e.groups;
+      else if (e.type === "submitted") submitErrors[e.status] = (submitErrors[e.status] ?? 0) + 1;
+      else if (e.type === "worker_error") workerErrors++;
+    },
+  }).catch((error: unknown) => {
+    if (!abort.signal.aborted) throw error;
+  });
+  // A trainer draining batches the whole time, as in a real run.
+  const trainer = (async () => {
+    while (!abort.signal.aborted) {
+      const res = await fetch(`${url}/v1/runs/${run}/batches/lease`, { method: "POST" });
+      if (res.status !== 200) {
+        await res.arrayBuffer();
+        await new Promise((r) => setTimeout(r, 50));
+        continue;
+      }
+      const lease = (await res.json()) as { batch_id: string; lease_id: string };
+      await post(`/v1/runs/${run}/batches/${lease.batch_id}/ack`, { lease_id: lease.lease_id });
+    }
+  })().catch(() => {});
+
+  await new Promise((r) => setTimeout(r, opts.warmupS * 1000));
+  const startGroups = groups;
+  const start = performance.now();
+  const inFlightSamples: number[] = [];
+  const sampler = setInterval(() => inFlightSamples.push(simInFlight()), 20);
+  await new Promise((r) => setTimeout(r, opts.measureS * 1000));
+  clearInterval(sampler);
+  const seconds = (performance.now() - start) / 1000;
+  const measured = groups - startGroups;
+  abort.abort();
+  await serving;
+  await trainer;
+  const ideal = opts.cap / (opts.latencyMs / 1000);
+  const rate = measured / seconds;
+  return {
+    poll_interval_ms: opts.pollMs,
+    in_flight_cap: opts.cap,
+    latency_ms: opts.latencyMs,
+    ideal_groups_per_s: ideal,
+    groups: measured,
+    seconds,
+    groups_per_s: rate,
+    efficiency: rate / ideal,
+    mean_sim_in_flight:
+      inFlightSamples.reduce((a, b) => a + b, 0) / Math.max(1, inFlightSamples.length),
+    submit_errors: submitErrors,
+    worker_errors: workerErrors,
+  };
+}
+
+async function main() {
+  const started = Date.now();
+  console.log("bench:envs — (a) CPU per rollout outside inference");
+  const cpu = await measureCpu();
+  console.table([cpu]);
+
+  console.log("bench:envs — (b) pipeline efficiency: serveEnv → wrangler dev, simulator over HTTP");
+  const LATENCY_MS = 100;
+  const CAP = 20;
+  const sim = await startSimulator({
+    port: 0,
+    seed: 3,
+    latencyMs: LATENCY_MS,
+    maxTokensDefault: 64,
+  });
+  const port = await freePort();
+  const dev = await startDevProcess({
+    port,
+    persistTo: mkdtempSync(join(tmpdir(), "atropos-edge-bench-envs-")),
+  });
+  const pipeline: PipelineResult[] = [];
+  try {
+    for (const pollMs of [100, 10]) {
+      pipeline.push(
+        await measurePipeline(
+          dev.url,
+          `bench-poll-${pollMs}`,
+          sim.url,
+          () => sim.stats().inFlight,
+          {
+            cap: CAP,
+            latencyMs: LATENCY_MS,
+            pollMs,
+            warmupS: 4,
+            measureS: 15,
+          },
+        ),
+      );
+    }
+  } finally {
+    await dev.stop();
+    await sim.close();
+  }
+  console.table(pipeline);
+  const result = {
+    bench: "envs",
+    date: new Date().toISOString(),
+    node: process.version,
+    nproc: cpus().length,
+    cpu_model: cpus()[0]?.model ?? "unknown",
+    cpu_per_rollout: cpu,
+    pipeline,
+    elapsed_s: (Date.now() - started) / 1000,
+  };
+  console.log(JSON.stringify(result));
+}
+
+await main();
+process.exit(0);

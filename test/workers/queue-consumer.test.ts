@@ -1,0 +1,309 @@
+/**
+ * Queue-consumer fault cases inside workerd (local D1, R2, Durable Objects): a consumer failing
+ * mid-item is retried with backoff, duplicate deliveries store one group, and exhausted retries
+ * land in dead_letters (run stats) and the feeder's failed counter.
+ *
+ * Inference is not involved here (the test env scores canned rollouts); the inference-fault path
+ * with the real simulator over HTTP is test/e2e/env-worker-faults.test.ts.
+ */
+import {
+  createExecutionContext,
+  createMessageBatch,
+  getQueueResult,
+  runInDurableObject,
+} from "cloudflare:test";
+import { env } from "cloudflare:workers";
+import { describe, expect, it } from "vitest";
+import type { Bindings } from "../../src/api/bindings";
+import { submitGroupInProcess } from "../../src/api/ingest";
+import type { ScoredDataGroup } from "../../src/core/group-types";
+import { BaseEnv, type TrajectoriesResult } from "../../src/env-workers/base-env";
+import { type BaseEnvConfig, BaseEnvConfigSchema } from "../../src/env-workers/config";
+import type { FeederState, FeederSummary } from "../../src/env-workers/env-feeder";
+import { parseServerConfig } from "../../src/env-workers/inference/config";
+import { defineEnv, envRegistry } from "../../src/env-workers/registry";
+import type { EnvWorkerSpec } from "../../src/env-workers/worker-env";
+import { DEAD_LETTER_QUEUE, handleQueueBatch, ROLLOUT_QUEUE } from "../../src/queues/consumer";
+import type { RolloutItemMessage } from "../../src/queues/messages";
+import { call, json, setupRun, uniqueRun } from "./helpers";
+
+const bindings = env as unknown as Bindings;
+const GROUP_SIZE = 4;
+
+type FaultItem = { key: string; failures: number };
+
+/** Attempts per item key, across env instances (the isolate-wide rollout cache reuses one). */
+const attemptsByKey = new Map<string, number>();
+
+/**
+ * Fails the first `failures` attempts of an item, then returns a group whose tokens include the
+ * attempt number: a redelivery produces *different* content, so only the item's idempotency key
+ * (not content-hash dedupe) can keep it from being stored twice.
+ */
+class FaultyTestEnv extends BaseEnv<FaultItem, BaseEnvConfig> {
+  static override envName = "faulty_queue_test";
+
+  async getNextItem(): Promise<FaultItem | null> {
+    return null;
+  }
+
+  override async collectTrajectories(item: FaultItem): Promise<TrajectoriesResult<FaultItem>> {
+    const attempt = (attemptsByKey.get(item.key) ?? 0) + 1;
+    attemptsByKey.set(item.key, attempt);
+    if (attempt <= item.failures) throw new Error(`simulated consumer crash (attempt ${attempt})`);
+    const tokens = Array.from({ length: GROUP_SIZE }, (_, s) => [
+      101,
+      102,
+      103,
+      1000 + attempt,
+      2000 + s,
+    ]);
+    const group: ScoredDataGroup = {
+      tokens,
+      masks: tokens.map((seq) => seq.map((t, i) => (i < 3 ? -100 : t))),
+      scores: tokens.map((_, s) => (s % 2 === 0 ? 1 : -1)),
+    };
+    return [group, []];
+  }
+}
+
+envRegistry[FaultyTestEnv.envName] = defineEnv(
+  FaultyTestEnv,
+  BaseEnvConfigSchema,
+  "test only: fails the first N attempts of an item",
+);
+
+const SPEC: EnvWorkerSpec = {
+  envName: FaultyTestEnv.envName,
+  config: { group_size: GROUP_SIZE, worker_timeout: -1 },
+  // Never called: the test env scores canned rollouts.
+  inference: [
+    parseServerConfig({
+      base_url: "http://127.0.0.1:9",
+      server_type: "vllm",
+      model_name: "unused",
+    }),
+  ],
+};
+
+function feederStub(name: string) {
+  return bindings.ENV_FEEDER.get(bindings.ENV_FEEDER.idFromName(name));
+}
+
+/** A feeder with `itemIds` in flight, written straight to storage (no alarm: nothing is fed). */
+async function seedFeeder(run: string, name: string, envId: number, itemIds: string[]) {
+  const state: FeederState = {
+    run,
+    name,
+    // gsm8k_lite: a real env for the feeder's curriculum hook (recordScores) on success.
+    spec: { envName: "gsm8k_lite", config: { group_size: GROUP_SIZE }, inference: SPEC.inference },
+    envId,
+    status: "running",
+    inFlight: Object.fromEntries(itemIds.map((id) => [id, { item: { id }, issuedAt: Date.now() }])),
+    issued: itemIds.length,
+    succeeded: 0,
+    failed: 0,
+    dropped: 0,
+    checkpoint: null,
+    lastError: null,
+  };
+  await runInDurableObject(feederStub(name), async (_instance, ctx) => {
+    await ctx.storage.put("state", state);
+  });
+}
+
+async function describeFeeder(name: string): Promise<FeederSummary> {
+  const summary = await feederStub(name).describe();
+  if (!summary) throw new Error(`feeder ${name} has no state`);
+  return summary;
+}
+
+function message(run: string, feeder: string, envId: number, itemId: string, item: FaultItem) {
+  const body: RolloutItemMessage = {
+    itemId,
+    run,
+    feeder,
+    envId,
+    spec: SPEC,
+    item,
+    policyVersion: 0,
+    issuedAt: Date.now(),
+  };
+  return body;
+}
+
+/** Delivers `bodies` as one batch (attempt number `attempts`) and returns the ack/retry result. */
+async function deliver(queue: string, bodies: RolloutItemMessage[], attempts = 1) {
+  const batch = createMessageBatch<RolloutItemMessage>(
+    queue,
+    bodies.map((body, i) => ({
+      id: `${body.itemId}-a${attempts}-${i}`,
+      timestamp: new Date(),
+      attempts,
+      body,
+    })),
+  );
+  // getQueueResult reports which messages were retried, not their delays: record those here.
+  const delays = new Map<string, number | undefined>();
+  for (const m of batch.messages) {
+    const retry = m.retry.bind(m);
+    m.retry = (options?: QueueRetryOptions) => {
+      delays.set(m.id, options?.delaySeconds);
+      retry(options);
+    };
+  }
+  const ctx = createExecutionContext();
+  await handleQueueBatch(batch, bindings, ctx);
+  const result = await getQueueResult(batch, ctx);
+  return {
+    explicitAcks: result.explicitAcks,
+    retries: result.retryMessages.map((r: { msgId: string }) => ({
+      id: r.msgId,
+      delaySeconds: delays.get(r.msgId),
+    })),
+  };
+}
+
+async function storedGroups(run: string) {
+  const { results } = await bindings.DB.prepare(
+    "SELECT id, status, num_seqs FROM groups WHERE run = ?1 ORDER BY id",
+  )
+    .bind(run)
+    .all<{ id: number; status: string; num_seqs: number }>();
+  return results;
+}
+
+async function newRun(prefix: string) {
+  const run = uniqueRun(prefix);
+  const { envIds } = await setupRun(run, 8, [GROUP_SIZE]);
+  return { run, envId: envIds[0]!, feeder: `${run}:feeder` };
+}
+
+describe("queue consumer faults", () => {
+  it("retries an item whose consumer fails mid-item, with backoff, then stores its group once", async () => {
+    const { run, envId, feeder } = await newRun("crash");
+    const itemId = crypto.randomUUID();
+    await seedFeeder(run, feeder, envId, [itemId]);
+    const body = message(run, feeder, envId, itemId, { key: itemId, failures: 1 });
+
+    const first = await deliver(ROLLOUT_QUEUE, [body], 1);
+    expect(first.explicitAcks).toEqual([]);
+    expect(first.retries).toEqual([{ id: `${itemId}-a1-0`, delaySeconds: 2 }]);
+    expect(await storedGroups(run)).toEqual([]);
+    expect((await describeFeeder(feeder)).in_flight).toBe(1);
+
+    const second = await deliver(ROLLOUT_QUEUE, [body], 2);
+    expect(second.explicitAcks).toEqual([`${itemId}-a2-0`]);
+    expect(second.retries).toEqual([]);
+    const groups = await storedGroups(run);
+    expect(groups).toHaveLength(1);
+    expect(groups[0]!.num_seqs).toBe(GROUP_SIZE);
+    const summary = await describeFeeder(feeder);
+    expect(summary).toMatchObject({ in_flight: 0, succeeded: 1, failed: 0 });
+  });
+
+  it("acks and retries per message: one failing item does not hold back the others", async () => {
+    const { run, envId, feeder } = await newRun("mixed");
+    const good = crypto.randomUUID();
+    const bad = crypto.randomUUID();
+    await seedFeeder(run, feeder, envId, [good, bad]);
+    const result = await deliver(
+      ROLLOUT_QUEUE,
+      [
+        message(run, feeder, envId, good, { key: good, failures: 0 }),
+        message(run, feeder, envId, bad, { key: bad, failures: 3 }),
+      ],
+      3,
+    );
+    expect(result.explicitAcks).toEqual([`${good}-a3-0`]);
+    // Exponential backoff: 2^attempts seconds.
+    expect(result.retries).toEqual([{ id: `${bad}-a3-1`, delaySeconds: 8 }]);
+    expect(await storedGroups(run)).toHaveLength(1);
+    expect(await describeFeeder(feeder)).toMatchObject({ in_flight: 1, succeeded: 1 });
+  });
+
+  it("stores one group when the same message is delivered again after success", async () => {
+    const { run, envId, feeder } = await newRun("redeliver");
+    const itemId = crypto.randomUUID();
+    await seedFeeder(run, feeder, envId, [itemId]);
+    const body = message(run, feeder, envId, itemId, { key: itemId, failures: 0 });
+
+    const first = await deliver(ROLLOUT_QUEUE, [body], 1);
+    const again = await deliver(ROLLOUT_QUEUE, [body], 1);
+    expect(first.explicitAcks).toHaveLength(1);
+    expect(again.explicitAcks).toHaveLength(1);
+    // The env really ran twice and produced different content both times.
+    expect(attemptsByKey.get(itemId)).toBe(2);
+    expect(await storedGroups(run)).toHaveLength(1);
+    const keys = await bindings.DB.prepare(
+      "SELECT key FROM idempotency_keys WHERE run = ?1 ORDER BY key",
+    )
+      .bind(run)
+      .all<{ key: string }>();
+    expect(keys.results.map((r) => r.key)).toEqual([`item:${itemId}:0`]);
+    // The second report is for an item no longer in flight: counted once.
+    expect(await describeFeeder(feeder)).toMatchObject({ in_flight: 0, succeeded: 1, failed: 0 });
+  });
+
+  it("stores one group when duplicate copies of a message arrive in the same batch", async () => {
+    const { run, envId, feeder } = await newRun("dupbatch");
+    const itemId = crypto.randomUUID();
+    await seedFeeder(run, feeder, envId, [itemId]);
+    const body = message(run, feeder, envId, itemId, { key: itemId, failures: 0 });
+    const result = await deliver(ROLLOUT_QUEUE, [body, body, body], 1);
+    expect(result.explicitAcks).toHaveLength(3);
+    expect(result.retries).toEqual([]);
+    expect(await storedGroups(run)).toHaveLength(1);
+    expect(await describeFeeder(feeder)).toMatchObject({ in_flight: 0, succeeded: 1 });
+  });
+
+  it("records exhausted items as dead letters, visible in run stats and the feeder's failed counter", async () => {
+    const { run, envId, feeder } = await newRun("dlq");
+    const itemId = crypto.randomUUID();
+    await seedFeeder(run, feeder, envId, [itemId]);
+    const body = message(run, feeder, envId, itemId, { key: itemId, failures: 99 });
+
+    // The main queue retries up to max_retries (5); every attempt fails.
+    for (let attempt = 1; attempt <= 5; attempt++) {
+      const result = await deliver(ROLLOUT_QUEUE, [body], attempt);
+      expect(result.retries).toEqual([
+        { id: `${itemId}-a${attempt}-0`, delaySeconds: 2 ** attempt },
+      ]);
+    }
+    // Then the platform moves it to the dead-letter queue, whose consumer records it.
+    const dead = await deliver(DEAD_LETTER_QUEUE, [body], 1);
+    expect(dead.explicitAcks).toEqual([`${itemId}-a1-0`]);
+    expect(await storedGroups(run)).toEqual([]);
+
+    const stats = await json<{ dead_letters: { count: number; recent: { env_id: number }[] } }>(
+      call(`/v1/runs/${run}/stats`),
+    );
+    expect(stats.dead_letters.count).toBe(1);
+    expect(stats.dead_letters.recent[0]!.env_id).toBe(envId);
+    expect(await describeFeeder(feeder)).toMatchObject({ in_flight: 0, succeeded: 0, failed: 1 });
+
+    // A duplicate dead-letter delivery is neither a second failure nor a second row.
+    await deliver(DEAD_LETTER_QUEUE, [body], 2);
+    expect(await describeFeeder(feeder)).toMatchObject({ failed: 1 });
+    const again = await json<{ dead_letters: { count: number } }>(call(`/v1/runs/${run}/stats`));
+    expect(again.dead_letters.count).toBe(1);
+  });
+});
+
+describe("in-process submission", () => {
+  it("stores one group when two deliveries of an item submit different samples at the same time", async () => {
+    const run = uniqueRun("race");
+    const { base, envIds } = await setupRun(run, 8, [GROUP_SIZE]);
+    const sample = (attempt: number) => ({
+      tokens: Array.from({ length: GROUP_SIZE }, (_, s) => [attempt, s, 1, 2]),
+      masks: Array.from({ length: GROUP_SIZE }, (_, s) => [-100, s, 1, 2]),
+      scores: [1, 0, 1, 0],
+      env_id: envIds[0]!,
+    });
+    const results = await Promise.all(
+      [1, 2, 3].map((attempt) => submitGroupInProcess(bindings, run, sample(attempt), "item:x:0")),
+    );
+    expect(results.filter((r) => r.status === "duplicate")).toHaveLength(2);
+    expect((await json<{ queue_size: number }>(call(`${base}/status`))).queue_size).toBe(1);
+  });
+});
