@@ -8,7 +8,6 @@ import { type ScoredDataInput, scoredDataListSchema, scoredDataSchema } from "..
 import { summarizeDetails, toValidationDetails, type ValidationDetail } from "../core/validation";
 import { type Bindings, numberVar } from "./bindings";
 import { ApiError } from "./errors";
-import { storeAnswer } from "./storage/idempotency";
 import { payloadKey, putPayload } from "./storage/payloads";
 import { Timings } from "./timings";
 
@@ -19,6 +18,11 @@ export interface IngestItem {
   encoding: "identity" | "gzip";
   /** SHA-256 of the JSON text: identical resubmissions are stored once. */
   contentHash: string;
+  /**
+   * Makes the insert conditional on this key being unused and records it in the same
+   * transaction, so two deliveries of one queue item can never both store a group.
+   */
+  idempotencyKey?: string;
 }
 
 export interface IngestOutcome {
@@ -75,7 +79,15 @@ SELECT ?1, ?2,
   ?11, ?12, ?13, ?14, ?15, ?15
 WHERE (?2 IS NULL OR EXISTS (SELECT 1 FROM envs WHERE run = ?1 AND env_id = ?2))
   AND NOT EXISTS (SELECT 1 FROM groups WHERE run = ?1 AND content_hash = ?14 AND created_at > ?16)
+  AND (?17 IS NULL OR NOT EXISTS (SELECT 1 FROM idempotency_keys WHERE run = ?1 AND key = ?17))
 RETURNING id, status`;
+
+const RECORD_ITEM_KEY = `
+INSERT INTO idempotency_keys (run, key, route, request_hash, status_code, response, created_at)
+VALUES (?1, ?2, 'queue', ?3, 200,
+  json_object('group_id', (SELECT id FROM groups WHERE run = ?1 AND content_hash = ?3 ORDER BY id DESC LIMIT 1)),
+  ?4)
+ON CONFLICT (run, key) DO NOTHING`;
 
 // Heartbeat: a submission proves the env is alive; written at most every 5 s per env.
 const TOUCH_ENV =
@@ -111,9 +123,11 @@ export async function ingestGroups(
   );
 
   const statements: D1PreparedStatement[] = [];
+  const insertAt: number[] = [];
   for (const [i, item] of items.entries()) {
     const stats = groupStats(item.group);
     const envId = item.group.env_id ?? null;
+    insertAt.push(statements.length);
     statements.push(
       env.DB.prepare(INSERT_GROUP).bind(
         run,
@@ -132,8 +146,14 @@ export async function ingestGroups(
         item.contentHash,
         now,
         dedupeCutoff,
+        item.idempotencyKey ?? null,
       ),
     );
+    if (item.idempotencyKey !== undefined) {
+      statements.push(
+        env.DB.prepare(RECORD_ITEM_KEY).bind(run, item.idempotencyKey, item.contentHash, now),
+      );
+    }
   }
   const touched = new Set(
     items.map((it) => it.group.env_id).filter((e) => e !== null && e !== undefined),
@@ -147,12 +167,24 @@ export async function ingestGroups(
   const orphaned: string[] = [];
   for (const [i, item] of items.entries()) {
     const envId = item.group.env_id ?? null;
-    const row = results[i]?.results[0];
+    const row = results[insertAt[i]!]?.results[0];
     if (row) {
       outcomes.push({ groupId: row.id, status: row.status, duplicate: false, envId });
       continue;
     }
     orphaned.push(keys[i]!);
+    if (item.idempotencyKey !== undefined) {
+      const used = await env.DB.prepare(
+        "SELECT response FROM idempotency_keys WHERE run = ?1 AND key = ?2",
+      )
+        .bind(run, item.idempotencyKey)
+        .first<{ response: string }>();
+      if (used) {
+        const groupId = (JSON.parse(used.response) as { group_id: number | null }).group_id ?? -1;
+        outcomes.push({ groupId, status: "queued", duplicate: true, envId });
+        continue;
+      }
+    }
     const prior = await env.DB.prepare(
       "SELECT id, status FROM groups WHERE run = ?1 AND content_hash = ?2 AND created_at > ?3 ORDER BY id LIMIT 1",
     )
@@ -220,12 +252,8 @@ export async function submitGroupInProcess(
   const validated = validateGroup(group);
   const bytes = textEncoder.encode(JSON.stringify(validated)) as Uint8Array<ArrayBuffer>;
   const hash = await sha256Hex(bytes);
-  const prior = await env.DB.prepare("SELECT 1 FROM idempotency_keys WHERE run = ?1 AND key = ?2")
-    .bind(run, idempotencyKey)
-    .first();
-  if (prior) return { status: "duplicate" };
   const [outcome] = await ingestGroups(env, run, [
-    { group: validated, payload: bytes, encoding: "identity", contentHash: hash },
+    { group: validated, payload: bytes, encoding: "identity", contentHash: hash, idempotencyKey },
   ]);
   if (outcome!.status === "buffered" && outcome!.envId !== null) {
     await env.RUN_COORDINATOR.get(env.RUN_COORDINATOR.idFromName(run)).releaseBuffered(
@@ -233,10 +261,6 @@ export async function submitGroupInProcess(
       outcome!.envId,
     );
   }
-  await storeAnswer(env.DB, run, idempotencyKey, "queue", hash, {
-    statusCode: 200,
-    response: JSON.stringify({ group_id: outcome!.groupId }),
-  });
   return {
     status: outcome!.duplicate
       ? "duplicate"
