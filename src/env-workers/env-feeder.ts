@@ -33,6 +33,8 @@ export interface FeederState {
   succeeded: number;
   failed: number;
   dropped: number;
+  /** Groups dropped by send-side validation (identical scores, wrong size, too long). */
+  rejected: number;
   checkpoint: JsonObject | null;
   lastError: string | null;
 }
@@ -49,6 +51,8 @@ export interface FeederSummary {
   succeeded: number;
   failed: number;
   dropped: number;
+  /** Groups dropped by send-side validation (identical scores, wrong size, too long). */
+  rejected: number;
   last_error: string | null;
 }
 
@@ -64,6 +68,7 @@ function summarize(state: FeederState): FeederSummary {
     succeeded: state.succeeded,
     failed: state.failed,
     dropped: state.dropped,
+    rejected: state.rejected,
     last_error: state.lastError,
   };
 }
@@ -105,6 +110,7 @@ export class EnvFeeder extends DurableObject<Bindings> {
       succeeded: previous?.succeeded ?? 0,
       failed: previous?.failed ?? 0,
       dropped: previous?.dropped ?? 0,
+      rejected: previous?.rejected ?? 0,
       checkpoint: previous?.spec.envName === spec.envName ? previous.checkpoint : null,
       lastError: null,
     };
@@ -254,7 +260,7 @@ export class EnvFeeder extends DurableObject<Bindings> {
    */
   async report(
     itemId: string,
-    outcome: { ok: boolean; scores?: number[]; backlogJson?: string },
+    outcome: { ok: boolean; rejected?: number; scores?: number[]; backlogJson?: string },
   ): Promise<boolean> {
     const state = await this.load();
     if (!state) return false;
@@ -269,6 +275,7 @@ export class EnvFeeder extends DurableObject<Bindings> {
     for (const b of backlog) state.inFlight[b.itemId] = { item: b.item, issuedAt: Date.now() };
     if (outcome.ok) state.succeeded++;
     else state.failed++;
+    state.rejected += outcome.rejected ?? 0;
     if (outcome.ok && outcome.scores?.length) {
       // Curriculum feedback happens here, where the iterator state lives.
       const env = await this.instance(state);

@@ -70,6 +70,9 @@ export async function runRolloutItem(env: Bindings, msg: RolloutItemMessage): Pr
     backlog: [],
   };
   for (const [i, group] of processed.entries()) {
+    // Curriculum feedback needs every scored group, including those dropped below (e.g. an
+    // all-correct group with identical scores is exactly the signal to advance difficulty).
+    if (Array.isArray(group.scores)) outcome.scores.push(...group.scores);
     const checked = validateGroupForSend(group, {
       groupSize: cfg.group_size,
       ensureScoresAreNotSame: cfg.ensure_scores_are_not_same,
@@ -89,7 +92,6 @@ export async function runRolloutItem(env: Bindings, msg: RolloutItemMessage): Pr
     );
     if (result.status === "duplicate") outcome.duplicates++;
     else outcome.submitted++;
-    outcome.scores.push(...checked.group.scores);
   }
   // Derived ids: a redelivered parent re-sends the same backlog items, whose groups then dedupe.
   outcome.backlog = backlogItems.map((item, j) => ({ itemId: `${msg.itemId}.b${j}`, item }));
@@ -158,7 +160,9 @@ export async function handleQueueBatch(
       try {
         const outcome = await runRolloutItem(env, msg);
         await feeder(env, msg.feeder).report(msg.itemId, {
-          ok: outcome.dropped.length === 0 || outcome.submitted + outcome.duplicates > 0,
+          // The item ran; groups that failed send-side validation are rejections, not failures.
+          ok: true,
+          rejected: outcome.dropped.length,
           scores: outcome.scores,
           backlogJson: JSON.stringify(outcome.backlog),
         });

@@ -30,7 +30,7 @@ import { call, json, setupRun, uniqueRun } from "./helpers";
 const bindings = env as unknown as Bindings;
 const GROUP_SIZE = 4;
 
-type FaultItem = { key: string; failures: number };
+type FaultItem = { key: string; failures: number; identicalScores?: boolean };
 
 /** Attempts per item key, across env instances (the isolate-wide rollout cache reuses one). */
 const attemptsByKey = new Map<string, number>();
@@ -61,7 +61,7 @@ class FaultyTestEnv extends BaseEnv<FaultItem, BaseEnvConfig> {
     const group: ScoredDataGroup = {
       tokens,
       masks: tokens.map((seq) => seq.map((t, i) => (i < 3 ? -100 : t))),
-      scores: tokens.map((_, s) => (s % 2 === 0 ? 1 : -1)),
+      scores: tokens.map((_, s) => (item.identicalScores || s % 2 === 0 ? 1 : -1)),
     };
     return [group, []];
   }
@@ -104,6 +104,7 @@ async function seedFeeder(run: string, name: string, envId: number, itemIds: str
     succeeded: 0,
     failed: 0,
     dropped: 0,
+    rejected: 0,
     checkpoint: null,
     lastError: null,
   };
@@ -200,6 +201,26 @@ describe("queue consumer faults", () => {
     expect(groups[0]!.num_seqs).toBe(GROUP_SIZE);
     const summary = await describeFeeder(feeder);
     expect(summary).toMatchObject({ in_flight: 0, succeeded: 1, failed: 0 });
+  });
+
+  it("counts a group dropped by send-side validation as a rejection, not a failure", async () => {
+    const { run, envId, feeder } = await newRun("reject");
+    const itemId = crypto.randomUUID();
+    await seedFeeder(run, feeder, envId, [itemId]);
+    const body = message(run, feeder, envId, itemId, {
+      key: itemId,
+      failures: 0,
+      identicalScores: true,
+    });
+    const result = await deliver(ROLLOUT_QUEUE, [body], 1);
+    expect(result.explicitAcks).toEqual([`${itemId}-a1-0`]);
+    expect(await storedGroups(run)).toEqual([]);
+    expect(await describeFeeder(feeder)).toMatchObject({
+      in_flight: 0,
+      succeeded: 1,
+      failed: 0,
+      rejected: 1,
+    });
   });
 
   it("acks and retries per message: one failing item does not hold back the others", async () => {

@@ -111,10 +111,16 @@ export function targetWorkerCount(args: {
       cap = Math.floor(args.maxNumWorkers * args.evalLimitRatio);
   }
   const G = args.groupSize;
-  let target = Math.min(
-    cap,
-    Math.floor((args.maxBatchesOffpolicy * args.derivedBatchSize) / G) - args.status.queue_size,
-  );
+  // max_batches_offpolicy ≤ 0 disables the off-policy bound (Atropos' pause check treats it so,
+  // but its worker formula then went negative and started nothing).
+  let target =
+    args.maxBatchesOffpolicy <= 0
+      ? cap
+      : Math.min(
+          cap,
+          Math.floor((args.maxBatchesOffpolicy * args.derivedBatchSize) / G) -
+            args.status.queue_size,
+        );
   const a = args.minBatchAllocation;
   if (a !== null) {
     const X = Math.max(1, args.status.max_group_size);

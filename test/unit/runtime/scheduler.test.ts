@@ -66,6 +66,9 @@ describe("scheduler math (Atropos §2.3)", () => {
     expect(targetWorkerCount({ ...args, status: status(0) })).toBe(8); // min(8, 12 − 0)
     expect(targetWorkerCount({ ...args, status: status(7) })).toBe(5); // min(8, 12 − 7)
     expect(targetWorkerCount({ ...args, status: status(20) })).toBe(-8);
+    // max_batches_offpolicy ≤ 0 disables the off-policy bound instead of starting nothing.
+    expect(targetWorkerCount({ ...args, maxBatchesOffpolicy: 0, status: status(20) })).toBe(8);
+    expect(targetWorkerCount({ ...args, maxBatchesOffpolicy: -1, status: status(0) })).toBe(8);
     expect(targetWorkerCount({ ...args, evalRunning: true, status: status(0) })).toBe(0);
     expect(
       targetWorkerCount({
