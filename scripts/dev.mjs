@@ -1,10 +1,11 @@
 #!/usr/bin/env node
 /**
- * `npm run dev -- [--port 8787] [--persist-to .wrangler/state] [--ip 127.0.0.1]`
+ * `npm run dev -- [--port 8787] [--persist-to .wrangler/state] [--ip 127.0.0.1] [--inspector-port N]`
  * Applies the D1 migrations to the local state, then serves the Worker (API, queues, DOs,
  * dashboard) with `wrangler dev`. Local state persists across restarts. Works offline.
  */
 import { spawn, spawnSync } from "node:child_process";
+import { createServer } from "node:net";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
 
@@ -20,6 +21,19 @@ function option(name, fallback) {
 const port = option("port", process.env.PORT ?? "8787");
 const persistTo = option("persist-to", join(root, ".wrangler", "state"));
 const ip = option("ip", "127.0.0.1");
+
+/** A free loopback port: several dev servers (tests, `npm start`) must not fight over 9229. */
+function freePort() {
+  return new Promise((resolve, reject) => {
+    const server = createServer();
+    server.once("error", reject);
+    server.listen(0, "127.0.0.1", () => {
+      const { port: free } = server.address();
+      server.close(() => resolve(free));
+    });
+  });
+}
+const inspectorPort = option("inspector-port", String(await freePort()));
 
 const env = {
   ...process.env,
@@ -52,6 +66,8 @@ const child = spawn(
     String(port),
     "--persist-to",
     persistTo,
+    "--inspector-port",
+    String(inspectorPort),
     "--var",
     "DEPLOYMENT:local",
     "--show-interactive-dev-session=false",
