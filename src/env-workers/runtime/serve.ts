@@ -144,6 +144,8 @@ export async function serveEnv<Item extends JsonValue, Config extends BaseEnvCon
   let evalRunning = false;
   let evalPromise: Promise<void> | null = null;
   let consecutiveErrors = 0;
+  // Resolved when a worker finishes, so the loop refills its slot without waiting for the poll.
+  let wakeLoop: () => void = () => {};
 
   const drop = (reason: string) => {
     summary.groupsDropped++;
@@ -197,7 +199,7 @@ export async function serveEnv<Item extends JsonValue, Config extends BaseEnvCon
       summary.workerErrors++;
       emit({ type: "worker_error", message: err instanceof Error ? err.message : String(err) });
     } finally {
-      running.delete(w.id);
+      if (running.delete(w.id)) wakeLoop();
       await env.cleanup().catch(() => {});
     }
   };
@@ -306,7 +308,13 @@ export async function serveEnv<Item extends JsonValue, Config extends BaseEnvCon
         summary.exitReason = "exhausted";
         break;
       }
-      await abortableSleep(options.pollIntervalMs ?? 100, signal).catch(() => {});
+      const woken = new Promise<void>((resolve) => {
+        wakeLoop = resolve;
+      });
+      await Promise.race([
+        abortableSleep(options.pollIntervalMs ?? 100, signal).catch(() => {}),
+        woken,
+      ]);
     }
   } finally {
     cancel([...running.values()]);
