@@ -16,6 +16,11 @@ import { startDevProcess } from "../src/cli/dev-process";
 const args = process.argv.slice(2);
 const quick = args.includes("--quick");
 const jsonOut = args.includes("--json") ? args[args.indexOf("--json") + 1] : undefined;
+// Where wrangler dev keeps its local D1/R2/DO state (default: a fresh dir under the OS tmpdir,
+// on disk like `npm run dev`'s .wrangler/state). /dev/shm separates API cost from disk syncs.
+const stateRoot = args.includes("--state-root")
+  ? args[args.indexOf("--state-root") + 1]!
+  : tmpdir();
 const DEADLINE = Date.now() + 20 * 60_000;
 
 interface Workload {
@@ -112,7 +117,7 @@ async function post(
 async function runWorkload(w: Workload) {
   const dev = await startDevProcess({
     port: 18900 + Math.floor(Math.random() * 900),
-    persistTo: mkdtempSync(join(tmpdir(), "bench-api-")),
+    persistTo: mkdtempSync(join(stateRoot, "bench-api-")),
   });
   try {
     await post(
@@ -220,7 +225,7 @@ async function runWorkload(w: Workload) {
 async function queueDepthScan(depths: number[]) {
   const dev = await startDevProcess({
     port: 18900 + Math.floor(Math.random() * 900),
-    persistTo: mkdtempSync(join(tmpdir(), "bench-depth-")),
+    persistTo: mkdtempSync(join(stateRoot, "bench-depth-")),
   });
   const rows: {
     queued_groups: number;
@@ -292,7 +297,9 @@ async function queueDepthScan(depths: number[]) {
 
 async function main() {
   const machine = `${cpus().length} × ${cpus()[0]?.model ?? "cpu"}, Node ${process.version}`;
-  console.log(`bench:api — ${new Date().toISOString()} — ${machine}${quick ? " (quick)" : ""}`);
+  console.log(
+    `bench:api — ${new Date().toISOString()} — ${machine}${quick ? " (quick)" : ""} — state in ${stateRoot}`,
+  );
   const results = [];
   for (const w of WORKLOADS) {
     console.log(`\n▶ ${w.name}: ${w.groups} groups of ${GROUP_SIZE}, batch ${BATCH_SIZE}`);
@@ -312,7 +319,14 @@ async function main() {
   console.log(`\n▶ batch formation vs queue depth (${depths.join(", ")} mixed-size groups)`);
   const scan = await queueDepthScan(depths);
   console.table(scan);
-  const report = { date: new Date().toISOString(), machine, quick, results, queue_depth: scan };
+  const report = {
+    date: new Date().toISOString(),
+    machine,
+    quick,
+    state_root: stateRoot,
+    results,
+    queue_depth: scan,
+  };
   if (jsonOut) writeFileSync(jsonOut, JSON.stringify(report, null, 2));
 }
 
