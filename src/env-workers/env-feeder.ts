@@ -12,8 +12,8 @@ import type { RolloutItemMessage } from "../queues/messages";
 import type { BaseEnv, JsonObject, JsonValue } from "./base-env";
 import { parseEnvConfig } from "./config";
 import { getEnvDefinition } from "./registry";
-import { planWorkers, resolveMaxNumWorkers } from "./runtime/scheduler";
-import { type EnvWorkerSpec, feederEnv } from "./worker-env";
+import { crossedMultiple, planWorkers, resolveMaxNumWorkers } from "./runtime/scheduler";
+import { type EnvWorkerSpec, feederEnv, rolloutEnv } from "./worker-env";
 
 const TICK_MS = 500;
 
@@ -37,6 +37,9 @@ export interface FeederState {
   rejected: number;
   checkpoint: JsonObject | null;
   lastError: string | null;
+  /** Run step seen on the previous tick (evaluation triggers on crossing steps_per_eval). */
+  lastStep?: number | null;
+  evaluations?: number;
 }
 
 /** What callers outside the object see (RPC-serialisable). */
@@ -54,9 +57,11 @@ export interface FeederSummary {
   /** Groups dropped by send-side validation (identical scores, wrong size, too long). */
   rejected: number;
   last_error: string | null;
+  eval_running: boolean;
+  evaluations: number;
 }
 
-function summarize(state: FeederState): FeederSummary {
+function summarize(state: FeederState, evalRunning: boolean): FeederSummary {
   return {
     run: state.run,
     name: state.name,
@@ -70,12 +75,16 @@ function summarize(state: FeederState): FeederSummary {
     dropped: state.dropped,
     rejected: state.rejected,
     last_error: state.lastError,
+    eval_running: evalRunning,
+    evaluations: state.evaluations ?? 0,
   };
 }
 
 export class EnvFeeder extends DurableObject<Bindings> {
   private state: FeederState | null = null;
   private env_: BaseEnv<JsonValue> | null = null;
+  /** The evaluation in progress (kept in memory: a restart mid-evaluation skips that one). */
+  private evaluation: Promise<void> | null = null;
 
   private async load(): Promise<FeederState | null> {
     if (!this.state) this.state = (await this.ctx.storage.get<FeederState>("state")) ?? null;
@@ -117,7 +126,7 @@ export class EnvFeeder extends DurableObject<Bindings> {
     this.env_ = null;
     await this.save();
     await this.ctx.storage.setAlarm(Date.now() + 10);
-    return summarize(this.state);
+    return summarize(this.state, this.evaluation !== null);
   }
 
   async stop(): Promise<FeederSummary | null> {
@@ -126,12 +135,12 @@ export class EnvFeeder extends DurableObject<Bindings> {
     state.status = "stopped";
     await this.save();
     await this.ctx.storage.deleteAlarm();
-    return summarize(state);
+    return summarize(state, this.evaluation !== null);
   }
 
   async describe(): Promise<FeederSummary | null> {
     const state = await this.load();
-    return state ? summarize(state) : null;
+    return state ? summarize(state, this.evaluation !== null) : null;
   }
 
   private async register(state: FeederState): Promise<boolean> {
@@ -196,6 +205,12 @@ export class EnvFeeder extends DurableObject<Bindings> {
     const { status, batchSize, policyVersion } = found;
     const def = getEnvDefinition(state.spec.envName);
     const cfg = parseEnvConfig(def.configSchema, state.spec.config);
+    const previousStep = state.lastStep ?? null;
+    state.lastStep = status.current_step;
+    if (previousStep !== null && this.evaluation === null) {
+      const evalStep = crossedMultiple(previousStep, status.current_step, cfg.steps_per_eval);
+      if (evalStep !== null) this.startEvaluation(state, evalStep);
+    }
     const now = Date.now();
     if (cfg.worker_timeout > 0) {
       for (const [id, f] of Object.entries(state.inFlight)) {
@@ -214,7 +229,7 @@ export class EnvFeeder extends DurableObject<Bindings> {
       // total_steps ≤ 0: feed until stopped.
       totalSteps: cfg.total_steps > 0 ? cfg.total_steps : Number.POSITIVE_INFINITY,
       maxNumWorkers: resolveMaxNumWorkers(cfg, state.spec.inference.length),
-      evalRunning: false,
+      evalRunning: this.evaluation !== null,
     });
     if (plan.action === "terminate") {
       state.status = "stopped";
@@ -252,6 +267,35 @@ export class EnvFeeder extends DurableObject<Bindings> {
       await this.env.ROLLOUT_ITEMS.sendBatch(messages.slice(i, i + 100).map((body) => ({ body })));
     }
     state.issued += messages.length;
+  }
+
+  /**
+   * Runs env.evaluate() (with a tokenizer and inference, like a rollout worker) and stores the
+   * metrics where GET /v1/runs/{run}/envs/{id}/evals and the dashboard read them. While it runs,
+   * eval_handling limits how many training items are fed (STOP_TRAIN: none).
+   */
+  private startEvaluation(state: FeederState, step: number): void {
+    const envId = state.envId;
+    this.evaluation = (async () => {
+      const env = await rolloutEnv(state.spec);
+      const { metrics } = await env.evaluateWithSamples();
+      await this.env.DB.prepare(
+        `INSERT INTO evals (run, env_id, step, metrics, created_at) VALUES (?1, ?2, ?3, ?4, ?5)
+         ON CONFLICT (run, env_id, step) DO UPDATE SET metrics = excluded.metrics,
+           created_at = excluded.created_at`,
+      )
+        .bind(state.run, envId, step, JSON.stringify(metrics), Date.now())
+        .run();
+      state.evaluations = (state.evaluations ?? 0) + 1;
+      await this.save();
+    })()
+      .catch((error) => {
+        state.lastError = `evaluation at step ${step} failed: ${error instanceof Error ? error.message : String(error)}`;
+      })
+      .finally(() => {
+        this.evaluation = null;
+      });
+    this.ctx.waitUntil(this.evaluation);
   }
 
   /**

@@ -1,0 +1,99 @@
+/**
+ * EnvFeeder Durable Object ticks (driven with runDurableObjectAlarm): registration with the run,
+ * feeding items to the queue, and evaluation when the run's step crosses steps_per_eval — with
+ * STOP_TRAIN holding back new training items while it runs.
+ */
+import { runDurableObjectAlarm } from "cloudflare:test";
+import { env } from "cloudflare:workers";
+import { describe, expect, it } from "vitest";
+import type { Bindings } from "../../src/api/bindings";
+import { BaseEnv, type EvalResult } from "../../src/env-workers/base-env";
+import { type BaseEnvConfig, BaseEnvConfigSchema } from "../../src/env-workers/config";
+import { parseServerConfig } from "../../src/env-workers/inference/config";
+import { defineEnv, envRegistry } from "../../src/env-workers/registry";
+import { call, json, post, REGISTRATION, uniqueRun } from "./helpers";
+
+const bindings = env as unknown as Bindings;
+
+/**
+ * Items are counters; evaluation finishes when the test sets `evaluationReleased` (plain flags:
+ * a promise resolver would cross from the test into the Durable Object's I/O context).
+ */
+let evaluationStarted = false;
+let evaluationReleased = false;
+class EvalTestEnv extends BaseEnv<number, BaseEnvConfig> {
+  static override envName = "feeder_eval_test";
+  private next = 0;
+
+  async getNextItem(): Promise<number | null> {
+    return this.next++;
+  }
+
+  override async evaluateWithSamples(): Promise<EvalResult> {
+    evaluationStarted = true;
+    for (let i = 0; i < 1200 && !evaluationReleased; i++) {
+      await new Promise((r) => setTimeout(r, 25));
+    }
+    return { metrics: { accuracy: 0.75 }, samples: [] };
+  }
+
+  override saveCheckpoint() {
+    return { next: this.next };
+  }
+
+  override loadCheckpoint(state: { next?: unknown }) {
+    this.next = Number(state.next ?? 0);
+  }
+}
+envRegistry[EvalTestEnv.envName] = defineEnv(EvalTestEnv, BaseEnvConfigSchema, "test only");
+
+const INFERENCE = [
+  parseServerConfig({ base_url: "http://127.0.0.1:9", server_type: "vllm", model_name: "unused" }),
+];
+
+describe("EnvFeeder", () => {
+  it("registers, feeds, and evaluates on crossing steps_per_eval while holding training back", async () => {
+    const run = uniqueRun("feeder");
+    await post(`/runs/${run}/register`, { ...REGISTRATION, batch_size: 8 });
+    const name = `${run}/feeder_eval_test/0`;
+    const stub = bindings.ENV_FEEDER.get(bindings.ENV_FEEDER.idFromName(name));
+    await stub.start(run, name, {
+      envName: EvalTestEnv.envName,
+      config: { group_size: 4, max_num_workers: 3, steps_per_eval: 2, tokenizer_name: "qwen3" },
+      inference: INFERENCE,
+    });
+
+    expect(await runDurableObjectAlarm(stub)).toBe(true);
+    const fed = await stub.describe();
+    expect(fed).toMatchObject({ env_id: 0, status: "running", in_flight: 3, issued: 3 });
+    expect(fed!.eval_running).toBe(false);
+
+    // The trainer moves the run to step 2: the feeder starts an evaluation and stops feeding.
+    await post(`/runs/${run}/register`, { ...REGISTRATION, batch_size: 8, starting_step: 2 });
+    expect(await runDurableObjectAlarm(stub)).toBe(true);
+    const evaluating = await stub.describe();
+    expect(evaluating!.eval_running).toBe(true);
+    expect(evaluating!.issued).toBe(3);
+
+    // The evaluation env loads its tokenizer first; release it once evaluate() is running.
+    for (let i = 0; !evaluationStarted; i++) {
+      if (i > 600) throw new Error("evaluate() never started");
+      await new Promise((r) => setTimeout(r, 50));
+    }
+    evaluationReleased = true;
+    for (let i = 0; i < 100; i++) {
+      const { evals } = await json<{ evals: { step: number; metrics: Record<string, number> }[] }>(
+        call(`/v1/runs/${run}/envs/0/evals`),
+      );
+      if (evals.length > 0) {
+        expect(evals).toEqual([expect.objectContaining({ step: 2, metrics: { accuracy: 0.75 } })]);
+        break;
+      }
+      if (i === 99) throw new Error("evaluation result never stored");
+      await new Promise((r) => setTimeout(r, 50));
+    }
+    const after = await stub.describe();
+    expect(after).toMatchObject({ eval_running: false, evaluations: 1 });
+    await stub.stop();
+  });
+});
