@@ -8,7 +8,7 @@
 import { DurableObject } from "cloudflare:workers";
 import type { Bindings } from "../api/bindings";
 import { statusForEnv } from "../api/storage/status";
-import type { RolloutItemMessage } from "../queues/messages";
+import { MAX_MESSAGE_BYTES, messageBytes, type RolloutItemMessage } from "../queues/messages";
 import type { BaseEnv, JsonObject, JsonValue } from "./base-env";
 import { parseEnvConfig } from "./config";
 import { getEnvDefinition } from "./registry";
@@ -168,9 +168,10 @@ export class EnvFeeder extends DurableObject<Bindings> {
   override async alarm(): Promise<void> {
     const state = await this.load();
     if (!state || state.status === "stopped") return;
+    // last_error describes the latest tick: cleared first, set by the tick or its failure.
+    state.lastError = null;
     try {
       await this.tick(state);
-      state.lastError = null;
     } catch (error) {
       state.lastError = error instanceof Error ? error.message : String(error);
       console.error(
@@ -248,8 +249,7 @@ export class EnvFeeder extends DurableObject<Bindings> {
       const item = await env.getNextItem();
       if (item === null) break;
       const itemId = crypto.randomUUID();
-      state.inFlight[itemId] = { item, issuedAt: now };
-      messages.push({
+      const message: RolloutItemMessage = {
         itemId,
         run: state.run,
         feeder: state.name,
@@ -258,7 +258,16 @@ export class EnvFeeder extends DurableObject<Bindings> {
         item,
         policyVersion,
         issuedAt: now,
-      });
+      };
+      const bytes = messageBytes(message);
+      if (bytes > MAX_MESSAGE_BYTES) {
+        // Queue messages are capped at 128 KB: the env must send ids or seeds, not data.
+        state.dropped++;
+        state.lastError = `item of ${state.spec.envName} is ${bytes} bytes as a queue message (limit ${MAX_MESSAGE_BYTES}); make getNextItem() return ids or seeds, not data`;
+        continue;
+      }
+      state.inFlight[itemId] = { item, issuedAt: now };
+      messages.push(message);
     }
     state.checkpoint = env.saveCheckpoint();
     // Persist the iterator position and in-flight set before the items leave.

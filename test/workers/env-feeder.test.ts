@@ -47,11 +47,37 @@ class EvalTestEnv extends BaseEnv<number, BaseEnvConfig> {
 }
 envRegistry[EvalTestEnv.envName] = defineEnv(EvalTestEnv, BaseEnvConfigSchema, "test only");
 
+class BigItemTestEnv extends BaseEnv<string, BaseEnvConfig> {
+  static override envName = "feeder_big_item_test";
+  async getNextItem(): Promise<string | null> {
+    return "x".repeat(200_000);
+  }
+}
+envRegistry[BigItemTestEnv.envName] = defineEnv(BigItemTestEnv, BaseEnvConfigSchema, "test only");
+
 const INFERENCE = [
   parseServerConfig({ base_url: "http://127.0.0.1:9", server_type: "vllm", model_name: "unused" }),
 ];
 
 describe("EnvFeeder", () => {
+  it("refuses items too large for a queue message, with a message that says what to change", async () => {
+    const run = uniqueRun("bigitem");
+    await post(`/runs/${run}/register`, { ...REGISTRATION, batch_size: 8 });
+    const name = `${run}/feeder_big_item_test/0`;
+    const stub = bindings.ENV_FEEDER.get(bindings.ENV_FEEDER.idFromName(name));
+    await stub.start(run, name, {
+      envName: BigItemTestEnv.envName,
+      config: { group_size: 4, max_num_workers: 2 },
+      inference: INFERENCE,
+    });
+    await runDurableObjectAlarm(stub);
+    const summary = await stub.describe();
+    expect(summary).toMatchObject({ in_flight: 0, issued: 0 });
+    expect(summary!.dropped).toBeGreaterThan(0);
+    expect(summary!.last_error).toContain("make getNextItem() return ids or seeds");
+    await stub.stop();
+  });
+
   it("registers, feeds, and evaluates on crossing steps_per_eval while holding training back", async () => {
     const run = uniqueRun("feeder");
     await post(`/runs/${run}/register`, { ...REGISTRATION, batch_size: 8 });
