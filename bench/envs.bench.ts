@@ -270,6 +270,10 @@ async function main() {
   console.log("bench:envs — (a) CPU per rollout outside inference");
   const cpu = await measureCpu();
   console.table([cpu]);
+  if (process.argv.includes("--cpu-only")) {
+    console.log(JSON.stringify({ bench: "envs", cpu_per_rollout: cpu }));
+    return;
+  }
 
   console.log("bench:envs — (b) pipeline efficiency: serveEnv → wrangler dev, simulator over HTTP");
   const LATENCY_MS = 100;

@@ -94,6 +94,8 @@ export interface Tokenizer {
   readonly bosTokenId: number | null;
   /** Every token id that ends generation (end-of-turn, end-of-text); defaults to [eosTokenId]. */
   readonly stopTokenIds?: readonly number[];
+  /** Ids that `decode(…, {skipSpecialTokens: true})` removes; lets callers skip a second decode. */
+  readonly specialTokenIds?: ReadonlySet<number>;
   encode(text: string, options?: { addSpecialTokens?: boolean }): number[];
   decode(ids: number[], options?: { skipSpecialTokens?: boolean }): string;
   applyChatTemplate(

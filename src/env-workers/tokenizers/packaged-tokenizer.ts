@@ -10,6 +10,7 @@ export interface LenmlTokenizer {
     options?: { skip_special_tokens?: boolean; clean_up_tokenization_spaces?: boolean },
   ): string;
   model: { tokens_to_ids: Map<string, number> };
+  all_special_ids: number[];
 }
 
 export interface PackagedTokenizerSpec {
@@ -30,6 +31,7 @@ export class PackagedTokenizer implements Tokenizer {
   readonly eosTokenId: number;
   readonly bosTokenId: number | null;
   readonly stopTokenIds: readonly number[];
+  readonly specialTokenIds: ReadonlySet<number>;
   private readonly template: ChatTemplate;
 
   constructor(
@@ -40,6 +42,7 @@ export class PackagedTokenizer implements Tokenizer {
     this.eosTokenId = this.requireId(spec.eosToken);
     this.bosTokenId = spec.bosToken === null ? null : this.requireId(spec.bosToken);
     this.stopTokenIds = spec.stopTokens.map((token) => this.requireId(token));
+    this.specialTokenIds = new Set(inner.all_special_ids);
     this.template = new ChatTemplate(spec.chatTemplate, {
       bosToken: spec.bosToken,
       eosToken: spec.eosToken,

@@ -105,3 +105,26 @@ describe("llama3 tokenizer", () => {
     expect(withTools).toContain('<tools>\n{"type":"function","function":{"name":"calc"');
   });
 });
+
+describe("decode shortcuts used by ManagedServer", () => {
+  it("decodes a completion plus its stop token as the two decoded separately, and lists special ids", async () => {
+    for (const family of ["qwen3", "llama3"]) {
+      const tokenizer = await getTokenizer(family);
+      const stop = tokenizer.stopTokenIds[0]!;
+      expect(tokenizer.specialTokenIds.has(stop)).toBe(true);
+      for (const text of [
+        "The answer is \\boxed{42}.",
+        "<think>Let me count: ü, 東京, 🙂</think> done",
+        " leading space and trailing\n",
+      ]) {
+        const body = tokenizer.encode(text, { addSpecialTokens: false });
+        expect(tokenizer.decode([...body, stop])).toBe(
+          tokenizer.decode(body) + tokenizer.decode([stop]),
+        );
+        if (!body.some((id) => tokenizer.specialTokenIds.has(id))) {
+          expect(tokenizer.decode(body, { skipSpecialTokens: true })).toBe(tokenizer.decode(body));
+        }
+      }
+    }
+  });
+});
