@@ -114,25 +114,29 @@ async function post(
   return text;
 }
 
+async function registerTrainer(url: string, maxTokenLen: number) {
+  await post(
+    `${url}/register`,
+    JSON.stringify({
+      wandb_group: "b",
+      wandb_project: "b",
+      batch_size: BATCH_SIZE,
+      max_token_len: maxTokenLen,
+      checkpoint_dir: "c",
+      save_checkpoint_interval: 0,
+      starting_step: 0,
+      num_steps: 1_000_000,
+    }),
+  );
+}
+
 async function runWorkload(w: Workload) {
   const dev = await startDevProcess({
     port: 18900 + Math.floor(Math.random() * 900),
     persistTo: mkdtempSync(join(stateRoot, "bench-api-")),
   });
   try {
-    await post(
-      `${dev.url}/register`,
-      JSON.stringify({
-        wandb_group: "b",
-        wandb_project: "b",
-        batch_size: BATCH_SIZE,
-        max_token_len: w.tokens,
-        checkpoint_dir: "c",
-        save_checkpoint_interval: 0,
-        starting_step: 0,
-        num_steps: 1_000_000,
-      }),
-    );
+    await registerTrainer(dev.url, w.tokens);
     const env = JSON.parse(
       await post(
         `${dev.url}/register-env`,
@@ -235,19 +239,7 @@ async function queueDepthScan(depths: number[]) {
     formation_p99_ms: number | null;
   }[] = [];
   try {
-    await post(
-      `${dev.url}/register`,
-      JSON.stringify({
-        wandb_group: "b",
-        wandb_project: "b",
-        batch_size: BATCH_SIZE,
-        max_token_len: 64,
-        checkpoint_dir: "c",
-        save_checkpoint_interval: 0,
-        starting_step: 0,
-        num_steps: 1_000_000,
-      }),
-    );
+    await registerTrainer(dev.url, 64);
     const sizes = [1, 2, 4, 8, 16, 3, 5, 6];
     let queued = 0;
     let serial = 0;

@@ -12,40 +12,48 @@ function processesMentioning(text: string): string[] {
   return out.split("\n").filter((l) => l.includes(text) && !l.includes("ps -eo"));
 }
 
+/** Runs the CLI in its own process group; kills the group if it outlives the bound. */
+async function runCli(
+  args: string[],
+  boundMs = 120_000,
+): Promise<{ code: number | null; output: string }> {
+  const child = spawn(process.execPath, [join(ROOT, "bin", "atropos-edge.mjs"), ...args], {
+    cwd: ROOT,
+    stdio: ["ignore", "pipe", "pipe"],
+    detached: true,
+  });
+  let output = "";
+  child.stdout.on("data", (d) => {
+    output += String(d);
+  });
+  child.stderr.on("data", (d) => {
+    output += String(d);
+  });
+  const code = await new Promise<number | null>((resolve) => {
+    const timer = setTimeout(() => {
+      process.kill(-child.pid!, "SIGKILL");
+      resolve(null);
+    }, boundMs);
+    child.on("exit", (c) => {
+      clearTimeout(timer);
+      resolve(c);
+    });
+  });
+  return { code, output };
+}
+
 describe("atropos-edge start", () => {
   it("runs 3 steps on fresh state, prints a summary, exits 0 and leaves no children", async () => {
     const port = await freePort();
-    const child = spawn(
-      process.execPath,
-      [
-        join(ROOT, "bin", "atropos-edge.mjs"),
-        "start",
-        "--steps",
-        "3",
-        "--port",
-        String(port),
-        "--max-seconds",
-        "100",
-      ],
-      { cwd: ROOT, stdio: ["ignore", "pipe", "pipe"], detached: true },
-    );
-    let output = "";
-    child.stdout.on("data", (d) => {
-      output += String(d);
-    });
-    child.stderr.on("data", (d) => {
-      output += String(d);
-    });
-    const code = await new Promise<number | null>((resolve) => {
-      const timer = setTimeout(() => {
-        process.kill(-child.pid!, "SIGKILL");
-        resolve(null);
-      }, 120_000);
-      child.on("exit", (c) => {
-        clearTimeout(timer);
-        resolve(c);
-      });
-    });
+    const { code, output } = await runCli([
+      "start",
+      "--steps",
+      "3",
+      "--port",
+      String(port),
+      "--max-seconds",
+      "100",
+    ]);
     expect(code, output).toBe(0);
     expect(output).toContain("atropos-edge start: summary");
     expect(output).toMatch(/steps trained\s+3\/3/);
@@ -58,38 +66,16 @@ describe("atropos-edge start", () => {
 
   it("--workers runs the envs on the Worker's queue path, then stops the feeders", async () => {
     const port = await freePort();
-    const child = spawn(
-      process.execPath,
-      [
-        join(ROOT, "bin", "atropos-edge.mjs"),
-        "start",
-        "--workers",
-        "--steps",
-        "2",
-        "--port",
-        String(port),
-        "--max-seconds",
-        "100",
-      ],
-      { cwd: ROOT, stdio: ["ignore", "pipe", "pipe"], detached: true },
-    );
-    let output = "";
-    child.stdout.on("data", (d) => {
-      output += String(d);
-    });
-    child.stderr.on("data", (d) => {
-      output += String(d);
-    });
-    const code = await new Promise<number | null>((resolve) => {
-      const timer = setTimeout(() => {
-        process.kill(-child.pid!, "SIGKILL");
-        resolve(null);
-      }, 120_000);
-      child.on("exit", (c) => {
-        clearTimeout(timer);
-        resolve(c);
-      });
-    });
+    const { code, output } = await runCli([
+      "start",
+      "--workers",
+      "--steps",
+      "2",
+      "--port",
+      String(port),
+      "--max-seconds",
+      "100",
+    ]);
     expect(code, output).toBe(0);
     expect(output).toContain("on the Worker's queue path");
     expect(output).toMatch(/steps trained\s+2\/2/);
@@ -105,19 +91,7 @@ describe("atropos-edge start", () => {
   });
 
   it("explains a bad option instead of starting anything", async () => {
-    const child = spawn(
-      process.execPath,
-      [join(ROOT, "bin", "atropos-edge.mjs"), "start", "--steps", "many"],
-      {
-        cwd: ROOT,
-        stdio: ["ignore", "pipe", "pipe"],
-      },
-    );
-    let output = "";
-    child.stderr.on("data", (d) => {
-      output += String(d);
-    });
-    const code = await new Promise<number | null>((resolve) => child.on("exit", resolve));
+    const { code, output } = await runCli(["start", "--steps", "many"], 30_000);
     expect(code).toBe(1);
     expect(output).toMatch(/'steps' must be a number/);
   });

@@ -96,22 +96,20 @@ describe("restarts", () => {
     server = await start({ port, persistTo });
     const delivered = new Map<number, string>();
     let acked = 0;
+    /** Trains on a leased batch: every group must be new, then the batch is acked. */
+    const consume = async (b: Leased) => {
+      for (const g of b.batch) {
+        const id = g.tokens[0]![0]!;
+        expect(delivered.has(id), `group ${id} delivered twice`).toBe(false);
+        delivered.set(id, b.batch_id);
+      }
+      await postJson(`${server.url}/v1/runs/default/batches/${b.batch_id}/ack`, {
+        lease_id: b.lease_id,
+      });
+      acked++;
+    };
     // Deliver half, then kill again with some leases outstanding.
-    await leaseAll(
-      server.url,
-      async (b) => {
-        for (const g of b.batch) {
-          const id = g.tokens[0]![0]!;
-          expect(delivered.has(id), `group ${id} delivered twice`).toBe(false);
-          delivered.set(id, b.batch_id);
-        }
-        await postJson(`${server.url}/v1/runs/default/batches/${b.batch_id}/ack`, {
-          lease_id: b.lease_id,
-        });
-        acked++;
-      },
-      Math.floor(acknowledged.size / 4),
-    );
+    await leaseAll(server.url, consume, Math.floor(acknowledged.size / 4));
     const outstanding = await fetch(`${server.url}/v1/runs/default/batches/lease`, {
       method: "POST",
       body: JSON.stringify({ lease_seconds: 2 }),
@@ -124,15 +122,7 @@ describe("restarts", () => {
     await new Promise((r) => setTimeout(r, 2100)); // let the unacked lease expire
     await leaseAll(server.url, async (b) => {
       if (unacked && b.batch_id === unacked.batch_id) expect(b.batch).toEqual(unacked.batch);
-      for (const g of b.batch) {
-        const id = g.tokens[0]![0]!;
-        expect(delivered.has(id), `group ${id} delivered twice`).toBe(false);
-        delivered.set(id, b.batch_id);
-      }
-      await postJson(`${server.url}/v1/runs/default/batches/${b.batch_id}/ack`, {
-        lease_id: b.lease_id,
-      });
-      acked++;
+      await consume(b);
     });
     expect(acked).toBeGreaterThan(1);
     for (const id of acknowledged)
