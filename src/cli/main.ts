@@ -3,6 +3,8 @@
  * a --config file (YAML/JSON, top level or a section per command); flags win, then env vars,
  * then the file, then defaults.
  */
+import { spawn } from "node:child_process";
+import { join } from "node:path";
 import { Command } from "commander";
 import { loadConfigFile, type OptionDefaults, type Resolved, resolveOptions } from "./config";
 import { PROJECT_ROOT } from "./dev-process";
@@ -99,6 +101,15 @@ function need(o: Resolved<OptionDefaults>, key: string, flag: string): string {
       `${flag} is required (or set ${flag.replace(/^--/, "ATROPOS_EDGE_").replace(/-/g, "_").toUpperCase()})`,
     );
   return v;
+}
+
+/** Runs `node ARGS` in the foreground, forwarding Ctrl-C; resolves with its exit code. */
+function runForeground(args: string[]): Promise<number> {
+  const child = spawn(process.execPath, args, { cwd: PROJECT_ROOT, stdio: "inherit" });
+  for (const signal of ["SIGINT", "SIGTERM"] as const) {
+    process.on(signal, () => child.kill(signal));
+  }
+  return new Promise<number>((resolve) => child.on("exit", (code) => resolve(code ?? 0)));
 }
 
 export function buildProgram(): Command {
@@ -201,25 +212,35 @@ export function buildProgram(): Command {
       opt("--port <port>", "port", "port", 8787),
       opt("--persist-to <dir>", "persistTo", "state dir", ".wrangler/state"),
     ],
-    async (o) => {
-      const { spawn } = await import("node:child_process");
-      const { join } = await import("node:path");
-      const child = spawn(
-        process.execPath,
-        [
-          join(PROJECT_ROOT, "scripts", "dev.mjs"),
-          "--port",
-          String(o.port),
-          "--persist-to",
-          String(o.persistTo),
-        ],
-        { cwd: PROJECT_ROOT, stdio: "inherit" },
-      );
-      for (const signal of ["SIGINT", "SIGTERM"] as const)
-        process.on(signal, () => child.kill(signal));
-      return new Promise<number>((resolve) => child.on("exit", (code) => resolve(code ?? 0)));
-    },
+    (o) =>
+      runForeground([
+        join(PROJECT_ROOT, "scripts", "dev.mjs"),
+        "--port",
+        String(o.port),
+        "--persist-to",
+        String(o.persistTo),
+      ]),
   );
+
+  program
+    .command("bench")
+    .description(
+      "run a benchmark: `bench api [--quick] [--json FILE]` or `bench envs [--cpu-only]`",
+    )
+    .argument("<which>", "api or envs")
+    .argument("[args...]", "options passed to the benchmark script")
+    .allowUnknownOption(true)
+    .action(async (which: string, args: string[]) => {
+      if (which !== "api" && which !== "envs") {
+        throw new Error(`unknown benchmark '${which}': use 'api' or 'envs'`);
+      }
+      process.exitCode = await runForeground([
+        "--import",
+        "tsx",
+        join(PROJECT_ROOT, "bench", `${which}.bench.ts`),
+        ...args,
+      ]);
+    });
 
   withOptions(
     program

@@ -1,8 +1,12 @@
 /**
- * The long-running CLI commands as a user starts them: `sim` answers on its port, and `serve`
- * runs an env from Node against a real `wrangler dev` until Ctrl-C, exiting 0.
+ * The CLI commands as a user starts them: `sim` answers on its port, `dev` serves the API,
+ * `serve` runs an env from Node against a real `wrangler dev` until Ctrl-C, and `bench` runs a
+ * (shortened) benchmark.
  */
 import { type ChildProcess, spawn } from "node:child_process";
+import { mkdtempSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 import { type DevServer, freePort, postJson, REGISTRATION, ROOT, startDevServer } from "./harness";
 
@@ -16,11 +20,12 @@ afterEach(async () => {
   dev = null;
 });
 
-function cli(args: string[]) {
+function cli(args: string[], env: Record<string, string> = {}) {
   const child = spawn(process.execPath, [`${ROOT}/bin/atropos-edge.mjs`, ...args], {
     cwd: ROOT,
     stdio: ["ignore", "pipe", "pipe"],
     detached: true,
+    env: { ...process.env, ...env },
   });
   children.push(child);
   let output = "";
@@ -57,6 +62,31 @@ describe("atropos-edge CLI commands", () => {
     expect(sim.output()).toContain("test double");
     process.kill(-sim.child.pid!, "SIGINT");
     expect(await sim.exited).not.toBeNull();
+  });
+
+  it("dev serves the API with persisted state until interrupted", async () => {
+    const port = await freePort();
+    const state = mkdtempSync(join(tmpdir(), "cli-dev-"));
+    const devCmd = cli(["dev", "--port", String(port), "--persist-to", state]);
+    await until(async () => {
+      try {
+        return (await fetch(`http://127.0.0.1:${port}/`)).ok;
+      } catch {
+        return false;
+      }
+    }, "the dev server");
+    expect(await (await fetch(`http://127.0.0.1:${port}/info`)).json()).toEqual({
+      batch_size: -1,
+      max_token_len: -1,
+    });
+    process.kill(-devCmd.child.pid!, "SIGINT");
+    await devCmd.exited;
+  });
+
+  it("bench envs --cpu-only prints the CPU-per-rollout measurement", async () => {
+    const bench = cli(["bench", "envs", "--cpu-only"], { BENCH_CPU_SAMPLES: "5" });
+    expect(await bench.exited, bench.output()).toBe(0);
+    expect(bench.output()).toMatch(/"cpu_ms_per_rollout_median":\d/);
   });
 
   it("serve runs an env against a running API until interrupted, then exits 0", async () => {
