@@ -6,6 +6,7 @@ import { groupToJsonl, processEnv } from "../env-workers/runtime/process";
 import { getTokenizer } from "../env-workers/tokenizers/index";
 import { renderGroupsReport } from "./html-report";
 import { createEnv, type InferenceFlags, openInference } from "./inference";
+import { ProgressBar } from "./progress-bar";
 
 export interface ProcessCommandOptions extends InferenceFlags {
   env: string;
@@ -35,14 +36,17 @@ export async function runProcess(
     mkdirSync(dirname(options.out), { recursive: true });
     const file = createWriteStream(options.out);
     const groups: ScoredDataGroup[] = [];
+    const bar = new ProgressBar(`process ${options.env}`, options.groups);
     const progress = await processEnv(env, {
       groups: options.groups,
       concurrency: options.concurrency,
+      onProgress: (p) => bar.update(p.produced, `${p.dropped} dropped, ${p.failures} failed`),
       onGroup: (group) => {
         groups.push(group);
         file.write(groupToJsonl(group));
       },
     });
+    bar.finish();
     await new Promise<void>((resolve, reject) =>
       file.end((err?: Error | null) => (err ? reject(err) : resolve())),
     );
