@@ -1,7 +1,7 @@
 /**
  * `npm run bench:api [-- --quick] [--json out.json]`
  *
- * Load generator for the rollout API under a real `wrangler dev` (fresh state, loopback only):
+ * Load generator for the rollout API under a real `npm run dev` (fresh state, loopback only):
  * C concurrent producers POST /scored_data (gzip as the Python env does) while a trainer pulls
  * batches with GET /batch; every sequence carries a unique id and must arrive exactly once.
  * Then measures batch formation as the queue grows to 20,000 mixed-size groups.
@@ -16,7 +16,7 @@ import { startDevProcess } from "../src/cli/dev-process";
 const args = process.argv.slice(2);
 const quick = args.includes("--quick");
 const jsonOut = args.includes("--json") ? args[args.indexOf("--json") + 1] : undefined;
-// Where wrangler dev keeps its local D1/R2/DO state (default: a fresh dir under the OS tmpdir,
+// Where the dev server keeps its local D1/R2/DO state (default: a fresh dir under the OS tmpdir,
 // on disk like `npm run dev`'s .wrangler/state). /dev/shm separates API cost from disk syncs.
 const stateRoot = args.includes("--state-root")
   ? args[args.indexOf("--state-root") + 1]!

@@ -1,41 +1,57 @@
 #!/usr/bin/env node
 /**
- * `npm run dev -- [--port 8787] [--persist-to .wrangler/state] [--ip 127.0.0.1] [--inspector-port N]`
+ * `npm run dev -- [--port 8787] [--ip 127.0.0.1] [--persist-to .wrangler/state] [--var NAME:value]…`
+ * `npm run dev -- --watch [same options] [--inspector-port N] [-- other wrangler dev flags]`
+ *
  * Applies the D1 migrations to the local state, then serves the Worker (API, queues, DOs,
- * dashboard) with `wrangler dev`. Local state persists across restarts. Works offline.
+ * dashboard) on workerd with local D1/R2/Queues/DOs persisted across restarts. Works offline.
+ *
+ * Default: the Worker is bundled exactly as `wrangler deploy` would bundle it and served by one
+ * Miniflare instance, configured from wrangler.jsonc. `wrangler dev` puts a proxy Worker, an
+ * inspector connection and its Node process in front of every request (a no-op request costs
+ * ~5 ms there against ~2 ms here, and its Node process burns CPU per request body), so this is
+ * what benchmarks and `npm start` use. `--watch` runs `wrangler dev` instead, for live reload
+ * while editing; both share the same state directory layout.
  */
 import { spawn, spawnSync } from "node:child_process";
+import { rmSync } from "node:fs";
 import { createServer } from "node:net";
-import { dirname, join } from "node:path";
+import { dirname, join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
 
 const root = join(dirname(fileURLToPath(import.meta.url)), "..");
+const configPath = join(root, "wrangler.jsonc");
 const args = process.argv.slice(2);
 function option(name, fallback) {
   const i = args.indexOf(`--${name}`);
   if (i >= 0 && args[i + 1]) return args.splice(i, 2)[1];
   const eq = args.findIndex((a) => a.startsWith(`--${name}=`));
-  if (eq >= 0) return args.splice(eq, 1)[0].split("=")[1];
+  if (eq >= 0) return args.splice(eq, 1)[0].slice(name.length + 3);
   return fallback;
 }
-const port = option("port", process.env.PORT ?? "8787");
-const persistTo = option("persist-to", join(root, ".wrangler", "state"));
-const ip = option("ip", "127.0.0.1");
-
-/** A free loopback port: several dev servers (tests, `npm start`) must not fight over 9229. */
-function freePort() {
-  return new Promise((resolve, reject) => {
-    const server = createServer();
-    server.once("error", reject);
-    server.listen(0, "127.0.0.1", () => {
-      const { port: free } = server.address();
-      server.close(() => resolve(free));
-    });
-  });
+function flag(name) {
+  const i = args.indexOf(`--${name}`);
+  if (i >= 0) args.splice(i, 1);
+  return i >= 0;
 }
-const inspectorPort = option("inspector-port", String(await freePort()));
+const port = Number(option("port", process.env.PORT ?? "8787"));
+const persistTo = resolve(option("persist-to", join(root, ".wrangler", "state")));
+const ip = option("ip", "127.0.0.1");
+const watch = flag("watch");
+const vars = { DEPLOYMENT: "local" };
+for (let v = option("var"); v !== undefined; v = option("var")) {
+  const colon = v.indexOf(":");
+  if (colon <= 0) fail(`--var expects NAME:value, got '${v}'`);
+  vars[v.slice(0, colon)] = v.slice(colon + 1);
+}
+if (!Number.isInteger(port) || port < 0 || port > 65535) fail(`--port expects 0–65535`);
 
-const env = {
+function fail(message) {
+  process.stderr.write(`dev: ${message}\n`);
+  process.exit(2);
+}
+
+const childEnv = {
   ...process.env,
   // Offline-friendly: no Request.cf download, no telemetry, no error reports.
   CLOUDFLARE_CF_FETCH_ENABLED: "false",
@@ -45,37 +61,115 @@ const env = {
 };
 const wrangler = join(root, "node_modules", ".bin", "wrangler");
 
-const migrate = spawnSync(
-  wrangler,
-  ["d1", "migrations", "apply", "DB", "--local", "--persist-to", persistTo],
-  { cwd: root, env, stdio: ["ignore", "pipe", "pipe"], encoding: "utf8" },
-);
-if (migrate.status !== 0) {
-  process.stderr.write(migrate.stdout + migrate.stderr);
-  process.stderr.write("\nFailed to apply D1 migrations to the local state (see above).\n");
-  process.exit(migrate.status ?? 1);
+function run(argv, what) {
+  const result = spawnSync(wrangler, argv, {
+    cwd: root,
+    env: childEnv,
+    stdio: ["ignore", "pipe", "pipe"],
+    encoding: "utf8",
+  });
+  if (result.status !== 0) {
+    process.stderr.write(result.stdout + result.stderr);
+    process.stderr.write(`\n${what} failed (see above).\n`);
+    process.exit(result.status ?? 1);
+  }
 }
 
-const child = spawn(
-  wrangler,
-  [
-    "dev",
-    "--ip",
-    ip,
-    "--port",
-    String(port),
-    "--persist-to",
-    persistTo,
-    "--inspector-port",
-    String(inspectorPort),
-    "--var",
-    "DEPLOYMENT:local",
-    "--show-interactive-dev-session=false",
-    ...args,
-  ],
-  { cwd: root, env, stdio: "inherit" },
+run(
+  ["d1", "migrations", "apply", "DB", "--local", "--persist-to", persistTo],
+  "Applying the D1 migrations to the local state",
 );
-for (const signal of ["SIGINT", "SIGTERM"]) {
-  process.on(signal, () => child.kill(signal));
+
+if (watch) await serveWithWranglerDev();
+else await serveWithMiniflare();
+
+async function serveWithMiniflare() {
+  const [
+    { Miniflare, Log, LogLevel },
+    { unstable_getMiniflareWorkerOptions, unstable_readConfig },
+  ] = await Promise.all([import("miniflare"), import("wrangler")]);
+  // Next to the state it serves: rebuilt on every start, and nothing is left behind in /tmp
+  // when the server is killed.
+  const bundleDir = join(persistTo, "bundle");
+  rmSync(bundleDir, { recursive: true, force: true });
+  process.stdout.write("dev: bundling the Worker (as wrangler deploy does)…\n");
+  run(["deploy", "--dry-run", "--outdir", bundleDir], "Bundling the Worker");
+
+  const config = unstable_readConfig({ config: configPath });
+  const { workerOptions } = unstable_getMiniflareWorkerOptions(config);
+  const state = (kind) => join(persistTo, "v3", kind);
+  const mf = new Miniflare({
+    ...workerOptions,
+    // The name keys Durable Object storage: the same as wrangler dev's, so state is shared.
+    name: config.name,
+    modules: true,
+    scriptPath: join(bundleDir, "index.js"),
+    modulesRoot: bundleDir,
+    bindings: { ...workerOptions.bindings, ...vars },
+    host: ip,
+    port,
+    log: new Log(LogLevel.INFO),
+    cf: false, // offline: no Request.cf download
+    d1Persist: state("d1"),
+    r2Persist: state("r2"),
+    durableObjectsPersist: state("do"),
+    kvPersist: state("kv"),
+    cachePersist: state("cache"),
+    workflowsPersist: state("workflows"),
+  });
+  let url;
+  try {
+    url = await mf.ready;
+  } catch (error) {
+    process.stderr.write(`dev: could not start the Worker on ${ip}:${port}: ${error}\n`);
+    process.exit(1);
+  }
+  process.stdout.write(`dev: ready on ${url.href.replace(/\/$/, "")} (state: ${persistTo})\n`);
+  let stopping = false;
+  for (const signal of ["SIGINT", "SIGTERM"]) {
+    process.on(signal, async () => {
+      if (stopping) return;
+      stopping = true;
+      await mf.dispose().catch(() => {});
+      process.exit(0);
+    });
+  }
 }
-child.on("exit", (code, signal) => process.exit(code ?? (signal ? 1 : 0)));
+
+/** A free loopback port: several dev servers (tests, `npm start`) must not fight over 9229. */
+function freePort() {
+  return new Promise((resolvePort, reject) => {
+    const server = createServer();
+    server.once("error", reject);
+    server.listen(0, "127.0.0.1", () => {
+      const { port: free } = server.address();
+      server.close(() => resolvePort(free));
+    });
+  });
+}
+
+async function serveWithWranglerDev() {
+  const inspectorPort = option("inspector-port", String(await freePort()));
+  const child = spawn(
+    wrangler,
+    [
+      "dev",
+      "--ip",
+      ip,
+      "--port",
+      String(port),
+      "--persist-to",
+      persistTo,
+      "--inspector-port",
+      String(inspectorPort),
+      ...Object.entries(vars).flatMap(([k, v]) => ["--var", `${k}:${v}`]),
+      "--show-interactive-dev-session=false",
+      ...args.filter((a) => a !== "--"),
+    ],
+    { cwd: root, env: childEnv, stdio: "inherit" },
+  );
+  for (const signal of ["SIGINT", "SIGTERM"]) {
+    process.on(signal, () => child.kill(signal));
+  }
+  child.on("exit", (code, signal) => process.exit(code ?? (signal ? 1 : 0)));
+}

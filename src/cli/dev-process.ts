@@ -1,6 +1,7 @@
 /**
- * Runs `wrangler dev` (through scripts/dev.mjs) as a child in its own process group, so stopping
- * it stops wrangler, workerd and everything they spawned: no orphans.
+ * Runs the local dev server (scripts/dev.mjs: the Worker on workerd with local D1/R2/Queues/DOs) as
+ * a child in its own process group, so stopping it stops workerd and everything else it spawned:
+ * no orphans.
  */
 import { type ChildProcess, spawn } from "node:child_process";
 import { dirname, join } from "node:path";
@@ -65,7 +66,7 @@ export async function startDevProcess(options: {
   for (;;) {
     if (child.exitCode !== null) {
       throw new Error(
-        `wrangler dev exited early (is port ${options.port} in use? try --port N):\n${output.slice(-4000)}`,
+        `the dev server exited early (is port ${options.port} in use? try --port N):\n${output.slice(-4000)}`,
       );
     }
     try {
@@ -77,7 +78,7 @@ export async function startDevProcess(options: {
     }
     if (Date.now() > deadline) {
       await stop();
-      throw new Error(`wrangler dev did not answer on ${url} in time:\n${output.slice(-4000)}`);
+      throw new Error(`the dev server did not answer on ${url} in time:\n${output.slice(-4000)}`);
     }
     await new Promise((r) => setTimeout(r, 250));
   }

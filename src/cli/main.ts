@@ -121,7 +121,7 @@ export function buildProgram(): Command {
     program
       .command("start")
       .description(
-        "run the whole loop locally: API (wrangler dev), simulator, example envs, demo trainer",
+        "run the whole loop locally: API (local Worker), simulator, example envs, demo trainer",
       ),
     [
       opt("--steps <n>", "steps", "trainer steps before stopping", 20),
@@ -211,6 +211,7 @@ export function buildProgram(): Command {
     [
       opt("--port <port>", "port", "port", 8787),
       opt("--persist-to <dir>", "persistTo", "state dir", ".wrangler/state"),
+      opt("--watch", "watch", "use wrangler dev with live reload (slower per request)", false),
     ],
     (o) =>
       runForeground([
@@ -219,6 +220,7 @@ export function buildProgram(): Command {
         String(o.port),
         "--persist-to",
         String(o.persistTo),
+        ...(o.watch ? ["--watch"] : []),
       ]),
   );
 

@@ -1,5 +1,5 @@
 /**
- * `atropos-edge start`: the whole loop on one machine. Starts `wrangler dev` (the API), the
+ * `atropos-edge start`: the whole loop on one machine. Starts the dev server (the API), the
  * inference simulator unless --inference-url, registers the demo trainer, runs each env with the
  * Node runtime (serveEnv) against the local API — or, with --workers, on the Worker's own queue
  * path (an EnvFeeder Durable Object per env feeding queue-consumer invocations) — and lets the
@@ -196,7 +196,7 @@ export async function runStart(
   const printer = new ProgressPrinter(out);
 
   try {
-    out.write(`starting wrangler dev on 127.0.0.1:${options.port} (state: ${stateDir})…\n`);
+    out.write(`starting the dev server on 127.0.0.1:${options.port} (state: ${stateDir})…\n`);
     dev = await startDevProcess({ port: options.port, persistTo: stateDir });
     inference = await openInference(options);
     out.write(

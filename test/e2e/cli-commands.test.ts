@@ -1,6 +1,6 @@
 /**
  * The CLI commands as a user starts them: `sim` answers on its port, `dev` serves the API,
- * `serve` runs an env from Node against a real `wrangler dev` until Ctrl-C, and `bench` runs a
+ * `serve` runs an env from Node against a real `npm run dev` until Ctrl-C, and `bench` runs a
  * (shortened) benchmark.
  */
 import { type ChildProcess, spawn } from "node:child_process";
@@ -64,23 +64,30 @@ describe("atropos-edge CLI commands", () => {
     expect(await sim.exited).not.toBeNull();
   });
 
-  it("dev serves the API with persisted state until interrupted", async () => {
+  it("dev serves the API until interrupted; state persists, also across --watch (wrangler dev)", async () => {
     const port = await freePort();
     const state = mkdtempSync(join(tmpdir(), "cli-dev-"));
-    const devCmd = cli(["dev", "--port", String(port), "--persist-to", state]);
-    await until(async () => {
-      try {
-        return (await fetch(`http://127.0.0.1:${port}/`)).ok;
-      } catch {
-        return false;
-      }
-    }, "the dev server");
-    expect(await (await fetch(`http://127.0.0.1:${port}/info`)).json()).toEqual({
-      batch_size: -1,
-      max_token_len: -1,
+    const serveUntilInterrupted = async (extra: string[], check: () => Promise<void>) => {
+      const devCmd = cli(["dev", "--port", String(port), "--persist-to", state, ...extra]);
+      await until(async () => {
+        try {
+          return (await fetch(`http://127.0.0.1:${port}/`)).ok;
+        } catch {
+          return false;
+        }
+      }, "the dev server");
+      await check();
+      process.kill(-devCmd.child.pid!, "SIGINT");
+      expect(await devCmd.exited, devCmd.output()).toBe(0);
+    };
+    const info = async () => (await fetch(`http://127.0.0.1:${port}/info`)).json();
+    await serveUntilInterrupted([], async () => {
+      expect(await info()).toEqual({ batch_size: -1, max_token_len: -1 });
+      await postJson(`http://127.0.0.1:${port}/register`, { ...REGISTRATION, batch_size: 24 });
     });
-    process.kill(-devCmd.child.pid!, "SIGINT");
-    await devCmd.exited;
+    await serveUntilInterrupted(["--watch"], async () => {
+      expect(await info()).toEqual({ batch_size: 24, max_token_len: REGISTRATION.max_token_len });
+    });
   });
 
   it("bench envs --cpu-only prints the CPU-per-rollout measurement", async () => {

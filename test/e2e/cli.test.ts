@@ -1,5 +1,5 @@
 /**
- * `atropos-edge start --steps 3` against fresh state: wrangler dev + simulator + envs + demo
+ * `atropos-edge start --steps 3` against fresh state: npm run dev + simulator + envs + demo
  * trainer, finishing with exit 0, a summary, and no process left behind.
  */
 import { execFileSync, spawn } from "node:child_process";

@@ -1,8 +1,9 @@
 /**
  * The dashboard in a real browser (Debian's Chromium via playwright-core) against a real
- * `wrangler dev`: groups are fed through the Atropos wire API, batches leased and acked through
- * /v1, and every page is checked against the JSON the API serves. Screenshots of each page are
- * written to docs/screenshots/ for docs/DASHBOARD.md.
+ * `npm run dev`: groups are fed through the Atropos wire API, batches leased and acked through
+ * /v1, and every page is checked against the JSON the API serves. Screenshots of each page go to
+ * test-results/screenshots/ (UPDATE_SCREENSHOTS=1 writes docs/screenshots/ for docs/DASHBOARD.md,
+ * so a plain test run leaves the work tree clean).
  */
 import { mkdirSync, mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
@@ -22,7 +23,12 @@ const CHROMIUM_ARGS = [
   "--disable-component-update",
   "--disable-sync",
 ];
-const SCREENSHOTS = path.join(import.meta.dirname, "../../docs/screenshots");
+const SCREENSHOTS = path.join(
+  import.meta.dirname,
+  process.env.UPDATE_SCREENSHOTS === "1"
+    ? "../../docs/screenshots"
+    : "../../test-results/screenshots",
+);
 const RUN = "default";
 const BATCH_SIZE = 8;
 const MASKED = -100;
@@ -177,7 +183,7 @@ async function launchBrowser() {
   };
 }
 
-describe("dashboard in Chromium against wrangler dev", () => {
+describe("dashboard in Chromium against npm run dev", () => {
   let server: Awaited<ReturnType<typeof startDevServer>>;
   let browser: Awaited<ReturnType<typeof launchBrowser>>;
   let page: Page;

@@ -1,5 +1,5 @@
 /**
- * The queue path under inference faults, on the real local platform: `wrangler dev` (EnvFeeder
+ * The queue path under inference faults, on the real local platform: `npm run dev` (EnvFeeder
  * DOs, Queues, consumers, D1/R2) against the inference simulator over real HTTP, with 500s,
  * requests that never answer and bodies cut off mid-way. Items are retried, groups still arrive,
  * and nothing reaches the trainer twice.

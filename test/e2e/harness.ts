@@ -1,5 +1,5 @@
 /**
- * Starts real `wrangler dev` processes (via scripts/dev.mjs) on free loopback ports with fresh
+ * Starts real dev servers (`npm run dev`, scripts/dev.mjs) on free loopback ports with fresh
  * state directories, for end-to-end tests. Every process started here is stopped by `stop()`.
  */
 import { mkdtempSync } from "node:fs";
@@ -27,7 +27,7 @@ export interface DevServer extends DevProcess {
   persistTo: string;
 }
 
-/** A real `wrangler dev` on a free loopback port with a fresh state directory. */
+/** A real dev server (`npm run dev`) on a free loopback port with a fresh state directory. */
 export async function startDevServer(
   options: { port?: number; persistTo?: string; vars?: Record<string, string> } = {},
 ): Promise<DevServer> {

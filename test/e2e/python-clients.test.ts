@@ -1,6 +1,6 @@
 /**
  * Python clients that behave exactly like Atropos' BaseEnv client and example trainer (stdlib
- * only) against a real `wrangler dev`: everything sent is delivered exactly once.
+ * only) against a real `npm run dev`: everything sent is delivered exactly once.
  */
 import { execFile } from "node:child_process";
 import { mkdtempSync, readFileSync } from "node:fs";

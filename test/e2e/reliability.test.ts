@@ -1,5 +1,5 @@
 /**
- * Durability under a real `wrangler dev`: SIGKILL in the middle of ingest and of delivery loses
+ * Durability under a real `npm run dev`: SIGKILL in the middle of ingest and of delivery loses
  * no acknowledged group and delivers none twice; a 16 × 32,768-token group with logprobs is
  * accepted and delivered intact.
  */
