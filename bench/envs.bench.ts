@@ -3,9 +3,15 @@
  *
  * (a) CPU per rollout outside inference: gsm8k_lite with the real qwen3 tokenizer and the real
  *     ServerManager/ManagedServer, whose fetch returns a canned vLLM `/generate` answer (~1,000-token
- *     sequences). Timed per group: collectTrajectories (chat template, tokenize, ManagedServer
- *     tracking, scoring) + postprocess + send-side validation + the API's schema validation +
- *     canonical JSON. Reported per rollout (group ÷ group_size), median of N groups.
+ *     sequences). Timed per group, three consecutive spans:
+ *     - env side (the headline number): collectTrajectories (chat template, tokenize,
+ *       ManagedServer tracking, scoring) + postprocess + send-side validation + JSON.stringify of
+ *       the body the runtime POSTs;
+ *     - submit encoding: what RolloutApiClient.submitGroups adds before the POST (UTF-8 encode,
+ *       gzip, SHA-256 idempotency key), reported as env side + this;
+ *     - API: the server's schema validation + canonical JSON (the Worker's CPU, also in
+ *       bench:api), reported as env side + this.
+ *     Reported per rollout (group ÷ group_size), median of N groups.
  * (b) Pipeline efficiency: the Node serve runtime (`serveEnv`) against a real `wrangler dev`
  *     (scripts/dev.mjs: API, D1, R2) and the inference simulator over HTTP with fixed latency,
  *     a trainer leasing and acking batches meanwhile. Efficiency = groups/s ÷ (cap / latency),
@@ -24,7 +30,11 @@ import { groupsOf, type JsonValue } from "../src/env-workers/base-env";
 import { ServerManager } from "../src/env-workers/inference/server-manager";
 import type { Tokenizer } from "../src/env-workers/inference/types";
 import { getEnvDefinition } from "../src/env-workers/registry";
-import { RolloutApiClient } from "../src/env-workers/runtime/api-client";
+import {
+  gzipBytes,
+  idempotencyKeyFor,
+  RolloutApiClient,
+} from "../src/env-workers/runtime/api-client";
 import { nodeGetWithBody } from "../src/env-workers/runtime/node-get-with-body";
 import { serveEnv } from "../src/env-workers/runtime/serve";
 import { validateGroupForSend } from "../src/env-workers/send-validation";
@@ -84,42 +94,73 @@ async function measureCpu() {
   const item = (await env.getNextItem()) as { gold: string } & JsonValue;
   canned = cannedGenerate(tokenizer, String(item.gold), GROUP_SIZE);
 
-  const cpuUs: number[] = [];
+  const envUs: number[] = [];
+  const withEncodeUs: number[] = [];
+  const withApiUs: number[] = [];
   const wallMs: number[] = [];
+  const utf8 = new TextEncoder();
   let seqTokens = 0;
   let submitted = 0;
   for (let i = 0; i < CPU_WARMUP + CPU_SAMPLES; i++) {
+    let encodeUs = 0;
+    let apiUs = 0;
     const cpu0 = process.cpuUsage();
     const t0 = performance.now();
     const [collected] = await env.collectTrajectories(item);
-    for (const group of groupsOf(await env.postprocessHistories(collected))) {
-      const checked = validateGroupForSend(group, {
+    const groups = groupsOf(await env.postprocessHistories(collected));
+    const checked = groups.map((group) => {
+      const result = validateGroupForSend(group, {
         groupSize: GROUP_SIZE,
         ensureScoresAreNotSame: true,
         maxTokenLen: 2048,
         includeMessages: false,
         abortOnMaxLength: true,
       });
-      if (!checked.ok) throw new Error(`bench group dropped: ${checked.reason}`);
-      const json = canonicalGroupJson(validateGroup({ ...checked.group, env_id: 0 }), 0);
+      if (!result.ok) throw new Error(`bench group dropped: ${result.reason}`);
+      return result.group;
+    });
+    // The body serveEnv POSTs: one group (env_id stamped) as RolloutApiClient.submitGroups sends.
+    const bodies = checked.map((group) => JSON.stringify({ ...group, env_id: 0 }));
+    const wall = performance.now() - t0;
+    const envCpu = process.cpuUsage(cpu0);
+    for (const body of bodies) {
+      const encode0 = process.cpuUsage();
+      const compressed = await gzipBytes(utf8.encode(body));
+      const key = await idempotencyKeyFor(0, body);
+      if (compressed.length === 0 || key.length !== 64) throw new Error("bench encoding failed");
+      const encode = process.cpuUsage(encode0);
+      encodeUs += encode.user + encode.system;
+    }
+    for (const group of checked) {
+      const api0 = process.cpuUsage();
+      const json = canonicalGroupJson(validateGroup({ ...group, env_id: 0 }), 0);
+      const api = process.cpuUsage(api0);
+      apiUs += api.user + api.system;
       if (json.length < 100) throw new Error("canonical JSON unexpectedly small");
-      seqTokens = checked.group.tokens[0]!.length;
+      seqTokens = group.tokens[0]!.length;
       submitted++;
     }
-    const wall = performance.now() - t0;
-    const cpu = process.cpuUsage(cpu0);
     if (i >= CPU_WARMUP) {
-      cpuUs.push(cpu.user + cpu.system);
+      const envTotal = envCpu.user + envCpu.system;
+      envUs.push(envTotal);
+      withEncodeUs.push(envTotal + encodeUs);
+      withApiUs.push(envTotal + apiUs);
       wallMs.push(wall);
     }
   }
+  const perRollout = (us: number) => us / 1000 / GROUP_SIZE;
   return {
     group_size: GROUP_SIZE,
     samples: CPU_SAMPLES,
     groups_validated: submitted,
     tokens_per_sequence: seqTokens,
-    cpu_ms_per_rollout_median: median(cpuUs) / 1000 / GROUP_SIZE,
-    cpu_ms_per_rollout_p90: percentile(cpuUs, 90) / 1000 / GROUP_SIZE,
+    /** Env side: collect + postprocess + send validation + JSON.stringify of the POST body. */
+    cpu_ms_per_rollout_median: perRollout(median(envUs)),
+    cpu_ms_per_rollout_p90: perRollout(percentile(envUs, 90)),
+    /** Env side + gzip + idempotency hash (the rest of submitGroups before the POST). */
+    cpu_ms_per_rollout_with_submit_encoding_median: perRollout(median(withEncodeUs)),
+    /** Env side + the API's validateGroup + canonicalGroupJson (server CPU, see bench:api). */
+    cpu_ms_per_rollout_env_plus_api_median: perRollout(median(withApiUs)),
     wall_ms_per_rollout_median: median(wallMs) / GROUP_SIZE,
   };
 }

@@ -29,3 +29,13 @@ export function runOf(c: AppContext): string {
 export function coordinator(c: AppContext, run: string) {
   return c.env.RUN_COORDINATOR.get(c.env.RUN_COORDINATOR.idFromName(run));
 }
+
+/** `waitUntil` of this request, where the runtime provides one (work that must outlive a disconnect). */
+export function keepAliveOf(c: AppContext): ((work: Promise<unknown>) => void) | undefined {
+  try {
+    const ctx = c.executionCtx;
+    return (work) => ctx.waitUntil(work);
+  } catch {
+    return undefined; // no ExecutionContext (e.g. app.request in a unit test)
+  }
+}

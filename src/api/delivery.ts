@@ -6,14 +6,14 @@
 import { canonicalGroupJson } from "../core/canonical-group";
 import { scoredDataSchema } from "../core/schemas";
 import type { Bindings } from "./bindings";
-import type { LeasedGroupRef } from "./run-coordinator";
+import type { LeasedGroupRef } from "./storage/payloads";
 import { getPayloadBytes } from "./storage/payloads";
 
 const encoder = new TextEncoder();
 const decoder = new TextDecoder();
 
 export async function canonicalPayload(env: Bindings, ref: LeasedGroupRef): Promise<string> {
-  const bytes = await getPayloadBytes(env.PAYLOADS, ref.payloadKey, ref.payloadEncoding);
+  const bytes = await getPayloadBytes(env.PAYLOADS, ref.payload);
   const parsed = scoredDataSchema.parse(JSON.parse(decoder.decode(bytes)));
   return canonicalGroupJson(parsed, ref.envId);
 }

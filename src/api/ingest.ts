@@ -3,6 +3,8 @@
  * statement that also dedupes retries, picks the buffered/queued state and stamps the policy
  * version. A 200 is only sent after both writes, so an acknowledged group survives any restart.
  */
+
+import { GroupCommit } from "../core/group-commit";
 import { checkGroupShape, groupStats } from "../core/group-stats";
 import { type ScoredDataInput, scoredDataListSchema, scoredDataSchema } from "../core/schemas";
 import { summarizeDetails, toValidationDetails, type ValidationDetail } from "../core/validation";
@@ -70,13 +72,13 @@ export async function sha256Hex(bytes: Uint8Array<ArrayBuffer>): Promise<string>
 const INSERT_GROUP = `
 INSERT INTO groups (run, env_id, status, num_seqs, total_tokens, completion_tokens, score_mean,
   score_min, score_max, scores_json, policy_version, payload_key, payload_encoding, payload_bytes,
-  content_hash, created_at, queued_at)
+  content_hash, created_at, queued_at, payload_offset)
 SELECT ?1, ?2,
   CASE WHEN ?2 IS NOT NULL AND ?3 < (SELECT group_size FROM envs WHERE run = ?1 AND env_id = ?2)
     THEN 'buffered' ELSE 'queued' END,
   ?3, ?4, ?5, ?6, ?7, ?8, ?9,
   COALESCE(?10, (SELECT policy_version FROM runs WHERE name = ?1), 0),
-  ?11, ?12, ?13, ?14, ?15, ?15
+  ?11, ?12, ?13, ?14, ?15, ?15, ?18
 WHERE (?2 IS NULL OR EXISTS (SELECT 1 FROM envs WHERE run = ?1 AND env_id = ?2))
   AND NOT EXISTS (SELECT 1 FROM groups WHERE run = ?1 AND content_hash = ?14 AND created_at > ?16)
   AND (?17 IS NULL OR NOT EXISTS (SELECT 1 FROM idempotency_keys WHERE run = ?1 AND key = ?17))
@@ -93,14 +95,120 @@ ON CONFLICT (run, key) DO NOTHING`;
 const TOUCH_ENV =
   "UPDATE envs SET last_seen_at = ?3 WHERE run = ?1 AND env_id = ?2 AND last_seen_at < ?3 - 5000";
 
+interface StoredRow {
+  id: number;
+  status: "queued" | "buffered";
+}
+
+/** One item's fate in a commit: its new row (null: not inserted) and the commit's timings. */
+interface CommittedItem {
+  row: StoredRow | null;
+  r2Ms: number;
+  d1Ms: number;
+}
+
+// Bounds one commit: memory (payloads are held until written) and D1 batch size.
+const COMMIT_MAX_ITEMS = 64;
+const COMMIT_MAX_BYTES = 16 * 1024 * 1024;
+
+/**
+ * Writes the items of every submission in the commit: their payloads concatenated into ONE R2
+ * object (each row records its offset and length), then ONE D1 batch (a transaction) with every
+ * insert. Nothing is acknowledged before both writes, so a 200 still means durable.
+ */
+async function writeCommit(env: Bindings, run: string, items: IngestItem[]) {
+  const now = Date.now();
+  const dedupeCutoff = now - numberVar(env.DEDUPE_WINDOW_SECONDS, 900) * 1000;
+  const key = payloadKey(run);
+  const offsets: number[] = [];
+  let size = 0;
+  for (const item of items) {
+    offsets.push(size);
+    size += item.payload.byteLength;
+  }
+  const r2Started = performance.now();
+  await putPayload(
+    env.PAYLOADS,
+    key,
+    items.length === 1 ? items[0]!.payload : items.map((i) => i.payload),
+  );
+  const r2Ms = performance.now() - r2Started;
+
+  const statements: D1PreparedStatement[] = [];
+  const insertAt: number[] = [];
+  for (const [i, item] of items.entries()) {
+    const stats = groupStats(item.group);
+    insertAt.push(statements.length);
+    statements.push(
+      env.DB.prepare(INSERT_GROUP).bind(
+        run,
+        item.group.env_id ?? null,
+        stats.numSeqs,
+        stats.totalTokens,
+        stats.completionTokens,
+        stats.scoreMean,
+        stats.scoreMin,
+        stats.scoreMax,
+        JSON.stringify(item.group.scores),
+        item.group.policy_version ?? null,
+        key,
+        item.encoding,
+        item.payload.byteLength,
+        item.contentHash,
+        now,
+        dedupeCutoff,
+        item.idempotencyKey ?? null,
+        offsets[i]!,
+      ),
+    );
+    if (item.idempotencyKey !== undefined) {
+      statements.push(
+        env.DB.prepare(RECORD_ITEM_KEY).bind(run, item.idempotencyKey, item.contentHash, now),
+      );
+    }
+  }
+  const touched = new Set(
+    items.map((it) => it.group.env_id).filter((e) => e !== null && e !== undefined),
+  );
+  for (const envId of touched) statements.push(env.DB.prepare(TOUCH_ENV).bind(run, envId, now));
+  const d1Started = performance.now();
+  const results = await env.DB.batch<StoredRow>(statements);
+  const d1Ms = performance.now() - d1Started;
+  const rows = items.map((_, i) => results[insertAt[i]!]?.results[0] ?? null);
+  // Duplicates and unknown envs insert nothing; an object nobody references is removed.
+  if (rows.every((row) => row === null)) await env.PAYLOADS.delete(key);
+  return rows.map((row): CommittedItem => ({ row, r2Ms, d1Ms }));
+}
+
+// One group commit per run per isolate (keyed by the D1 binding, so separate test environments
+// never share one).
+const commits = new WeakMap<object, Map<string, GroupCommit<IngestItem, CommittedItem>>>();
+
+function groupCommitFor(env: Bindings, run: string): GroupCommit<IngestItem, CommittedItem> {
+  let byRun = commits.get(env.DB);
+  if (!byRun) {
+    byRun = new Map();
+    commits.set(env.DB, byRun);
+  }
+  let commit = byRun.get(run);
+  if (!commit) {
+    commit = new GroupCommit<IngestItem, CommittedItem>({
+      maxItems: COMMIT_MAX_ITEMS,
+      maxBytes: COMMIT_MAX_BYTES,
+      sizeOf: (item) => item.payload.byteLength,
+    });
+    byRun.set(run, commit);
+  }
+  return commit;
+}
+
 export async function ingestGroups(
   env: Bindings,
   run: string,
   items: IngestItem[],
   timings: Timings = new Timings(),
+  keepAlive?: (work: Promise<unknown>) => void,
 ): Promise<IngestOutcome[]> {
-  const now = Date.now();
-  const dedupeCutoff = now - numberVar(env.DEDUPE_WINDOW_SECONDS, 900) * 1000;
   for (const [i, item] of items.entries()) {
     const envId = item.group.env_id ?? null;
     if (envId !== null && envId < 0) {
@@ -115,64 +223,31 @@ export async function ingestGroups(
     }
   }
   if (items.length > 1) await requireRegisteredEnvs(env, run, items);
-  const keys = items.map(() => payloadKey(run));
-  await timings.measure("r2", () =>
-    Promise.all(
-      items.map((item, i) => putPayload(env.PAYLOADS, keys[i]!, item.payload, item.encoding)),
+  const { results, info } = await timings.measure("commit", () =>
+    groupCommitFor(env, run).submit(
+      items,
+      // A leader writes with its own request's bindings: they are bound to its I/O context.
+      (all) => writeCommit(env, run, all),
+      keepAlive,
     ),
   );
-
-  const statements: D1PreparedStatement[] = [];
-  const insertAt: number[] = [];
-  for (const [i, item] of items.entries()) {
-    const stats = groupStats(item.group);
-    const envId = item.group.env_id ?? null;
-    insertAt.push(statements.length);
-    statements.push(
-      env.DB.prepare(INSERT_GROUP).bind(
-        run,
-        envId,
-        stats.numSeqs,
-        stats.totalTokens,
-        stats.completionTokens,
-        stats.scoreMean,
-        stats.scoreMin,
-        stats.scoreMax,
-        JSON.stringify(item.group.scores),
-        item.group.policy_version ?? null,
-        keys[i]!,
-        item.encoding,
-        item.payload.byteLength,
-        item.contentHash,
-        now,
-        dedupeCutoff,
-        item.idempotencyKey ?? null,
-      ),
-    );
-    if (item.idempotencyKey !== undefined) {
-      statements.push(
-        env.DB.prepare(RECORD_ITEM_KEY).bind(run, item.idempotencyKey, item.contentHash, now),
-      );
-    }
-  }
-  const touched = new Set(
-    items.map((it) => it.group.env_id).filter((e) => e !== null && e !== undefined),
+  // The commit may have been shared: say with how many, and what its two writes cost.
+  timings.describe(
+    "commit",
+    `${info.items} group${info.items === 1 ? "" : "s"} from ${info.submissions} request${info.submissions === 1 ? "" : "s"}`,
   );
-  for (const envId of touched) statements.push(env.DB.prepare(TOUCH_ENV).bind(run, envId, now));
-  const results = await timings.measure("d1", () =>
-    env.DB.batch<{ id: number; status: "queued" | "buffered" }>(statements),
-  );
+  timings.record("r2", results[0]!.r2Ms);
+  timings.record("d1", results[0]!.d1Ms);
 
+  const dedupeCutoff = Date.now() - numberVar(env.DEDUPE_WINDOW_SECONDS, 900) * 1000;
   const outcomes: IngestOutcome[] = [];
-  const orphaned: string[] = [];
   for (const [i, item] of items.entries()) {
     const envId = item.group.env_id ?? null;
-    const row = results[insertAt[i]!]?.results[0];
+    const row = results[i]!.row;
     if (row) {
       outcomes.push({ groupId: row.id, status: row.status, duplicate: false, envId });
       continue;
     }
-    orphaned.push(keys[i]!);
     if (item.idempotencyKey !== undefined) {
       const used = await env.DB.prepare(
         "SELECT response FROM idempotency_keys WHERE run = ?1 AND key = ?2",
@@ -199,7 +274,6 @@ export async function ingestGroups(
       });
       continue;
     }
-    await env.PAYLOADS.delete(orphaned);
     fail([
       {
         type: "value_error",
@@ -209,7 +283,6 @@ export async function ingestGroups(
       },
     ]);
   }
-  if (orphaned.length) await env.PAYLOADS.delete(orphaned);
   return outcomes;
 }
 

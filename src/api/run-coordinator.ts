@@ -16,17 +16,16 @@ import { earliestExactSubset } from "../core/subset-sum";
 import { randomUuid128Digits } from "../core/uuid128";
 import { type Bindings, numberVar } from "./bindings";
 import { type RpcResult, rpcError } from "./errors";
-import { deletePayloadPrefix } from "./storage/payloads";
+import {
+  deletePayloadPrefix,
+  GROUP_REF_COLUMNS,
+  type GroupRefRow,
+  groupRef,
+  type LeasedGroupRef,
+} from "./storage/payloads";
 import { getRun, isEnvActive, listEnvs, type RunRow } from "./storage/runs";
 
-export interface LeasedGroupRef {
-  id: number;
-  envId: number | null;
-  payloadKey: string;
-  payloadEncoding: "identity" | "gzip";
-  policyVersion: number;
-  numSeqs: number;
-}
+export type { LeasedGroupRef };
 
 export type LeaseOutcome =
   | {
@@ -302,26 +301,12 @@ export class RunCoordinator extends DurableObject<Bindings> {
   private async groupRefs(ids: number[]): Promise<LeasedGroupRef[]> {
     const { results } = await this.db
       .prepare(
-        `SELECT id, env_id, payload_key, payload_encoding, policy_version, num_seqs FROM groups
+        `SELECT ${GROUP_REF_COLUMNS} FROM groups
          WHERE id IN (SELECT value FROM json_each(?1)) ORDER BY id`,
       )
       .bind(JSON.stringify(ids))
-      .all<{
-        id: number;
-        env_id: number | null;
-        payload_key: string;
-        payload_encoding: "identity" | "gzip";
-        policy_version: number;
-        num_seqs: number;
-      }>();
-    return results.map((r) => ({
-      id: r.id,
-      envId: r.env_id,
-      payloadKey: r.payload_key,
-      payloadEncoding: r.payload_encoding,
-      policyVersion: r.policy_version,
-      numSeqs: r.num_seqs,
-    }));
+      .all<GroupRefRow>();
+    return results.map(groupRef);
   }
 
   /** Call with the run row read under the same exclusive section. */

@@ -250,8 +250,10 @@ describe("Atropos wire compatibility", () => {
     });
     expect(res.status).toBe(200);
     expect(res.headers.get("x-request-id")).toBe("req-42");
-    const phases = (res.headers.get("server-timing") ?? "").split(", ").map((p) => p.split(";")[0]);
-    expect(phases).toEqual(["read", "hash", "parse", "validate", "r2", "d1"]);
+    const header = res.headers.get("server-timing") ?? "";
+    const phases = header.split(", ").map((p) => p.split(";")[0]);
+    expect(phases).toEqual(["read", "hash", "parse", "validate", "commit", "r2", "d1"]);
+    expect(header).toMatch(/commit;dur=[\d.]+;desc="1 group from 1 request"/);
   });
 
   it("gzips large responses when the client accepts gzip", async () => {

@@ -9,11 +9,12 @@ import { registerResponseJson } from "../../core/uuid128";
 import { summarizeDetails, toValidationDetails } from "../../core/validation";
 import { numberVar } from "../bindings";
 import { parseJson, readBody } from "../body";
-import { type AppContext, type AppEnv, coordinator, runOf } from "../context";
+import { type AppContext, type AppEnv, coordinator, keepAliveOf, runOf } from "../context";
 import { canonicalPayload, streamGroups } from "../delivery";
 import { ApiError, unwrapRpc } from "../errors";
 import { ingestGroups, sha256Hex, validateGroup, validateGroupList } from "../ingest";
 import { findAnswer, storeAnswer, validIdempotencyKey } from "../storage/idempotency";
+import { GROUP_REF_COLUMNS, type GroupRefRow, groupRef } from "../storage/payloads";
 import { getRun, queueCounts } from "../storage/runs";
 import { statusForEnv } from "../storage/status";
 
@@ -125,18 +126,11 @@ atroposRoutes.get("/batch", async (c) => {
 atroposRoutes.get("/latest_example", async (c) => {
   const run = runOf(c);
   const row = await c.env.DB.prepare(
-    `SELECT id, env_id, payload_key, payload_encoding, policy_version, num_seqs FROM groups
+    `SELECT ${GROUP_REF_COLUMNS} FROM groups
      WHERE run = ?1 AND status <> 'buffered' ORDER BY COALESCE(queued_at, created_at) DESC, id DESC LIMIT 1`,
   )
     .bind(run)
-    .first<{
-      id: number;
-      env_id: number | null;
-      payload_key: string;
-      payload_encoding: "identity" | "gzip";
-      policy_version: number;
-      num_seqs: number;
-    }>();
+    .first<GroupRefRow>();
   if (!row) {
     return c.json({
       tokens: [],
@@ -150,16 +144,7 @@ atroposRoutes.get("/latest_example", async (c) => {
       images: [],
     });
   }
-  return rawJson(
-    await canonicalPayload(c.env, {
-      id: row.id,
-      envId: row.env_id,
-      payloadKey: row.payload_key,
-      payloadEncoding: row.payload_encoding,
-      policyVersion: row.policy_version,
-      numSeqs: row.num_seqs,
-    }),
-  );
+  return rawJson(await canonicalPayload(c.env, groupRef(row)));
 });
 
 atroposRoutes.post("/scored_data", async (c) => {
@@ -182,6 +167,7 @@ atroposRoutes.post("/scored_data", async (c) => {
         },
       ],
       timings,
+      keepAliveOf(c),
     );
     if (outcome!.status !== "buffered") return { status: "received" };
     const { bufferedSequences } = await coordinator(c, run).releaseBuffered(run, outcome!.envId!);
@@ -208,7 +194,9 @@ atroposRoutes.post("/scored_data_list", async (c) => {
         };
       }),
     );
-    const outcomes = items.length ? await ingestGroups(c.env, run, items) : [];
+    const outcomes = items.length
+      ? await ingestGroups(c.env, run, items, c.get("timings"), keepAliveOf(c))
+      : [];
     const bufferedEnvs = [
       ...new Set(outcomes.filter((o) => o.status === "buffered").map((o) => o.envId!)),
     ];

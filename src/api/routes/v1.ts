@@ -17,6 +17,7 @@ import { parseJson, readBody } from "../body";
 import { type AppContext, type AppEnv, coordinator, runOf } from "../context";
 import { canonicalPayload, streamGroups } from "../delivery";
 import { ApiError, unwrapRpc } from "../errors";
+import { type GroupRefRow, groupRef } from "../storage/payloads";
 import { envStatus, getRun, listEnvs, queueCounts } from "../storage/runs";
 import { jsonBody } from "./atropos";
 
@@ -389,28 +390,13 @@ v1Routes.get("/runs/:run/groups/:id", async (c) => {
   const run = runOf(c);
   const id = intParam(c, "id");
   const row = await c.env.DB.prepare(
-    `SELECT ${GROUP_COLUMNS}, g.payload_key, g.payload_encoding ${GROUP_JOINS} WHERE g.run = ?1 AND g.id = ?2`,
+    `SELECT ${GROUP_COLUMNS}, g.payload_key, g.payload_encoding, g.payload_offset, g.payload_bytes ${GROUP_JOINS} WHERE g.run = ?1 AND g.id = ?2`,
   )
     .bind(run, id)
-    .first<
-      Record<string, unknown> & {
-        payload_key: string;
-        payload_encoding: "identity" | "gzip";
-        env_id: number | null;
-        policy_version: number;
-        num_seqs: number;
-      }
-    >();
+    .first<Record<string, unknown> & GroupRefRow>();
   if (!row) throw new ApiError("NOT_FOUND", `group ${id} does not exist in run '${run}'`);
-  const { payload_key, payload_encoding, ...meta } = row;
-  const payload = await canonicalPayload(c.env, {
-    id,
-    envId: row.env_id,
-    payloadKey: payload_key,
-    payloadEncoding: payload_encoding,
-    policyVersion: row.policy_version,
-    numSeqs: row.num_seqs,
-  });
+  const { payload_key, payload_encoding, payload_offset, payload_bytes, ...meta } = row;
+  const payload = await canonicalPayload(c.env, groupRef(row));
   return new Response(`{"group":${JSON.stringify(meta)},"payload":${payload},"token_texts":null}`, {
     headers: { "content-type": "application/json" },
   });

@@ -1,29 +1,77 @@
 /**
  * Group payload bytes in R2. A payload is the group's JSON exactly as the env sent it (gzip
- * bodies are kept compressed): ingest never re-serialises, and delivery canonicalises.
+ * bodies are kept compressed): ingest never re-serialises, and delivery canonicalises. Groups
+ * committed together share one object; each row records its payload's offset and length.
  */
 export function payloadKey(run: string): string {
   return `runs/${run}/groups/${crypto.randomUUID()}`;
 }
 
+/** Where one group's bytes are: a byte range of an R2 object, and how they are encoded. */
+export interface PayloadLocation {
+  key: string;
+  offset: number;
+  length: number;
+  encoding: "identity" | "gzip";
+}
+
+/** A group as delivery needs it: where its payload is, plus what the batch header reports. */
+export interface LeasedGroupRef {
+  id: number;
+  envId: number | null;
+  payload: PayloadLocation;
+  policyVersion: number;
+  numSeqs: number;
+}
+
+/** The groups-table columns a `LeasedGroupRef` is built from (SELECT … FROM groups). */
+export const GROUP_REF_COLUMNS =
+  "id, env_id, payload_key, payload_encoding, payload_offset, payload_bytes, policy_version, num_seqs";
+
+export interface GroupRefRow {
+  id: number;
+  env_id: number | null;
+  payload_key: string;
+  payload_encoding: "identity" | "gzip";
+  payload_offset: number;
+  payload_bytes: number;
+  policy_version: number;
+  num_seqs: number;
+}
+
+export function groupRef(row: GroupRefRow): LeasedGroupRef {
+  return {
+    id: row.id,
+    envId: row.env_id,
+    payload: {
+      key: row.payload_key,
+      offset: row.payload_offset,
+      length: row.payload_bytes,
+      encoding: row.payload_encoding,
+    },
+    policyVersion: row.policy_version,
+    numSeqs: row.num_seqs,
+  };
+}
+
+/** Writes one object holding `parts` back to back (one payload, or a commit's payloads). */
 export async function putPayload(
   bucket: R2Bucket,
   key: string,
-  bytes: Uint8Array<ArrayBuffer>,
-  encoding: "identity" | "gzip",
+  parts: Uint8Array<ArrayBuffer> | Uint8Array<ArrayBuffer>[],
 ): Promise<void> {
-  await bucket.put(key, bytes, {
-    httpMetadata: { contentType: "application/json", contentEncoding: encoding },
+  await bucket.put(key, Array.isArray(parts) ? new Blob(parts) : parts, {
+    httpMetadata: { contentType: "application/octet-stream" },
   });
 }
 
 /** Returns the payload's JSON text bytes (inflated if stored compressed). */
 export async function getPayloadBytes(
   bucket: R2Bucket,
-  key: string,
-  encoding: "identity" | "gzip",
+  location: PayloadLocation,
 ): Promise<Uint8Array> {
-  const object = await bucket.get(key);
+  const { key, offset, length, encoding } = location;
+  const object = await bucket.get(key, { range: { offset, length } });
   if (!object) throw new Error(`payload ${key} is missing from R2`);
   if (encoding === "identity") return new Uint8Array(await object.arrayBuffer());
   const inflated = object.body.pipeThrough(new DecompressionStream("gzip"));

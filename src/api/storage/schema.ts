@@ -60,6 +60,8 @@ export const groups = sqliteTable(
     payloadKey: text("payload_key").notNull(),
     payloadEncoding: text("payload_encoding", { enum: ["identity", "gzip"] }).notNull(),
     payloadBytes: integer("payload_bytes").notNull(),
+    /** Byte offset in the R2 object: concurrent submissions share one object (group commit). */
+    payloadOffset: integer("payload_offset").notNull().default(0),
     contentHash: text("content_hash").notNull(),
     batchId: text("batch_id"),
     createdAt: integer("created_at").notNull(),

@@ -1,15 +1,16 @@
 import type { ChatMessage } from "../../core/group-types";
 import type { Tokenizer, ToolDefinition } from "../inference/types";
+import { ByteLevelDecodeTable, type ByteLevelSource } from "./byte-level-decode";
 import { ChatTemplate } from "./chat-template";
 
 /** The part of @lenml/tokenizers' PreTrainedTokenizer this wrapper relies on. */
-export interface LenmlTokenizer {
+export interface LenmlTokenizer extends ByteLevelSource {
   encode(text: string, options?: { add_special_tokens?: boolean }): number[];
   decode(
     ids: number[],
     options?: { skip_special_tokens?: boolean; clean_up_tokenization_spaces?: boolean },
   ): string;
-  model: { tokens_to_ids: Map<string, number> };
+  model: ByteLevelSource["model"] & { tokens_to_ids: Map<string, number> };
   all_special_ids: number[];
 }
 
@@ -33,6 +34,8 @@ export class PackagedTokenizer implements Tokenizer {
   readonly stopTokenIds: readonly number[];
   readonly specialTokenIds: ReadonlySet<number>;
   private readonly template: ChatTemplate;
+  /** Built on first decode (not at load: a Worker that never decodes pays nothing). */
+  private byteLevel: ByteLevelDecodeTable | null | undefined;
 
   constructor(
     private readonly inner: LenmlTokenizer,
@@ -61,9 +64,13 @@ export class PackagedTokenizer implements Tokenizer {
 
   decode(ids: number[], options: { skipSpecialTokens?: boolean } = {}): string {
     if (ids.length === 0) return "";
+    const skipSpecialTokens = options.skipSpecialTokens ?? false;
+    if (this.byteLevel === undefined) this.byteLevel = ByteLevelDecodeTable.from(this.inner);
+    const fast = this.byteLevel?.decode(ids, skipSpecialTokens);
+    if (fast !== undefined && fast !== null) return fast;
     // No whitespace clean-up: decode must be the exact inverse of what the server sampled.
     return this.inner.decode(ids, {
-      skip_special_tokens: options.skipSpecialTokens ?? false,
+      skip_special_tokens: skipSpecialTokens,
       clean_up_tokenization_spaces: false,
     });
   }

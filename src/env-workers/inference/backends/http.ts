@@ -51,9 +51,13 @@ function headers(apiKey: string | null | undefined, json: boolean): Record<strin
   return result;
 }
 
-async function readJson(response: Response, url: string): Promise<unknown> {
+async function readText(response: Response, url: string): Promise<string> {
   const text = await response.text(); // always consumes the body (Workers: 6 connections max)
   if (!response.ok) throw new InferenceHttpError(response.status, url, text);
+  return text;
+}
+
+export function parseJsonText(text: string, url: string): unknown {
   try {
     return JSON.parse(text) as unknown;
   } catch {
@@ -61,14 +65,23 @@ async function readJson(response: Response, url: string): Promise<unknown> {
   }
 }
 
-export async function postJson(ctx: RequestContext, url: string, body: unknown): Promise<unknown> {
+async function readJson(response: Response, url: string): Promise<unknown> {
+  return parseJsonText(await readText(response, url), url);
+}
+
+/** POST JSON; the 2xx answer's body as text (for callers that parse it themselves). */
+export async function postText(ctx: RequestContext, url: string, body: unknown): Promise<string> {
   const response = await ctx.fetch(url, {
     method: "POST",
     headers: headers(ctx.apiKey, true),
     body: JSON.stringify(body),
     signal: ctx.signal,
   });
-  return readJson(response, url);
+  return readText(response, url);
+}
+
+export async function postJson(ctx: RequestContext, url: string, body: unknown): Promise<unknown> {
+  return parseJsonText(await postText(ctx, url, body), url);
 }
 
 export async function getJson(ctx: RequestContext, url: string): Promise<unknown> {

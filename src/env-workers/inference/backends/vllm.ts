@@ -11,7 +11,9 @@ import {
   asRecord,
   flattenFinishReason,
   InferenceProtocolError,
+  parseJsonText,
   postJson,
+  postText,
   probe,
   type RequestContext,
   rootUrl,
@@ -20,6 +22,7 @@ import {
 import { OpenAICompatibleText } from "./openai";
 import { samplingParams } from "./sampling";
 import type { BackendDeps, CallOptions, InferenceBackend, TokenGenerationRequest } from "./types";
+import { scanVllmGenerateBody } from "./vllm-generate-scan";
 
 /**
  * vLLM. Text calls use its OpenAI-compatible routes. Token calls use either Atropos' custom
@@ -67,12 +70,9 @@ export class VLLMBackend implements InferenceBackend {
       );
       return parseVllmOpenAIResponse(raw, request.inputIds);
     }
-    const raw = await postJson(
-      ctx,
-      `${rootUrl(config.base_url)}/generate`,
-      buildVllmGenerateRequest(request),
-    );
-    return parseVllmGenerateResponse(raw, request.inputIds);
+    const url = `${rootUrl(config.base_url)}/generate`;
+    const text = await postText(ctx, url, buildVllmGenerateRequest(request));
+    return parseVllmGenerateText(text, request.inputIds, url);
   }
 
   healthCheck(options: CallOptions = {}): Promise<boolean> {
@@ -90,6 +90,26 @@ export function buildVllmGenerateRequest(request: TokenGenerationRequest): Recor
     prompt: { prompt_token_ids: request.inputIds },
     logprobs: 0,
     ...samplingParams(request),
+  };
+}
+
+/**
+ * The `/generate` answer as text: the single-pass scanner when the body has the usual shape,
+ * else JSON.parse + parseVllmGenerateResponse (same result, same errors).
+ */
+export function parseVllmGenerateText(
+  text: string,
+  promptTokens: number[],
+  url: string,
+): TokensAndLogprobs {
+  const scanned = scanVllmGenerateBody(text);
+  if (!scanned) return parseVllmGenerateResponse(parseJsonText(text, url), promptTokens);
+  const finishReasons = Array.isArray(scanned.finishReasons) ? scanned.finishReasons : [];
+  return {
+    promptTokens,
+    outputTokens: scanned.outputTokens,
+    outputLogprobs: scanned.outputLogprobs,
+    finishReasons: scanned.outputTokens.map((_, i) => flattenFinishReason(finishReasons[i])),
   };
 }
 

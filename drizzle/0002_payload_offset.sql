@@ -1,0 +1,1 @@
+ALTER TABLE `groups` ADD `payload_offset` integer DEFAULT 0 NOT NULL;
