@@ -29,10 +29,18 @@ const FLOAT_KEYS = new Set<string>([
 
 /** JSON for an array (of any depth) of floats, integral values written with a `.0`. */
 export function floatArrayJson(value: unknown): string {
-  const json = JSON.stringify(value);
-  // Integral numbers in a float array are written by JS without a fraction; only those tokens
-  // consist of bare digits between separators (1e21 and 0.5 contain other characters).
-  return json.replace(/(?<=[[,])(-?\d+)(?=[\],])/g, "$1.0");
+  if (!Array.isArray(value)) return floatJson(value);
+  // One pass building the pieces (cheaper than stringify + a regex over ~1 MB per group).
+  const parts = new Array<string>(value.length);
+  for (let i = 0; i < value.length; i++) parts[i] = floatArrayJson(value[i]);
+  return `[${parts.join(",")}]`;
+}
+
+function floatJson(value: unknown): string {
+  if (typeof value !== "number") return JSON.stringify(value) ?? "null";
+  if (!Number.isFinite(value)) return "null";
+  // Python writes floats with a fraction (1.0); JS would write 1. 1e21 and up are exponent form.
+  return Number.isInteger(value) && Math.abs(value) < 1e21 ? `${value}.0` : `${value}`;
 }
 
 /**

@@ -104,6 +104,28 @@ describe("wire encodings", () => {
     expect(floatArrayJson([[1, 2], [3.25]])).toBe("[[1.0,2.0],[3.25]]");
   });
 
+  it("writes floats exactly as stringify + 'integral gets .0' would, for random arrays", () => {
+    // The previous implementation, kept as the oracle.
+    const oracle = (v: unknown) => JSON.stringify(v).replace(/(?<=[[,])(-?\d+)(?=[\],])/g, "$1.0");
+    let seed = 7;
+    const next = () => {
+      seed = (seed * 1103515245 + 12345) % 2 ** 31;
+      return seed / 2 ** 31;
+    };
+    const pick = [1, -1, 0, -0, 1e21, -1e22, 1e-7, 123456789, 0.1 + 0.2, -2.5e-300, 1e300];
+    for (let round = 0; round < 200; round++) {
+      const rows = Array.from({ length: 1 + Math.floor(next() * 4) }, () =>
+        Array.from({ length: Math.floor(next() * 30) }, () =>
+          next() < 0.3
+            ? pick[Math.floor(next() * pick.length)]!
+            : (next() - 0.5) * 10 ** (next() * 8),
+        ),
+      );
+      expect(floatArrayJson(rows)).toBe(oracle(rows));
+      expect(floatArrayJson(rows[0])).toBe(oracle(rows[0]));
+    }
+  });
+
   it("emits exactly the 14 Atropos keys with nulls, taking env_id from the record", () => {
     const json = canonicalGroupJson({ tokens: [[1]], masks: [[1]], scores: [1], env_id: 5 }, 2);
     const parsed = JSON.parse(json);
