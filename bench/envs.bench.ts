@@ -12,10 +12,10 @@
  *     - API: the server's schema validation + canonical JSON (the Worker's CPU, also in
  *       bench:api), reported as env side + this.
  *     Reported per rollout (group ÷ group_size), median of N groups.
- * (b) Pipeline efficiency: the Node serve runtime (`serveEnv`) against a real `wrangler dev`
+ * (b) Pipeline efficiency: the Node serve runtime (`serveEnv`) against a real `npm run dev`
  *     (scripts/dev.mjs: API, D1, R2) and the inference simulator over HTTP with fixed latency,
- *     a trainer leasing and acking batches meanwhile. Efficiency = groups/s ÷ (cap / latency),
- *     one simulator request per group (n = group_size in one request).
+ *     a trainer leasing and acking batches meanwhile. One simulator request per group
+ *     (n = group_size). Efficiency = rollouts/s ÷ (rollouts in flight at the cap / latency).
  *
  * Prints a table and, last, one JSON line.
  */
@@ -179,12 +179,15 @@ async function freePort(): Promise<number> {
 
 interface PipelineResult {
   poll_interval_ms: number;
-  in_flight_cap: number;
+  /** max_num_workers: groups in flight, each one simulator request with n = group_size. */
+  in_flight_groups: number;
+  /** Rollouts (trajectories) in flight at the cap: in_flight_groups × group_size. */
+  in_flight_rollouts: number;
   latency_ms: number;
-  ideal_groups_per_s: number;
+  ideal_rollouts_per_s: number;
   groups: number;
   seconds: number;
-  groups_per_s: number;
+  rollouts_per_s: number;
   efficiency: number;
   mean_sim_in_flight: number;
   /** Non-2xx answers to POST /scored_data by status (the runtime does not resubmit them). */
@@ -197,7 +200,14 @@ async function measurePipeline(
   run: string,
   simUrl: string,
   simInFlight: () => number,
-  opts: { cap: number; latencyMs: number; pollMs: number; warmupS: number; measureS: number },
+  opts: {
+    capGroups: number;
+    groupSize: number;
+    latencyMs: number;
+    pollMs: number;
+    warmupS: number;
+    measureS: number;
+  },
 ): Promise<PipelineResult> {
   const post = (path: string, body: unknown) =>
     fetch(`${url}${path}`, {
@@ -237,8 +247,8 @@ async function measurePipeline(
   );
   const env = getEnvDefinition("gsm8k_lite").create(
     {
-      group_size: 4,
-      max_num_workers: opts.cap,
+      group_size: opts.groupSize,
+      max_num_workers: opts.capGroups,
       // Generous, so the trainer never throttles the env (≤0 would mean zero workers: see report).
       max_batches_offpolicy: 50,
       max_token_length: 512,
@@ -288,16 +298,17 @@ async function measurePipeline(
   abort.abort();
   await serving;
   await trainer;
-  const ideal = opts.cap / (opts.latencyMs / 1000);
-  const rate = measured / seconds;
+  const ideal = (opts.capGroups * opts.groupSize) / (opts.latencyMs / 1000);
+  const rate = (measured * opts.groupSize) / seconds;
   return {
     poll_interval_ms: opts.pollMs,
-    in_flight_cap: opts.cap,
+    in_flight_groups: opts.capGroups,
+    in_flight_rollouts: opts.capGroups * opts.groupSize,
     latency_ms: opts.latencyMs,
-    ideal_groups_per_s: ideal,
+    ideal_rollouts_per_s: ideal,
     groups: measured,
     seconds,
-    groups_per_s: rate,
+    rollouts_per_s: rate,
     efficiency: rate / ideal,
     mean_sim_in_flight:
       inFlightSamples.reduce((a, b) => a + b, 0) / Math.max(1, inFlightSamples.length),
@@ -316,9 +327,9 @@ async function main() {
     return;
   }
 
-  console.log("bench:envs — (b) pipeline efficiency: serveEnv → wrangler dev, simulator over HTTP");
+  console.log("bench:envs — (b) pipeline efficiency: serveEnv → npm run dev, simulator over HTTP");
   const LATENCY_MS = 100;
-  const CAP = 20;
+  const GROUP_SIZE_B = 4;
   const sim = await startSimulator({
     port: 0,
     seed: 3,
@@ -332,17 +343,20 @@ async function main() {
   });
   const pipeline: PipelineResult[] = [];
   try {
-    for (const pollMs of [100, 10]) {
+    // 5 groups × 4 = 20 rollouts in flight at 100 ms: the issue's ideal of 200 rollouts/s.
+    // 20 groups (800 rollouts/s ideal) shows where this machine saturates.
+    for (const capGroups of [5, 20]) {
       pipeline.push(
         await measurePipeline(
           dev.url,
-          `bench-poll-${pollMs}`,
+          `bench-cap-${capGroups}`,
           sim.url,
           () => sim.stats().inFlight,
           {
-            cap: CAP,
+            capGroups,
+            groupSize: GROUP_SIZE_B,
             latencyMs: LATENCY_MS,
-            pollMs,
+            pollMs: 100,
             warmupS: 4,
             measureS: 15,
           },

@@ -134,14 +134,23 @@ export async function startSimulator(options: SimulatorOptions = {}): Promise<Si
     const requestNumber = stats.generationRequests++;
     const fault = faultFor(requestNumber, faults);
     if (fault) stats.faults[fault]++;
+    const started = performance.now();
     const raw = await readBody(req);
+    // The answer is computed first and sent when the configured latency has passed since the
+    // request arrived: latency is the total time, as a client sees from a real server.
+    const answer = answerFor(handler, raw);
     const jitter = jitterMs > 0 ? seededRng(seed, "latency", requestNumber)() * jitterMs : 0;
-    await wait(latencyMs + jitter + (fault === "slow" ? (faults.slowMs ?? 500) : 0));
+    const delay = latencyMs + jitter + (fault === "slow" ? (faults.slowMs ?? 500) : 0);
+    await wait(delay - (performance.now() - started));
     if (closing) return;
     if (fault === "timeout") return; // hold the connection until the client gives up
     if (fault === "error")
       return send(res, 500, errorBody("simulated server fault", "server_error", 500));
+    if (answer.status === 200 && fault === "truncate") return sendTruncated(res, answer.body);
+    send(res, answer.status, answer.body);
+  }
 
+  function answerFor(handler: Handler, raw: string): { status: number; body: Body | Body[] } {
     let body: Body;
     try {
       const parsed = JSON.parse(raw) as unknown;
@@ -149,26 +158,16 @@ export async function startSimulator(options: SimulatorOptions = {}): Promise<Si
         throw new BadRequest("body must be a JSON object");
       body = parsed as Body;
     } catch (error) {
-      return send(
-        res,
-        400,
-        errorBody(
-          error instanceof BadRequest ? error.message : "invalid JSON",
-          "invalid_request_error",
-          400,
-        ),
-      );
+      const message = error instanceof BadRequest ? error.message : "invalid JSON";
+      return { status: 400, body: errorBody(message, "invalid_request_error", 400) };
     }
-    let result: Body | Body[];
     try {
-      result = handler(protocol, body);
+      return { status: 200, body: handler(protocol, body) };
     } catch (error) {
       if (error instanceof BadRequest)
-        return send(res, 400, errorBody(error.message, "invalid_request_error", 400));
+        return { status: 400, body: errorBody(error.message, "invalid_request_error", 400) };
       throw error;
     }
-    if (fault === "truncate") return sendTruncated(res, result);
-    send(res, 200, result);
   }
 
   const server = createServer((req, res) => {

@@ -145,7 +145,30 @@ export async function serveEnv<Item extends JsonValue, Config extends BaseEnvCon
   let evalPromise: Promise<void> | null = null;
   let consecutiveErrors = 0;
   // Resolved when a worker finishes, so the loop refills its slot without waiting for the poll.
-  let wakeLoop: () => void = () => {};
+  let woke = false;
+  let wakeWaiter: (() => void) | null = null;
+  const wakeLoop = () => {
+    woke = true;
+    wakeWaiter?.();
+  };
+  // Groups being submitted after their worker gave its slot back (bounded by maxWorkers).
+  let submitting = 0;
+  let lastStatus: { status: EnvStatus; at: number } | null = null;
+  let refreshing = false;
+  /** Single-flight background /status-env; failures are left to the next timed poll. */
+  const refreshStatus = () => {
+    if (refreshing) return;
+    refreshing = true;
+    api
+      .statusEnv(envId, signal)
+      .then((fresh) => {
+        lastStatus = { status: fresh, at: now() };
+      })
+      .catch(() => {})
+      .finally(() => {
+        refreshing = false;
+      });
+  };
 
   const drop = (reason: string) => {
     summary.groupsDropped++;
@@ -189,10 +212,32 @@ export async function serveEnv<Item extends JsonValue, Config extends BaseEnvCon
       }
       if (valid.length === 0) return;
       const payload = valid.length === 1 ? valid[0]! : valid;
-      const res = await api.submitGroups(payload, envId, { signal });
-      emit({ type: "submitted", groups: valid.length, status: res.status, ok: res.ok });
-      if (res.ok) summary.groupsSubmitted += valid.length;
-      else summary.submitFailures++;
+      // The slot bounds generation, not the API round trip: give it back while submitting, unless
+      // as many submissions as slots are already pending (then the API is the bottleneck: wait).
+      const released = submitting < maxWorkers && running.delete(w.id);
+      if (released) {
+        submitting++;
+        wakeLoop();
+      }
+      try {
+        const res = await api.submitGroups(payload, envId, { signal });
+        emit({ type: "submitted", groups: valid.length, status: res.status, ok: res.ok });
+        if (res.ok) {
+          summary.groupsSubmitted += valid.length;
+          // Keep the cached status conservative until the next refresh: the queue only grew.
+          // (status-env counts groups of this env's size; a valid group is one of them.)
+          if (lastStatus) {
+            const s = lastStatus.status;
+            lastStatus.status = {
+              ...s,
+              queue_size: s.queue_size + valid.length,
+              self_queue_size: s.self_queue_size + valid.length,
+            };
+          }
+        } else summary.submitFailures++;
+      } finally {
+        if (released) submitting--;
+      }
     } catch (err) {
       if (w.cancelled || signal?.aborted) return;
       if (err instanceof DropGroupError) return drop(err.message);
@@ -233,9 +278,19 @@ export async function serveEnv<Item extends JsonValue, Config extends BaseEnvCon
         summary.exitReason = "max_loops";
         break;
       }
+      const wokenByWorker = woke;
+      woke = false;
       let status: EnvStatus;
       try {
-        status = await api.statusEnv(envId, signal);
+        if (wokenByWorker && lastStatus) {
+          // Woken by a finished worker: refill its slot now from the latest status, and refresh
+          // that status in the background once it is older than a poll interval.
+          status = lastStatus.status;
+          if (now() - lastStatus.at >= (options.pollIntervalMs ?? 100)) refreshStatus();
+        } else {
+          status = await api.statusEnv(envId, signal);
+          lastStatus = { status, at: now() };
+        }
         consecutiveErrors = 0;
       } catch (err) {
         if (signal?.aborted) break;
@@ -308,13 +363,20 @@ export async function serveEnv<Item extends JsonValue, Config extends BaseEnvCon
         summary.exitReason = "exhausted";
         break;
       }
-      const woken = new Promise<void>((resolve) => {
-        wakeLoop = resolve;
-      });
-      await Promise.race([
-        abortableSleep(options.pollIntervalMs ?? 100, signal).catch(() => {}),
-        woken,
-      ]);
+      // Sleep until the next poll, a finished worker (possibly already) or abort.
+      if (!woke) {
+        await new Promise<void>((resolve) => {
+          const done = () => {
+            clearTimeout(timer);
+            signal?.removeEventListener("abort", done);
+            wakeWaiter = null;
+            resolve();
+          };
+          const timer = setTimeout(done, options.pollIntervalMs ?? 100);
+          signal?.addEventListener("abort", done, { once: true });
+          wakeWaiter = done;
+        });
+      }
     }
   } finally {
     cancel([...running.values()]);
