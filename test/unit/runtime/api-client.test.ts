@@ -157,4 +157,43 @@ describe("serveEnv", () => {
     expect(queued).toBeGreaterThanOrEqual(8);
     expect(queued).toBeLessThanOrEqual(8 + 2 * 2);
   });
+
+  it("keeps generating while submissions are slow, with at most 2 × max_num_workers pending", async () => {
+    const { api } = await fake({ batchSize: 64 });
+    let pendingPosts = 0;
+    let maxPendingPosts = 0;
+    const client = new RolloutApiClient({
+      url: api.url,
+      token: "secret",
+      getWithBody: nodeGetWithBody,
+      // A slow API: every submission takes 150 ms.
+      fetch: async (input, init) => {
+        if (!String(input).includes("/scored_data")) return fetch(input, init);
+        pendingPosts++;
+        maxPendingPosts = Math.max(maxPendingPosts, pendingPosts);
+        await new Promise((r) => setTimeout(r, 150));
+        try {
+          return await fetch(input, init);
+        } finally {
+          pendingPosts--;
+        }
+      },
+    });
+    const tokenizer = new CharTokenizer();
+    const env = getEnvDefinition("letter_counting").create(
+      { group_size: 2, max_num_workers: 2, total_steps: 1000, max_batches_offpolicy: 100 },
+      new FakeInference(tokenizer),
+      tokenizer,
+    );
+    const controller = new AbortController();
+    const run = serveEnv(env, client, { pollIntervalMs: 5, signal: controller.signal });
+    await new Promise((r) => setTimeout(r, 1000));
+    controller.abort();
+    const summary = await run;
+    // Slots are freed once a group is generated: more submissions overlap than there are slots,
+    // but never more than twice as many (then workers wait for the API).
+    expect(maxPendingPosts).toBeGreaterThan(2);
+    expect(maxPendingPosts).toBeLessThanOrEqual(4);
+    expect(summary.groupsSubmitted).toBeGreaterThan(10);
+  });
 });
