@@ -4,7 +4,8 @@
  * Load generator for the rollout API under a real `npm run dev` (fresh state, loopback only):
  * C concurrent producers POST /scored_data (gzip as the Python env does) while a trainer pulls
  * batches with GET /batch; every sequence carries a unique id and must arrive exactly once.
- * Then measures batch formation as the queue grows to 20,000 mixed-size groups.
+ * Then measures batch formation as the queue grows to 20,000 mixed-size groups. Throughout, the API
+ * isolate's V8 heap is sampled over the inspector (the Workers limit is 128 MB per isolate).
  * Bounded: every loop has a count and the whole run a deadline.
  */
 import { mkdtempSync, writeFileSync } from "node:fs";
@@ -12,6 +13,7 @@ import { cpus, tmpdir } from "node:os";
 import { join } from "node:path";
 import { gzipSync } from "node:zlib";
 import { startDevProcess } from "../src/cli/dev-process";
+import { IsolateHeapSampler } from "./isolate-heap";
 
 const args = process.argv.slice(2);
 const quick = args.includes("--quick");
@@ -130,11 +132,27 @@ async function registerTrainer(url: string, maxTokenLen: number) {
   );
 }
 
-async function runWorkload(w: Workload) {
+/** The dev server plus a sampler of its API isolate's heap (128 MB is the Workers limit). */
+async function startMeasuredDev(prefix: string) {
+  const port = 18900 + Math.floor(Math.random() * 900);
   const dev = await startDevProcess({
-    port: 18900 + Math.floor(Math.random() * 900),
-    persistTo: mkdtempSync(join(stateRoot, "bench-api-")),
+    port,
+    persistTo: mkdtempSync(join(stateRoot, prefix)),
+    inspectorPort: port + 1000,
   });
+  const heap = await IsolateHeapSampler.start(port + 1000);
+  return {
+    dev,
+    heap,
+    stop: async () => {
+      heap.stop();
+      await dev.stop();
+    },
+  };
+}
+
+async function runWorkload(w: Workload) {
+  const { dev, heap, stop } = await startMeasuredDev("bench-api-");
   try {
     await registerTrainer(dev.url, w.tokens);
     const env = JSON.parse(
@@ -217,26 +235,25 @@ async function runWorkload(w: Workload) {
       missing,
       vs_atropos_ingest: w.groups / ingestS / ref[0],
       vs_atropos_e2e: delivered / e2eS / ref[1],
+      isolate_heap: heap.takePeak(),
     };
     if (duplicates || missing) throw new Error(`exactly-once violated: ${JSON.stringify(result)}`);
     return result;
   } finally {
-    await dev.stop();
+    await stop();
   }
 }
 
 /** Time to form a batch as the queue grows (mixed group sizes 1..16, short sequences). */
 async function queueDepthScan(depths: number[]) {
-  const dev = await startDevProcess({
-    port: 18900 + Math.floor(Math.random() * 900),
-    persistTo: mkdtempSync(join(stateRoot, "bench-depth-")),
-  });
+  const { dev, heap, stop } = await startMeasuredDev("bench-depth-");
   const rows: {
     queued_groups: number;
     lease_p50_ms: number;
     lease_p99_ms: number;
     formation_p50_ms: number | null;
     formation_p99_ms: number | null;
+    isolate_heap_max_mib: number;
   }[] = [];
   try {
     await registerTrainer(dev.url, 64);
@@ -258,6 +275,7 @@ async function queueDepthScan(depths: number[]) {
         queued += list.length;
       }
       const latencies: number[] = [];
+      heap.takePeak(); // the window covers the leases at this depth
       for (let i = 0; i < 15; i++) {
         const t0 = performance.now();
         const res = await fetch(`${dev.url}/v1/runs/default/batches/lease`, { method: "POST" });
@@ -277,13 +295,14 @@ async function queueDepthScan(depths: number[]) {
         lease_p99_ms: percentile(latencies, 99),
         formation_p50_ms: stats.batch_formation.p50_ms,
         formation_p99_ms: stats.batch_formation.p99_ms,
+        isolate_heap_max_mib: heap.takePeak().max_used_with_buffers_mib,
       });
       // Formation samples accumulate across depths; report the fresh ones per step.
       await post(`${dev.url}/v1/runs/default/policy`, JSON.stringify({ version: rows.length }));
     }
     return rows;
   } finally {
-    await dev.stop();
+    await stop();
   }
 }
 
@@ -305,6 +324,7 @@ async function main() {
       "/batch p50/p99 ms": `${r.batch_p50_ms.toFixed(1)} / ${r.batch_p99_ms.toFixed(1)}`,
       "× Atropos ingest / e2e": `${r.vs_atropos_ingest.toFixed(2)} / ${r.vs_atropos_e2e.toFixed(2)}`,
       "exactly once": `${r.delivered} delivered, ${r.duplicates} dup, ${r.missing} missing`,
+      "API isolate heap max MiB": `${r.isolate_heap.max_used_mib} (+ buffers: ${r.isolate_heap.max_used_with_buffers_mib})`,
     });
   }
   const depths = quick ? [500, 2000] : [1000, 5000, 20000];

@@ -23,6 +23,8 @@ export interface Bindings {
   MAX_INFLATED_BYTES?: string;
   ENV_STALE_SECONDS?: string;
   DEDUPE_WINDOW_SECONDS?: string;
+  /** Memory (MiB) that whole-group work (ingest parsing, delivery) may hold at once per isolate. */
+  MEMORY_BUDGET_MB?: string;
   /** Base URL env workers use to reach this API (defaults to the request origin). */
   PUBLIC_API_URL?: string;
 }

@@ -6,16 +6,20 @@
 import { canonicalGroupJson } from "../core/canonical-group";
 import { scoredDataSchema } from "../core/schemas";
 import type { Bindings } from "./bindings";
+import { memoryCost, withMemory } from "./memory-budget";
 import type { LeasedGroupRef } from "./storage/payloads";
 import { getPayloadBytes } from "./storage/payloads";
 
 const encoder = new TextEncoder();
 const decoder = new TextDecoder();
 
-export async function canonicalPayload(env: Bindings, ref: LeasedGroupRef): Promise<string> {
-  const bytes = await getPayloadBytes(env.PAYLOADS, ref.payload);
-  const parsed = scoredDataSchema.parse(JSON.parse(decoder.decode(bytes)));
-  return canonicalGroupJson(parsed, ref.envId);
+export function canonicalPayload(env: Bindings, ref: LeasedGroupRef): Promise<string> {
+  const cost = memoryCost(ref.payload.length, ref.payload.encoding === "gzip");
+  return withMemory(env, cost, async () => {
+    const bytes = await getPayloadBytes(env.PAYLOADS, ref.payload);
+    const parsed = scoredDataSchema.parse(JSON.parse(decoder.decode(bytes)));
+    return canonicalGroupJson(parsed, ref.envId);
+  });
 }
 
 /** `prefix` + comma-separated canonical groups + `suffix`, streamed. */

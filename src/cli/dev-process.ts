@@ -31,8 +31,11 @@ export async function startDevProcess(options: {
   startTimeoutMs?: number;
   /** Extra Worker vars (e.g. API_TOKEN), passed as `--var NAME:value`. */
   vars?: Record<string, string>;
+  /** Opens the Worker's inspector on this port (profilers, heap sampling). */
+  inspectorPort?: number;
 }): Promise<DevProcess> {
   const varArgs = Object.entries(options.vars ?? {}).flatMap(([k, v]) => ["--var", `${k}:${v}`]);
+  if (options.inspectorPort) varArgs.push("--inspector-port", String(options.inspectorPort));
   const child = spawn(
     process.execPath,
     [

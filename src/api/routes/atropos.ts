@@ -13,6 +13,7 @@ import { type AppContext, type AppEnv, coordinator, keepAliveOf, runOf } from ".
 import { canonicalPayload, streamGroups } from "../delivery";
 import { ApiError, unwrapRpc } from "../errors";
 import { ingestGroups, sha256Hex, validateGroup, validateGroupList } from "../ingest";
+import { requestMemoryCost, withMemory } from "../memory-budget";
 import { findAnswer, storeAnswer, validIdempotencyKey } from "../storage/idempotency";
 import { GROUP_REF_COLUMNS, type GroupRefRow, groupRef } from "../storage/payloads";
 import { getRun, queueCounts } from "../storage/runs";
@@ -147,74 +148,78 @@ atroposRoutes.get("/latest_example", async (c) => {
   return rawJson(await canonicalPayload(c.env, groupRef(row)));
 });
 
-atroposRoutes.post("/scored_data", async (c) => {
-  const run = runOf(c);
-  const timings = c.get("timings");
-  const body = await timings.measure("read", () => readBody(c.req.raw, bodyLimits(c)));
-  const hash = await timings.measure("hash", () => sha256Hex(body.bytes));
-  return idempotent(c, run, "scored_data", hash, async () => {
-    const json = await timings.measure("parse", () => parseJson(body.bytes));
-    const group = await timings.measure("validate", () => validateGroup(json));
-    const [outcome] = await ingestGroups(
-      c.env,
-      run,
-      [
-        {
-          group,
-          payload: body.gzip ? body.raw : body.bytes,
-          encoding: body.gzip ? "gzip" : "identity",
-          contentHash: hash,
-        },
-      ],
-      timings,
-      keepAliveOf(c),
-    );
-    if (outcome!.status !== "buffered") return { status: "received" };
-    const { bufferedSequences } = await coordinator(c, run).releaseBuffered(run, outcome!.envId!);
-    return { status: "buffered", buffer_size: bufferedSequences };
-  });
-});
+atroposRoutes.post("/scored_data", (c) =>
+  withMemory(c.env, requestMemoryCost(c.req.raw), async () => {
+    const run = runOf(c);
+    const timings = c.get("timings");
+    const body = await timings.measure("read", () => readBody(c.req.raw, bodyLimits(c)));
+    const hash = await timings.measure("hash", () => sha256Hex(body.bytes));
+    return idempotent(c, run, "scored_data", hash, async () => {
+      const json = await timings.measure("parse", () => parseJson(body.bytes));
+      const group = await timings.measure("validate", () => validateGroup(json));
+      const [outcome] = await ingestGroups(
+        c.env,
+        run,
+        [
+          {
+            group,
+            payload: body.gzip ? body.raw : body.bytes,
+            encoding: body.gzip ? "gzip" : "identity",
+            contentHash: hash,
+          },
+        ],
+        timings,
+        keepAliveOf(c),
+      );
+      if (outcome!.status !== "buffered") return { status: "received" };
+      const { bufferedSequences } = await coordinator(c, run).releaseBuffered(run, outcome!.envId!);
+      return { status: "buffered", buffer_size: bufferedSequences };
+    });
+  }),
+);
 
 const encoder = new TextEncoder();
 
-atroposRoutes.post("/scored_data_list", async (c) => {
-  const run = runOf(c);
-  const body = await readBody(c.req.raw, bodyLimits(c));
-  const hash = await sha256Hex(body.bytes);
-  return idempotent(c, run, "scored_data_list", hash, async () => {
-    const groups = validateGroupList(parseJson(body.bytes));
-    const items = await Promise.all(
-      groups.map(async (group) => {
-        const bytes = encoder.encode(JSON.stringify(group));
-        return {
-          group,
-          payload: bytes,
-          encoding: "identity" as const,
-          contentHash: await sha256Hex(bytes),
-        };
-      }),
-    );
-    const outcomes = items.length
-      ? await ingestGroups(c.env, run, items, c.get("timings"), keepAliveOf(c))
-      : [];
-    const bufferedEnvs = [
-      ...new Set(outcomes.filter((o) => o.status === "buffered").map((o) => o.envId!)),
-    ];
-    let lastBufferSize = 0;
-    for (const envId of bufferedEnvs) {
-      lastBufferSize = (await coordinator(c, run).releaseBuffered(run, envId)).bufferedSequences;
-    }
-    const buffered = outcomes.filter((o) => o.status === "buffered").length;
-    return buffered > 0
-      ? {
-          status: "received",
-          groups_processed: groups.length,
-          buffered,
-          last_buffer_size: lastBufferSize,
-        }
-      : { status: "received", groups_processed: groups.length };
-  });
-});
+atroposRoutes.post("/scored_data_list", (c) =>
+  withMemory(c.env, requestMemoryCost(c.req.raw), async () => {
+    const run = runOf(c);
+    const body = await readBody(c.req.raw, bodyLimits(c));
+    const hash = await sha256Hex(body.bytes);
+    return idempotent(c, run, "scored_data_list", hash, async () => {
+      const groups = validateGroupList(parseJson(body.bytes));
+      const items = await Promise.all(
+        groups.map(async (group) => {
+          const bytes = encoder.encode(JSON.stringify(group));
+          return {
+            group,
+            payload: bytes,
+            encoding: "identity" as const,
+            contentHash: await sha256Hex(bytes),
+          };
+        }),
+      );
+      const outcomes = items.length
+        ? await ingestGroups(c.env, run, items, c.get("timings"), keepAliveOf(c))
+        : [];
+      const bufferedEnvs = [
+        ...new Set(outcomes.filter((o) => o.status === "buffered").map((o) => o.envId!)),
+      ];
+      let lastBufferSize = 0;
+      for (const envId of bufferedEnvs) {
+        lastBufferSize = (await coordinator(c, run).releaseBuffered(run, envId)).bufferedSequences;
+      }
+      const buffered = outcomes.filter((o) => o.status === "buffered").length;
+      return buffered > 0
+        ? {
+            status: "received",
+            groups_processed: groups.length,
+            buffered,
+            last_buffer_size: lastBufferSize,
+          }
+        : { status: "received", groups_processed: groups.length };
+    });
+  }),
+);
 
 atroposRoutes.get("/status", async (c) => {
   const run = runOf(c);

@@ -1,0 +1,35 @@
+/**
+ * One memory budget per isolate for the work that holds whole groups in memory: parsing request
+ * bodies (ingest) and canonicalising stored payloads (delivery). It is charged an estimate of the
+ * memory each piece of work holds; work that does not fit waits its turn (first come, first
+ * served), so a burst of large groups cannot push the isolate over the Workers limit of 128 MB
+ * (which would fail every request in it). The default, 8 MiB of estimated cost, lets one large
+ * group (or a few small ones) be parsed at a time: on this runtime that is also faster than
+ * interleaving many parses (bench:api ingest 1.7× higher for 2k- and 8k-token groups, same
+ * end-to-end; docs/BENCHMARKS.md). Set MEMORY_BUDGET_MB to change it.
+ */
+import { ByteBudget } from "../core/byte-budget";
+import { type Bindings, numberVar } from "./bindings";
+
+let budget: ByteBudget | null = null;
+
+/**
+ * A group's JSON text parses into ~3× its size (bytes, string and JS arrays alive together), and
+ * gzip bodies of token ids and logprobs inflate 2–4×: charge 3× plain bytes, 10× gzip bytes.
+ */
+export function memoryCost(bytes: number, gzip: boolean): number {
+  return bytes * (gzip ? 10 : 3);
+}
+
+export function withMemory<T>(env: Bindings, cost: number, work: () => Promise<T>): Promise<T> {
+  budget ??= new ByteBudget(numberVar(env.MEMORY_BUDGET_MB, 8) * 2 ** 20);
+  return budget.run(cost, work);
+}
+
+/** For a request: its declared length (8 MiB when unknown) and its content encoding. */
+export function requestMemoryCost(request: Request): number {
+  const declared = Number(request.headers.get("content-length") ?? Number.NaN);
+  const length = Number.isFinite(declared) ? declared : 8 * 2 ** 20;
+  const gzip = (request.headers.get("content-encoding") ?? "").toLowerCase().includes("gzip");
+  return memoryCost(length, gzip);
+}
