@@ -5,8 +5,8 @@
  * served), so a burst of large groups cannot push the isolate over the Workers limit of 128 MB
  * (which would fail every request in it). The default, 8 MiB of estimated cost, lets one large
  * group (or a few small ones) be parsed at a time: on this runtime that is also faster than
- * interleaving many parses (bench:api ingest 1.7× higher for 2k- and 8k-token groups, same
- * end-to-end; docs/BENCHMARKS.md). Set MEMORY_BUDGET_MB to change it.
+ * interleaving many parses (A/B on the bench machine: ingest 1.7× higher for 2k- and 8k-token
+ * groups, same end-to-end; docs/BENCHMARKS.md). Set MEMORY_BUDGET_MB to change it.
  */
 import { ByteBudget } from "../core/byte-budget";
 import { type Bindings, numberVar } from "./bindings";
