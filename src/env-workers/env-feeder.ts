@@ -16,6 +16,7 @@ import { crossedMultiple, planWorkers, resolveMaxNumWorkers } from "./runtime/sc
 import { type EnvWorkerSpec, feederEnv, rolloutEnv } from "./worker-env";
 
 const TICK_MS = 500;
+const REFILL_DELAY_MS = 10;
 
 interface InFlight {
   item: JsonValue;
@@ -336,6 +337,13 @@ export class EnvFeeder extends DurableObject<Bindings> {
       state.checkpoint = env.saveCheckpoint();
     }
     await this.save();
+    // A slot just freed: refill it soon instead of at the next regular tick (reports arriving
+    // within the same few milliseconds share one early tick).
+    if (state.status === "running") {
+      const next = await this.ctx.storage.getAlarm();
+      const soon = Date.now() + REFILL_DELAY_MS;
+      if (next === null || next > soon) await this.ctx.storage.setAlarm(soon);
+    }
     return true;
   }
 
