@@ -51,8 +51,9 @@ export class IsolateHeapSampler {
     });
     ws.on("message", (raw) => {
       const message = JSON.parse(String(raw)) as { id?: number; result?: unknown };
-      if (message.id !== undefined) sampler.pending.get(message.id)?.(message.result);
-      if (message.id !== undefined) sampler.pending.delete(message.id);
+      if (message.id === undefined) return;
+      sampler.pending.get(message.id)?.(message.result);
+      sampler.pending.delete(message.id);
     });
     sampler.ws = ws;
     sampler.timer = setInterval(() => void sampler.sample(), intervalMs);

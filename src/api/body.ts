@@ -50,6 +50,11 @@ async function collect(
   return out;
 }
 
+/** Atropos' rule: any Content-Encoding that contains "gzip", in any case. */
+export function isGzipEncoded(request: Request): boolean {
+  return (request.headers.get("content-encoding") ?? "").toLowerCase().includes("gzip");
+}
+
 export async function readBody(request: Request, limits: BodyLimits): Promise<ReadBody> {
   const declared = Number(request.headers.get("content-length") ?? "NaN");
   if (Number.isFinite(declared) && declared > limits.maxBodyBytes) {
@@ -61,7 +66,7 @@ export async function readBody(request: Request, limits: BodyLimits): Promise<Re
   const raw = request.body
     ? await collect(request.body, limits.maxBodyBytes, "request body")
     : new Uint8Array(new ArrayBuffer(0));
-  const gzip = (request.headers.get("content-encoding") ?? "").toLowerCase().includes("gzip");
+  const gzip = isGzipEncoded(request);
   if (!gzip || raw.byteLength === 0) return { raw, bytes: raw, gzip: false };
   let bytes: Uint8Array<ArrayBuffer>;
   try {

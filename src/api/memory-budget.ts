@@ -10,6 +10,7 @@
  */
 import { ByteBudget } from "../core/byte-budget";
 import { type Bindings, numberVar } from "./bindings";
+import { isGzipEncoded } from "./body";
 
 let budget: ByteBudget | null = null;
 
@@ -30,6 +31,5 @@ export function withMemory<T>(env: Bindings, cost: number, work: () => Promise<T
 export function requestMemoryCost(request: Request): number {
   const declared = Number(request.headers.get("content-length") ?? Number.NaN);
   const length = Number.isFinite(declared) ? declared : 8 * 2 ** 20;
-  const gzip = (request.headers.get("content-encoding") ?? "").toLowerCase().includes("gzip");
-  return memoryCost(length, gzip);
+  return memoryCost(length, isGzipEncoded(request));
 }
