@@ -2,6 +2,7 @@
  * Bounded request-body reading: a size cap on the wire and on gzip inflation (zip bombs),
  * both answered with a clear 413 before anything is stored.
  */
+import { gunzipBounded, InflateLimitError } from "../core/gzip";
 import { ApiError } from "./errors";
 
 export interface BodyLimits {
@@ -63,17 +64,24 @@ export async function readBody(request: Request, limits: BodyLimits): Promise<Re
       `request body of ${declared} bytes exceeds the limit of ${limits.maxBodyBytes} bytes`,
     );
   }
-  const raw = request.body
-    ? await collect(request.body, limits.maxBodyBytes, "request body")
-    : new Uint8Array(new ArrayBuffer(0));
+  // A declared length is enforced by the runtime, so the body can be read in one piece.
+  const raw = !request.body
+    ? new Uint8Array(new ArrayBuffer(0))
+    : Number.isFinite(declared)
+      ? new Uint8Array(await request.arrayBuffer())
+      : await collect(request.body, limits.maxBodyBytes, "request body");
   const gzip = isGzipEncoded(request);
   if (!gzip || raw.byteLength === 0) return { raw, bytes: raw, gzip: false };
   let bytes: Uint8Array<ArrayBuffer>;
   try {
-    const inflated = new Blob([raw]).stream().pipeThrough(new DecompressionStream("gzip"));
-    bytes = await collect(inflated, limits.maxInflatedBytes, "decompressed request body");
+    bytes = gunzipBounded(raw, limits.maxInflatedBytes);
   } catch (error) {
-    if (error instanceof ApiError) throw error;
+    if (error instanceof InflateLimitError) {
+      throw new ApiError(
+        "PAYLOAD_TOO_LARGE",
+        `decompressed request body exceeds the limit of ${error.limitBytes} bytes; split the submission (e.g. fewer groups per /scored_data_list call) or raise the server's limit`,
+      );
+    }
     throw new ApiError("INVALID_GZIP", "Invalid gzip payload");
   }
   return { raw, bytes, gzip: true };

@@ -1,10 +1,11 @@
 /**
  * Streams a leased batch to the trainer: each group's payload is read from R2, canonicalised
- * to Atropos' 14-key form and written out one at a time, so memory stays flat whatever the
- * batch size (a batch of 64 × 8k-token sequences with logprobs is ~16 MB of JSON).
+ * to Atropos' 14-key form and encoded in chunks of about 64 KB, one group at a time, so memory
+ * stays flat whatever the batch size (a batch of 64 × 8k-token sequences with logprobs is ~15 MB
+ * of JSON) and no group's whole JSON text is ever held as one string.
  */
-import { canonicalGroupJson } from "../core/canonical-group";
-import { scoredDataSchema } from "../core/schemas";
+import { canonicalGroupPieces } from "../core/canonical-group";
+import { type ScoredDataInput, scoredDataSchema } from "../core/schemas";
 import type { Bindings } from "./bindings";
 import { memoryCost, withMemory } from "./memory-budget";
 import type { LeasedGroupRef } from "./storage/payloads";
@@ -12,13 +13,43 @@ import { getPayloadBytes } from "./storage/payloads";
 
 const encoder = new TextEncoder();
 const decoder = new TextDecoder();
+const CHUNK_CHARS = 64 * 1024;
 
+async function readGroup(env: Bindings, ref: LeasedGroupRef): Promise<ScoredDataInput> {
+  const bytes = await getPayloadBytes(env.PAYLOADS, ref.payload);
+  // Parsed again (not trusted as stored): lax values a client sent ("5") come out canonical.
+  return scoredDataSchema.parse(JSON.parse(decoder.decode(bytes)));
+}
+
+function memoryCostOf(ref: LeasedGroupRef): number {
+  return memoryCost(ref.payload.length, ref.payload.encoding === "gzip");
+}
+
+/** One group's canonical JSON as a string (single-group endpoints). */
 export function canonicalPayload(env: Bindings, ref: LeasedGroupRef): Promise<string> {
-  const cost = memoryCost(ref.payload.length, ref.payload.encoding === "gzip");
-  return withMemory(env, cost, async () => {
-    const bytes = await getPayloadBytes(env.PAYLOADS, ref.payload);
-    const parsed = scoredDataSchema.parse(JSON.parse(decoder.decode(bytes)));
-    return canonicalGroupJson(parsed, ref.envId);
+  return withMemory(env, memoryCostOf(ref), async () =>
+    Array.from(canonicalGroupPieces(await readGroup(env, ref), ref.envId)).join(""),
+  );
+}
+
+/** One group's canonical JSON, `lead` first, as UTF-8 chunks of about CHUNK_CHARS characters. */
+export function canonicalPayloadChunks(
+  env: Bindings,
+  ref: LeasedGroupRef,
+  lead = "",
+): Promise<Uint8Array[]> {
+  return withMemory(env, memoryCostOf(ref), async () => {
+    const chunks: Uint8Array[] = [];
+    let pending = lead;
+    for (const piece of canonicalGroupPieces(await readGroup(env, ref), ref.envId)) {
+      pending += piece;
+      if (pending.length >= CHUNK_CHARS) {
+        chunks.push(encoder.encode(pending));
+        pending = "";
+      }
+    }
+    if (pending.length > 0) chunks.push(encoder.encode(pending));
+    return chunks;
   });
 }
 
@@ -29,9 +60,10 @@ export function streamGroups(
   prefix: string,
   suffix: string,
 ): ReadableStream<Uint8Array> {
+  const open = (index: number) => canonicalPayloadChunks(env, groups[index]!, index ? "," : "");
   let index = -1;
-  // Prefetch one group ahead so R2 reads overlap with serialisation of the previous group.
-  let nextPayload: Promise<string> | null = groups[0] ? canonicalPayload(env, groups[0]) : null;
+  // Prefetch one group ahead so R2 reads overlap with sending the previous group.
+  let nextGroup: Promise<Uint8Array[]> | null = groups.length > 0 ? open(0) : null;
   return new ReadableStream<Uint8Array>({
     async pull(controller) {
       try {
@@ -40,11 +72,11 @@ export function streamGroups(
           index = 0;
           return;
         }
-        if (index < groups.length && nextPayload) {
-          const json = await nextPayload;
+        if (index < groups.length && nextGroup) {
+          const chunks = await nextGroup;
           index++;
-          nextPayload = index < groups.length ? canonicalPayload(env, groups[index]!) : null;
-          controller.enqueue(encoder.encode(index > 1 ? `,${json}` : json));
+          nextGroup = index < groups.length ? open(index) : null;
+          for (const chunk of chunks) controller.enqueue(chunk);
           return;
         }
         controller.enqueue(encoder.encode(suffix));

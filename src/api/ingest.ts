@@ -5,7 +5,7 @@
  */
 
 import { GroupCommit } from "../core/group-commit";
-import { checkGroupShape, groupStats } from "../core/group-stats";
+import { checkGroupShape, type GroupStats, groupStats } from "../core/group-stats";
 import { type ScoredDataInput, scoredDataListSchema, scoredDataSchema } from "../core/schemas";
 import { summarizeDetails, toValidationDetails, type ValidationDetail } from "../core/validation";
 import { type Bindings, numberVar } from "./bindings";
@@ -13,8 +13,25 @@ import { ApiError } from "./errors";
 import { payloadKey, putPayload } from "./storage/payloads";
 import { Timings } from "./timings";
 
+/** What D1 records about a group: the parsed group itself is not held while a commit waits. */
+export interface GroupSummary {
+  envId: number | null;
+  policyVersion: number | null;
+  stats: GroupStats;
+  scoresJson: string;
+}
+
+export function summarizeGroup(group: ScoredDataInput): GroupSummary {
+  return {
+    envId: group.env_id ?? null,
+    policyVersion: group.policy_version ?? null,
+    stats: groupStats(group),
+    scoresJson: JSON.stringify(group.scores),
+  };
+}
+
 export interface IngestItem {
-  group: ScoredDataInput;
+  summary: GroupSummary;
   /** Bytes to store: the JSON text, possibly gzip-compressed as received. */
   payload: Uint8Array<ArrayBuffer>;
   encoding: "identity" | "gzip";
@@ -137,20 +154,20 @@ async function writeCommit(env: Bindings, run: string, items: IngestItem[]) {
   const statements: D1PreparedStatement[] = [];
   const insertAt: number[] = [];
   for (const [i, item] of items.entries()) {
-    const stats = groupStats(item.group);
+    const { stats, envId, policyVersion, scoresJson } = item.summary;
     insertAt.push(statements.length);
     statements.push(
       env.DB.prepare(INSERT_GROUP).bind(
         run,
-        item.group.env_id ?? null,
+        envId,
         stats.numSeqs,
         stats.totalTokens,
         stats.completionTokens,
         stats.scoreMean,
         stats.scoreMin,
         stats.scoreMax,
-        JSON.stringify(item.group.scores),
-        item.group.policy_version ?? null,
+        scoresJson,
+        policyVersion,
         key,
         item.encoding,
         item.payload.byteLength,
@@ -167,9 +184,7 @@ async function writeCommit(env: Bindings, run: string, items: IngestItem[]) {
       );
     }
   }
-  const touched = new Set(
-    items.map((it) => it.group.env_id).filter((e) => e !== null && e !== undefined),
-  );
+  const touched = new Set(items.map((it) => it.summary.envId).filter((e) => e !== null));
   for (const envId of touched) statements.push(env.DB.prepare(TOUCH_ENV).bind(run, envId, now));
   const d1Started = performance.now();
   const results = await env.DB.batch<StoredRow>(statements);
@@ -210,7 +225,7 @@ export async function ingestGroups(
   keepAlive?: (work: Promise<unknown>) => void,
 ): Promise<IngestOutcome[]> {
   for (const [i, item] of items.entries()) {
-    const envId = item.group.env_id ?? null;
+    const envId = item.summary.envId;
     if (envId !== null && envId < 0) {
       fail([
         {
@@ -242,7 +257,7 @@ export async function ingestGroups(
   const dedupeCutoff = Date.now() - numberVar(env.DEDUPE_WINDOW_SECONDS, 900) * 1000;
   const outcomes: IngestOutcome[] = [];
   for (const [i, item] of items.entries()) {
-    const envId = item.group.env_id ?? null;
+    const envId = item.summary.envId;
     const row = results[i]!.row;
     if (row) {
       outcomes.push({ groupId: row.id, status: row.status, duplicate: false, envId });
@@ -288,7 +303,7 @@ export async function ingestGroups(
 
 /** Lists are all-or-nothing: check every env id before anything is written. */
 async function requireRegisteredEnvs(env: Bindings, run: string, items: IngestItem[]) {
-  const wanted = [...new Set(items.map((it) => it.group.env_id).filter((e) => e != null))];
+  const wanted = [...new Set(items.map((it) => it.summary.envId).filter((e) => e !== null))];
   if (wanted.length === 0) return;
   const { results } = await env.DB.prepare(
     "SELECT env_id FROM envs WHERE run = ?1 AND env_id IN (SELECT value FROM json_each(?2))",
@@ -296,9 +311,9 @@ async function requireRegisteredEnvs(env: Bindings, run: string, items: IngestIt
     .bind(run, JSON.stringify(wanted))
     .all<{ env_id: number }>();
   const known = new Set(results.map((r) => r.env_id));
-  const i = items.findIndex((it) => it.group.env_id != null && !known.has(it.group.env_id));
+  const i = items.findIndex((it) => it.summary.envId !== null && !known.has(it.summary.envId));
   if (i >= 0) {
-    const envId = items[i]!.group.env_id;
+    const envId = items[i]!.summary.envId;
     fail([
       {
         type: "value_error",
@@ -326,7 +341,13 @@ export async function submitGroupInProcess(
   const bytes = textEncoder.encode(JSON.stringify(validated)) as Uint8Array<ArrayBuffer>;
   const hash = await sha256Hex(bytes);
   const [outcome] = await ingestGroups(env, run, [
-    { group: validated, payload: bytes, encoding: "identity", contentHash: hash, idempotencyKey },
+    {
+      summary: summarizeGroup(validated),
+      payload: bytes,
+      encoding: "identity",
+      contentHash: hash,
+      idempotencyKey,
+    },
   ]);
   if (outcome!.status === "buffered" && outcome!.envId !== null) {
     await env.RUN_COORDINATOR.get(env.RUN_COORDINATOR.idFromName(run)).releaseBuffered(

@@ -1,5 +1,15 @@
 import { describe, expect, it } from "vitest";
-import { call, callWith, group, json, post, REGISTRATION, setupRun, uniqueRun } from "./helpers";
+import {
+  call,
+  callWith,
+  group,
+  gzip,
+  json,
+  post,
+  REGISTRATION,
+  setupRun,
+  uniqueRun,
+} from "./helpers";
 
 interface Leased {
   batch_id: string;
@@ -271,5 +281,24 @@ describe("security", () => {
     expect(inflated.status).toBe(413);
     expect(await inflated.text()).toContain("decompressed request body exceeds");
     expect(await json(call(`/runs/${run}/status`))).toEqual({ current_step: 0, queue_size: 0 });
+  });
+
+  it("accepts a gzip body that inflates to exactly the limit, and not one byte more", async () => {
+    const run = uniqueRun("inflate-edge");
+    const { base, envIds } = await setupRun(run, 4, [4]);
+    const text = JSON.stringify(group(3, 4, envIds[0]!));
+    const body = await gzip(text);
+    const submit = (limit: number) =>
+      callWith({ MAX_INFLATED_BYTES: String(limit) }, `${base}/scored_data`, {
+        method: "POST",
+        headers: { "content-type": "application/json", "content-encoding": "gzip" },
+        body,
+      });
+    const over = await submit(text.length - 1);
+    expect(over.status).toBe(413);
+    expect(await json(call(`${base}/status`))).toEqual({ current_step: 0, queue_size: 0 });
+    const exact = await submit(text.length);
+    expect(await exact.json()).toEqual({ status: "received" });
+    expect(await json(call(`${base}/status`))).toEqual({ current_step: 0, queue_size: 1 });
   });
 });

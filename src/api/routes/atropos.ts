@@ -12,7 +12,14 @@ import { parseJson, readBody } from "../body";
 import { type AppContext, type AppEnv, coordinator, keepAliveOf, runOf } from "../context";
 import { canonicalPayload, streamGroups } from "../delivery";
 import { ApiError, unwrapRpc } from "../errors";
-import { ingestGroups, sha256Hex, validateGroup, validateGroupList } from "../ingest";
+import {
+  type IngestItem,
+  ingestGroups,
+  sha256Hex,
+  summarizeGroup,
+  validateGroup,
+  validateGroupList,
+} from "../ingest";
 import { requestMemoryCost, withMemory } from "../memory-budget";
 import { findAnswer, storeAnswer, validIdempotencyKey } from "../storage/idempotency";
 import { GROUP_REF_COLUMNS, type GroupRefRow, groupRef } from "../storage/payloads";
@@ -148,78 +155,76 @@ atroposRoutes.get("/latest_example", async (c) => {
   return rawJson(await canonicalPayload(c.env, groupRef(row)));
 });
 
-atroposRoutes.post("/scored_data", (c) =>
-  withMemory(c.env, requestMemoryCost(c.req.raw), async () => {
-    const run = runOf(c);
-    const timings = c.get("timings");
+// Reading, inflating, parsing and validating a body is what holds a whole group in memory, so it
+// runs under the isolate's memory budget; the commit that follows (waiting on R2 and D1) holds
+// only the stored bytes and a summary, so other bodies can be parsed meanwhile.
+atroposRoutes.post("/scored_data", async (c) => {
+  const run = runOf(c);
+  const timings = c.get("timings");
+  const { item, hash } = await withMemory(c.env, requestMemoryCost(c.req.raw), async () => {
     const body = await timings.measure("read", () => readBody(c.req.raw, bodyLimits(c)));
     const hash = await timings.measure("hash", () => sha256Hex(body.bytes));
-    return idempotent(c, run, "scored_data", hash, async () => {
-      const json = await timings.measure("parse", () => parseJson(body.bytes));
-      const group = await timings.measure("validate", () => validateGroup(json));
-      const [outcome] = await ingestGroups(
-        c.env,
-        run,
-        [
-          {
-            group,
-            payload: body.gzip ? body.raw : body.bytes,
-            encoding: body.gzip ? "gzip" : "identity",
-            contentHash: hash,
-          },
-        ],
-        timings,
-        keepAliveOf(c),
-      );
-      if (outcome!.status !== "buffered") return { status: "received" };
-      const { bufferedSequences } = await coordinator(c, run).releaseBuffered(run, outcome!.envId!);
-      return { status: "buffered", buffer_size: bufferedSequences };
-    });
-  }),
-);
+    const json = await timings.measure("parse", () => parseJson(body.bytes));
+    const group = await timings.measure("validate", () => validateGroup(json));
+    const item: IngestItem = {
+      summary: summarizeGroup(group),
+      payload: body.gzip ? body.raw : body.bytes,
+      encoding: body.gzip ? "gzip" : "identity",
+      contentHash: hash,
+    };
+    return { item, hash };
+  });
+  return idempotent(c, run, "scored_data", hash, async () => {
+    const [outcome] = await ingestGroups(c.env, run, [item], timings, keepAliveOf(c));
+    if (outcome!.status !== "buffered") return { status: "received" };
+    const { bufferedSequences } = await coordinator(c, run).releaseBuffered(run, outcome!.envId!);
+    return { status: "buffered", buffer_size: bufferedSequences };
+  });
+});
 
 const encoder = new TextEncoder();
 
-atroposRoutes.post("/scored_data_list", (c) =>
-  withMemory(c.env, requestMemoryCost(c.req.raw), async () => {
-    const run = runOf(c);
+atroposRoutes.post("/scored_data_list", async (c) => {
+  const run = runOf(c);
+  const { items, hash } = await withMemory(c.env, requestMemoryCost(c.req.raw), async () => {
     const body = await readBody(c.req.raw, bodyLimits(c));
     const hash = await sha256Hex(body.bytes);
-    return idempotent(c, run, "scored_data_list", hash, async () => {
-      const groups = validateGroupList(parseJson(body.bytes));
-      const items = await Promise.all(
-        groups.map(async (group) => {
-          const bytes = encoder.encode(JSON.stringify(group));
-          return {
-            group,
-            payload: bytes,
-            encoding: "identity" as const,
-            contentHash: await sha256Hex(bytes),
-          };
-        }),
-      );
-      const outcomes = items.length
-        ? await ingestGroups(c.env, run, items, c.get("timings"), keepAliveOf(c))
-        : [];
-      const bufferedEnvs = [
-        ...new Set(outcomes.filter((o) => o.status === "buffered").map((o) => o.envId!)),
-      ];
-      let lastBufferSize = 0;
-      for (const envId of bufferedEnvs) {
-        lastBufferSize = (await coordinator(c, run).releaseBuffered(run, envId)).bufferedSequences;
-      }
-      const buffered = outcomes.filter((o) => o.status === "buffered").length;
-      return buffered > 0
-        ? {
-            status: "received",
-            groups_processed: groups.length,
-            buffered,
-            last_buffer_size: lastBufferSize,
-          }
-        : { status: "received", groups_processed: groups.length };
-    });
-  }),
-);
+    const groups = validateGroupList(parseJson(body.bytes));
+    const items = await Promise.all(
+      groups.map(async (group): Promise<IngestItem> => {
+        const bytes = encoder.encode(JSON.stringify(group));
+        return {
+          summary: summarizeGroup(group),
+          payload: bytes,
+          encoding: "identity",
+          contentHash: await sha256Hex(bytes),
+        };
+      }),
+    );
+    return { items, hash };
+  });
+  return idempotent(c, run, "scored_data_list", hash, async () => {
+    const outcomes = items.length
+      ? await ingestGroups(c.env, run, items, c.get("timings"), keepAliveOf(c))
+      : [];
+    const bufferedEnvs = [
+      ...new Set(outcomes.filter((o) => o.status === "buffered").map((o) => o.envId!)),
+    ];
+    let lastBufferSize = 0;
+    for (const envId of bufferedEnvs) {
+      lastBufferSize = (await coordinator(c, run).releaseBuffered(run, envId)).bufferedSequences;
+    }
+    const buffered = outcomes.filter((o) => o.status === "buffered").length;
+    return buffered > 0
+      ? {
+          status: "received",
+          groups_processed: items.length,
+          buffered,
+          last_buffer_size: lastBufferSize,
+        }
+      : { status: "received", groups_processed: items.length };
+  });
+});
 
 atroposRoutes.get("/status", async (c) => {
   const run = runOf(c);

@@ -3,6 +3,8 @@
  * bodies are kept compressed): ingest never re-serialises, and delivery canonicalises. Groups
  * committed together share one object; each row records its payload's offset and length.
  */
+import { gunzipBounded } from "../../core/gzip";
+
 export function payloadKey(run: string): string {
   return `runs/${run}/groups/${crypto.randomUUID()}`;
 }
@@ -73,9 +75,9 @@ export async function getPayloadBytes(
   const { key, offset, length, encoding } = location;
   const object = await bucket.get(key, { range: { offset, length } });
   if (!object) throw new Error(`payload ${key} is missing from R2`);
-  if (encoding === "identity") return new Uint8Array(await object.arrayBuffer());
-  const inflated = object.body.pipeThrough(new DecompressionStream("gzip"));
-  return new Uint8Array(await new Response(inflated).arrayBuffer());
+  const stored = new Uint8Array(await object.arrayBuffer());
+  // Stored payloads were inflated within the body limits once already, at ingest.
+  return encoding === "identity" ? stored : gunzipBounded(stored);
 }
 
 export async function deletePayloadPrefix(bucket: R2Bucket, prefix: string): Promise<void> {

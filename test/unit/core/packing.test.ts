@@ -1,5 +1,10 @@
 import { describe, expect, it } from "vitest";
-import { canonicalGroupJson, floatArrayJson } from "../../../src/core/canonical-group";
+import {
+  canonicalGroupJson,
+  canonicalGroupPieces,
+  floatArrayJson,
+  GROUP_KEYS,
+} from "../../../src/core/canonical-group";
 import { minimumSequences, packBatch } from "../../../src/core/packing";
 import { earliestExactSubset } from "../../../src/core/subset-sum";
 import { randomUuid128Digits } from "../../../src/core/uuid128";
@@ -133,6 +138,58 @@ describe("wire encodings", () => {
     expect(parsed.env_id).toBe(2);
     expect(json).toContain('"scores":[1.0]');
     expect(parsed.distill_logprobs).toBeNull();
+  });
+
+  it("streams a group in row-sized pieces that concatenate to exactly the served JSON", () => {
+    // The whole-string serializer the pieces replaced, kept as the oracle.
+    const floatKeys = new Set([
+      "scores",
+      "advantages",
+      "ref_logprobs",
+      "inference_logprobs",
+      "distill_logprobs",
+    ]);
+    const oracle = (group: Record<string, unknown>, envId: number | null) =>
+      `{${GROUP_KEYS.map((key) => {
+        const value = key === "env_id" ? envId : (group[key] ?? null);
+        const json =
+          value !== null && floatKeys.has(key) ? floatArrayJson(value) : JSON.stringify(value);
+        return `"${key}":${json}`;
+      }).join(",")}}`;
+    const group = {
+      tokens: [[1, 2, 3], [4], []],
+      masks: [[-100, 2, 3], [4], []],
+      scores: [1, -0.5, 0],
+      advantages: [[0.5, 1], [2], []],
+      inference_logprobs: [[-0.25, 0, -1e-9], [-3], []],
+      messages: [
+        [{ role: "user", content: 'say "hi"\n' }],
+        [],
+        [{ role: "assistant", content: "" }],
+      ],
+      generation_params: { temperature: 1 },
+      overrides: [{ set_advantage_to_zero: true }, {}, {}],
+      group_overrides: { group_size: 3 },
+      images: null,
+      distill_token_ids: [[[1, 2]], [[3]], [[]]],
+      distill_logprobs: [[[-1, -0.5]], [[-2]], [[]]],
+      seed: 42,
+    };
+    for (const [input, envId] of [
+      [group, 7],
+      [{ tokens: [], masks: [], scores: [] }, null],
+      [{ tokens: [[5]], masks: [[5]], scores: [2] }, 0],
+    ] as const) {
+      const pieces = Array.from(canonicalGroupPieces(input, envId));
+      expect(pieces.join("")).toBe(oracle(input, envId));
+      expect(canonicalGroupJson(input, envId)).toBe(oracle(input, envId));
+    }
+    // A matrix is split per row: no piece holds more than one sequence.
+    const pieces = Array.from(canonicalGroupPieces(group, 7));
+    expect(pieces).toContain("[1,2,3]");
+    expect(pieces).toContain("[-0.25,0.0,-1e-9]");
+    expect(pieces).toContain(",[2.0]");
+    expect(pieces.some((p) => p.includes("seed"))).toBe(false);
   });
 
   it("produces 128-bit version-4 uuids as digits", () => {
