@@ -32,11 +32,26 @@ export async function runServe(options: ServeCommandOptions, log = console.log):
     });
     log(`serving ${options.env} → ${options.api} (run ${options.run}); ${inference.describe}`);
     let submitted = 0;
+    // The API is polled every second while no trainer is registered: say so once, then every 30 s.
+    let waitingSince: number | null = null;
+    let lastWaitLog = 0;
     const summary = await serveEnv(env, api, {
       signal: abort.signal,
       onEvent: (e) => {
         if (e.type === "registered") log(`registered as env_id ${e.envId} (${e.name})`);
-        if (e.type === "waiting_for_trainer") log("waiting for a trainer to /register…");
+        if (e.type !== "waiting_for_trainer") waitingSince = null;
+        if (e.type === "waiting_for_trainer") {
+          const now = Date.now();
+          if (waitingSince === null) {
+            waitingSince = lastWaitLog = now;
+            log("waiting for a trainer to /register…");
+          } else if (now - lastWaitLog >= 30_000) {
+            lastWaitLog = now;
+            log(
+              `still waiting for a trainer to /register (${Math.round((now - waitingSince) / 1000)} s)…`,
+            );
+          }
+        }
         if (e.type === "step") log(`trainer step ${e.step} (${submitted} groups submitted)`);
         if (e.type === "submitted" && e.ok) submitted += e.groups;
         if (e.type === "worker_error") log(`worker error: ${e.message}`);
