@@ -77,6 +77,14 @@ function run(argv, what) {
   }
 }
 
+// Checked first: a port held by another server would otherwise fail deep inside workerd, after
+// the migrations and the bundle, with a native stack trace.
+if (port !== 0 && !(await portIsFree(port, ip))) {
+  fail(
+    `port ${port} on ${ip} is already in use (another dev server or \`npm start\`?); stop it or pass --port N`,
+  );
+}
+
 run(
   ["d1", "migrations", "apply", "DB", "--local", "--persist-to", persistTo],
   "Applying the D1 migrations to the local state",
@@ -155,6 +163,14 @@ async function serveWithMiniflare() {
       process.exit(0);
     });
   }
+}
+
+function portIsFree(candidate, host) {
+  return new Promise((resolveFree) => {
+    const server = createServer();
+    server.once("error", () => resolveFree(false));
+    server.listen(candidate, host, () => server.close(() => resolveFree(true)));
+  });
 }
 
 /** A free loopback port. */

@@ -72,12 +72,15 @@ export async function startDevProcess(options: {
         `the dev server exited early (is port ${options.port} in use? try --port N):\n${output.slice(-4000)}`,
       );
     }
-    try {
-      const res = await fetch(`${url}/`, { signal: AbortSignal.timeout(1000) });
-      await res.arrayBuffer();
-      if (res.ok) break;
-    } catch {
-      // not up yet
+    // Only our own server counts: another one answering on the port must not pass for it.
+    if (output.includes("dev: ready on")) {
+      try {
+        const res = await fetch(`${url}/`, { signal: AbortSignal.timeout(1000) });
+        await res.arrayBuffer();
+        if (res.ok) break;
+      } catch {
+        // not up yet
+      }
     }
     if (Date.now() > deadline) {
       await stop();

@@ -3,6 +3,7 @@
  * trainer, finishing with exit 0, a summary, and no process left behind.
  */
 import { execFileSync, spawn } from "node:child_process";
+import { createServer } from "node:http";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import { freePort, ROOT } from "./harness";
@@ -88,6 +89,20 @@ describe("atropos-edge start", () => {
     expect(output.match(/via the Worker \([^)]*; stopped\)/g)).toHaveLength(2);
     await new Promise((r) => setTimeout(r, 500));
     expect(processesMentioning(`--port ${port}`)).toEqual([]);
+  });
+
+  it("refuses a port another server holds instead of talking to that server", async () => {
+    const port = await freePort();
+    const squatter = createServer((_req, res) => res.end('{"message":"AtroposLib API"}'));
+    await new Promise<void>((resolve) => squatter.listen(port, "127.0.0.1", resolve));
+    try {
+      const { code, output } = await runCli(["start", "--steps", "1", "--port", String(port)]);
+      expect(code).toBe(1);
+      expect(output).toContain(`port ${port} on 127.0.0.1 is already in use`);
+      expect(output).not.toMatch(/steps trained\s+1\/1/);
+    } finally {
+      await new Promise((resolve) => squatter.close(resolve));
+    }
   });
 
   it("explains a bad option instead of starting anything", async () => {
