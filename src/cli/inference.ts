@@ -46,6 +46,7 @@ export async function openInference(flags: InferenceFlags): Promise<InferenceHan
     baseUrl = `${simulator.url}/v1`;
     serverType = "vllm";
   }
+  if (!simulator) await assertReachable(baseUrl, flags.apiKey);
   const client = new ServerManager([
     {
       base_url: baseUrl,
@@ -65,6 +66,38 @@ export async function openInference(flags: InferenceFlags): Promise<InferenceHan
       await simulator?.close();
     },
   };
+}
+
+/**
+ * Fails fast, with what to do, when the inference server cannot be reached or refuses the key:
+ * otherwise every rollout fails and a run shows nothing but zero progress. Any other answer
+ * (even a 404 from a server without `/models`) means the server is there.
+ */
+async function assertReachable(baseUrl: string, apiKey: string | undefined): Promise<void> {
+  const url = `${baseUrl.replace(/\/+$/, "")}/models`;
+  let status: number;
+  try {
+    const res = await fetch(url, {
+      headers: apiKey ? { authorization: `Bearer ${apiKey}` } : {},
+      signal: AbortSignal.timeout(10_000),
+    });
+    await res.arrayBuffer();
+    status = res.status;
+  } catch (error) {
+    const cause = (error as { cause?: { code?: string; message?: string } }).cause;
+    const reason =
+      error instanceof Error && error.name === "TimeoutError"
+        ? "no answer within 10 s"
+        : (cause?.code ?? cause?.message ?? String(error));
+    throw new Error(
+      `cannot reach the inference server at ${baseUrl} (${reason}): check --inference-url and that the server is running, or leave the flag out to use the built-in simulator`,
+    );
+  }
+  if (status === 401 || status === 403) {
+    throw new Error(
+      `the inference server at ${baseUrl} refused the request (HTTP ${status} on GET /models): check --api-key`,
+    );
+  }
 }
 
 export async function createEnv(

@@ -192,13 +192,16 @@ export async function runStart(
   let scoreSum = 0;
   let exitCode = 0;
   let failure: string | null = null;
+  // Set once the envs and the trainer loop run: before that a failure has no summary to show.
+  let loopStarted = false;
   let timer: NodeJS.Timeout | null = null;
   const printer = new ProgressPrinter(out);
 
   try {
+    // Inference first: an unreachable endpoint fails in a second, not after the dev server starts.
+    inference = await openInference(options);
     out.write(`starting the dev server on 127.0.0.1:${options.port} (state: ${stateDir})…\n`);
     dev = await startDevProcess({ port: options.port, persistTo: stateDir });
-    inference = await openInference(options);
     out.write(
       `API ${dev.url} · ${inference.describe} · envs ${envNames.join(", ")}${workersMode ? " on the Worker's queue path" : " in Node"}\n`,
     );
@@ -269,6 +272,7 @@ export async function runStart(
 
     // Rates count from here, not from the wrangler startup.
     started = Date.now();
+    loopStarted = true;
     let polling = false;
     timer = setInterval(() => {
       progress.elapsedS = (Date.now() - started) / 1000;
@@ -382,6 +386,7 @@ export async function runStart(
       return `env ${e.name.padEnd(18)} submitted ${groups} groups via the Worker (items issued ${s.issued}, ok ${s.succeeded}, failed ${s.failed}, dropped ${s.dropped}; ${s.status})${s.last_error ? `, last error ${s.last_error}` : ""}`;
     }),
   ];
+  if (failure && !loopStarted) lines.splice(1);
   if (failure) {
     lines.push(`FAILED: ${failure}`);
     if (dev && /wrangler|API|fetch/i.test(failure)) lines.push(dev.logs().slice(-2000));

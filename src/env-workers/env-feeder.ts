@@ -86,6 +86,12 @@ export class EnvFeeder extends DurableObject<Bindings> {
   private env_: BaseEnv<JsonValue> | null = null;
   /** The evaluation in progress (kept in memory: a restart mid-evaluation skips that one). */
   private evaluation: Promise<void> | null = null;
+  /**
+   * Counts stop() calls. A tick awaits (registration, D1, queue sends), and the object's input
+   * gate lets stop() run meanwhile; a tick that sees this change keeps the stop instead of
+   * writing back the status it computed.
+   */
+  private stops = 0;
 
   private async load(): Promise<FeederState | null> {
     if (!this.state) this.state = (await this.ctx.storage.get<FeederState>("state")) ?? null;
@@ -133,6 +139,7 @@ export class EnvFeeder extends DurableObject<Bindings> {
   async stop(): Promise<FeederSummary | null> {
     const state = await this.load();
     if (!state) return null;
+    this.stops++;
     state.status = "stopped";
     await this.save();
     await this.ctx.storage.deleteAlarm();
@@ -171,6 +178,7 @@ export class EnvFeeder extends DurableObject<Bindings> {
     if (!state || state.status === "stopped") return;
     // last_error describes the latest tick: cleared first, set by the tick or its failure.
     state.lastError = null;
+    const stopsBefore = this.stops;
     try {
       await this.tick(state);
     } catch (error) {
@@ -184,6 +192,7 @@ export class EnvFeeder extends DurableObject<Bindings> {
         }),
       );
     }
+    if (this.stops !== stopsBefore) state.status = "stopped";
     await this.save();
     await this.reportStats(state);
     // Re-arm late, after the work, so a throw above cannot replace the alarm's retry schedule.

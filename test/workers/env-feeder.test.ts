@@ -3,12 +3,13 @@
  * feeding items to the queue, and evaluation when the run's step crosses steps_per_eval — with
  * STOP_TRAIN holding back new training items while it runs.
  */
-import { runDurableObjectAlarm } from "cloudflare:test";
+import { runDurableObjectAlarm, runInDurableObject } from "cloudflare:test";
 import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
 import type { Bindings } from "../../src/api/bindings";
 import { BaseEnv, type EvalResult } from "../../src/env-workers/base-env";
 import { type BaseEnvConfig, BaseEnvConfigSchema } from "../../src/env-workers/config";
+import type { EnvFeeder } from "../../src/env-workers/env-feeder";
 import { parseServerConfig } from "../../src/env-workers/inference/config";
 import { defineEnv, envRegistry } from "../../src/env-workers/registry";
 import { call, json, post, REGISTRATION, uniqueRun } from "./helpers";
@@ -121,5 +122,29 @@ describe("EnvFeeder", () => {
     const after = await stub.describe();
     expect(after).toMatchObject({ eval_running: false, evaluations: 1 });
     await stub.stop();
+  });
+
+  it("keeps a stop that arrives while a tick is running, instead of the tick's status", async () => {
+    const run = uniqueRun("feeder-stop");
+    await post(`/runs/${run}/register`, { ...REGISTRATION, batch_size: 8 });
+    const name = `${run}/feeder_eval_test/stop`;
+    const stub = bindings.ENV_FEEDER.get(bindings.ENV_FEEDER.idFromName(name));
+    await stub.start(run, name, {
+      envName: EvalTestEnv.envName,
+      config: { group_size: 4, max_num_workers: 1, tokenizer_name: "qwen3" },
+      inference: INFERENCE,
+    });
+    await runInDurableObject(stub, async (instance, state) => {
+      const feeder = instance as unknown as EnvFeeder;
+      // The tick's first await is the env's registration with the run (a call to another
+      // object); stop() runs meanwhile, before the tick sets the status it computed.
+      const tick = feeder.alarm();
+      const stopped = await feeder.stop();
+      expect(stopped!.status).toBe("stopped");
+      await tick;
+      expect((await feeder.describe())!.status).toBe("stopped");
+      // Not re-armed: a stopped feeder ticks no more.
+      expect(await state.storage.getAlarm()).toBeNull();
+    });
   });
 });
