@@ -313,9 +313,7 @@ export async function runStart(
       progress.lastReason = null;
       const batch = leased.batch;
       const result = demoTrainStep(batch.groups);
-      const stale = batch.groups.map((g) =>
-        typeof g.policy_version === "number" ? policyVersion - g.policy_version : 0,
-      );
+      const stale = batch.manifest.map((g) => policyVersion - g.policy_version);
       progress.staleness = stale.length
         ? { mean: stale.reduce((a, b) => a + b, 0) / stale.length, max: Math.max(...stale) }
         : null;

@@ -29,8 +29,17 @@ export interface TrainerRegistration {
   starting_step?: number;
 }
 
-/** A group as delivered to a trainer (env_id and policy_version stamped by the API). */
+/** A group as delivered to a trainer: Atropos' 14 keys (env_id stamped by the API). */
 export type DeliveredGroup = ScoredDataGroup & Record<string, unknown>;
+
+/** What the API records about each leased group (same order as `groups`). */
+export interface LeasedGroupInfo {
+  group_id: number;
+  env_id: number | null;
+  /** The policy version the group was sampled under: staleness = current − this. */
+  policy_version: number;
+  num_seqs: number;
+}
 
 export interface LeasedBatch {
   batchId: string;
@@ -39,6 +48,8 @@ export interface LeasedBatch {
   leaseExpiresAt: number;
   redelivered: boolean;
   groups: DeliveredGroup[];
+  /** Per group, in the order of `groups`. */
+  manifest: LeasedGroupInfo[];
 }
 
 export type LeaseResult = { batch: LeasedBatch; reason: null } | { batch: null; reason: string };
@@ -183,6 +194,7 @@ export class TrainerClient {
       step: number;
       lease_expires_at: number;
       redelivered: boolean;
+      groups: LeasedGroupInfo[];
       batch: DeliveredGroup[];
     }>(res, "lease");
     return {
@@ -193,6 +205,7 @@ export class TrainerClient {
         leaseExpiresAt: parsed.lease_expires_at,
         redelivered: parsed.redelivered,
         groups: parsed.batch,
+        manifest: parsed.groups,
       },
       reason: null,
     };

@@ -17,6 +17,7 @@ interface Leased {
   step: number;
   lease_expires_at: number;
   redelivered: boolean;
+  groups: { group_id: number; env_id: number | null; policy_version: number; num_seqs: number }[];
   batch: { tokens: number[][]; scores: number[] }[];
 }
 
@@ -118,10 +119,17 @@ describe("exactly-once delivery", () => {
     await post(`${base}/scored_data`, { ...group(3, 4, envIds[0]!), policy_version: 2 });
     const fresh = (await lease(run, { max_staleness: 2 })).batch!;
     expect(fresh.batch[0]!.tokens).toEqual(group(2, 4, 0).tokens);
+    // The lease says which policy version each group was sampled under (default: the run's).
+    expect(fresh.groups).toEqual([
+      { group_id: expect.any(Number), env_id: envIds[0], policy_version: 5, num_seqs: 4 },
+    ]);
     const stats = await json<{ policy_versions: { queued_min: number; queued_max: number } }>(
       call(`/v1/runs/${run}/stats`),
     );
     expect(stats.policy_versions).toMatchObject({ queued_min: 0, queued_max: 2 });
+    const older = (await lease(run, { max_staleness: 3 })).batch!;
+    expect(older.batch[0]!.tokens).toEqual(group(3, 4, 0).tokens);
+    expect(older.groups[0]!.policy_version).toBe(2);
   });
 
   it("explains why no batch can be formed", async () => {

@@ -80,6 +80,14 @@ v1Routes.post("/runs/:run/batches/lease", async (c) => {
     step: outcome.step,
     lease_expires_at: outcome.leaseExpiresAt,
     redelivered: outcome.redelivered,
+    // Per group, in batch order: what a trainer needs for staleness and bookkeeping, which the
+    // Atropos-shaped groups themselves do not carry.
+    groups: outcome.groups.map((g) => ({
+      group_id: g.id,
+      env_id: g.envId,
+      policy_version: g.policyVersion,
+      num_seqs: g.numSeqs,
+    })),
   });
   return new Response(streamGroups(c.env, outcome.groups, `${head.slice(0, -1)},"batch":[`, "]}"), {
     headers: { "content-type": "application/json", "x-batch-id": outcome.batchId },
