@@ -125,7 +125,8 @@ const v1: Record<string, Record<string, Op>> = {
       bodyOptional: true,
       params: ["run"],
       responses: {
-        "200": "{batch_id, lease_id, step, lease_expires_at, redelivered, groups: [{group_id, env_id, policy_version, num_seqs}], batch}",
+        "200":
+          "{batch_id, lease_id, step, lease_expires_at, redelivered, groups: [{group_id, env_id, policy_version, num_seqs}], batch}",
         "204": "no batch can be formed; X-Atropos-Edge-Reason says why",
         "409": "no trainer registered",
       },

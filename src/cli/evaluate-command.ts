@@ -5,6 +5,7 @@
  */
 import { mkdirSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
+import { envRegistry, getEnvDefinition } from "../env-workers/registry";
 import { createEnv, type InferenceFlags, openInference } from "./inference";
 
 export interface EvaluateCommandOptions extends InferenceFlags {
@@ -40,6 +41,14 @@ export async function runEvaluate(
   options: EvaluateCommandOptions,
   log = console.log,
 ): Promise<number> {
+  if (!getEnvDefinition(options.env).hasEvaluation) {
+    const withEval = Object.values(envRegistry)
+      .filter((d) => d.hasEvaluation)
+      .map((d) => d.name);
+    throw new Error(
+      `env '${options.env}' defines no evaluation (it overrides neither evaluate() nor evaluateWithSamples()); envs with one: ${withEval.join(", ") || "none"}`,
+    );
+  }
   const inference = await openInference(options);
   try {
     const env = await createEnv(options.env, {}, inference, options.tokenizer);

@@ -35,7 +35,7 @@ export async function runServe(options: ServeCommandOptions, log = console.log):
     // The API is polled every second while no trainer is registered: say so once, then every 30 s.
     let waitingSince: number | null = null;
     let lastWaitLog = 0;
-    const summary = await serveEnv(env, api, {
+    const summary = await serveEnvExplained(env, api, options.api, abort.signal, {
       signal: abort.signal,
       onEvent: (e) => {
         if (e.type === "registered") log(`registered as env_id ${e.envId} (${e.name})`);
@@ -57,6 +57,10 @@ export async function runServe(options: ServeCommandOptions, log = console.log):
         if (e.type === "worker_error") log(`worker error: ${e.message}`);
       },
     });
+    if (!summary) {
+      log("stopped before a trainer registered");
+      return 0;
+    }
     log(
       `stopped (${summary.exitReason}) at step ${summary.finalStep}: ${summary.groupsSubmitted} submitted, ${summary.groupsDropped} dropped`,
     );
@@ -65,5 +69,30 @@ export async function runServe(options: ServeCommandOptions, log = console.log):
     process.off("SIGINT", stop);
     process.off("SIGTERM", stop);
     await inference.close();
+  }
+}
+
+/**
+ * serveEnv with the two ends a user meets most often made plain: Ctrl-C while waiting for a
+ * trainer is a clean stop (null), and an API that cannot be reached says so and what to check.
+ */
+async function serveEnvExplained(
+  env: Parameters<typeof serveEnv>[0],
+  api: Parameters<typeof serveEnv>[1],
+  url: string,
+  signal: AbortSignal,
+  options: Parameters<typeof serveEnv>[2],
+): Promise<Awaited<ReturnType<typeof serveEnv>> | null> {
+  try {
+    return await serveEnv(env, api, options);
+  } catch (error) {
+    if (signal.aborted) return null;
+    if (error instanceof TypeError && error.message === "fetch failed") {
+      const code = (error.cause as { code?: string } | undefined)?.code ?? "network error";
+      throw new Error(
+        `cannot reach the rollout API at ${url} (${code}): is it running (npm run dev)? check --api`,
+      );
+    }
+    throw error;
   }
 }

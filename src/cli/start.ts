@@ -153,6 +153,15 @@ export async function runStart(
     .filter(Boolean);
   if (envNames.length === 0) throw new Error("--envs needs at least one env name");
   if (options.steps < 1) throw new Error("--steps must be at least 1");
+  // Checked before anything starts (the dev server takes ~10 s to come up).
+  for (const name of envNames) {
+    const groupSize = Number(getEnvDefinition(name).defaultConfig.group_size);
+    if (groupSize > options.batchSize) {
+      throw new Error(
+        `${name}: group_size ${groupSize} > --batch-size ${options.batchSize}; raise --batch-size`,
+      );
+    }
+  }
 
   const fresh = !options.persistTo;
   const stateDir = options.persistTo
@@ -214,12 +223,6 @@ export async function runStart(
     });
 
     for (const name of workersMode ? envNames : []) {
-      const groupSize = Number(getEnvDefinition(name).defaultConfig.group_size);
-      if (groupSize > options.batchSize) {
-        throw new Error(
-          `${name}: group_size ${groupSize} > --batch-size ${options.batchSize}; raise --batch-size`,
-        );
-      }
       workerEnvs.push(
         await startWorkerEnv(
           dev.url,

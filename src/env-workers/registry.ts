@@ -2,7 +2,7 @@
  * Every environment atropos-edge can run. Adding an env = one file under envs/ + one line below.
  */
 import type { z } from "zod";
-import type { BaseEnv, JsonValue } from "./base-env";
+import { BaseEnv, type JsonValue } from "./base-env";
 import { type BaseEnvConfig, parseEnvConfig } from "./config";
 import { BlackjackConfigSchema, BlackjackEnv } from "./envs/blackjack";
 import { Gsm8kLiteConfigSchema, Gsm8kLiteEnv } from "./envs/gsm8k-lite";
@@ -17,6 +17,8 @@ export interface EnvDefinition {
   configSchema: z.ZodType<BaseEnvConfig>;
   /** The parsed defaults (what `{}` becomes). */
   defaultConfig: BaseEnvConfig;
+  /** Whether the env defines an evaluation (overrides evaluate or evaluateWithSamples). */
+  hasEvaluation: boolean;
   /** Validate `config` (partial, snake_case) and build the env. */
   create(config: unknown, inference: InferenceClient, tokenizer: Tokenizer): BaseEnv<JsonValue>;
 }
@@ -37,6 +39,9 @@ export function defineEnv<I extends JsonValue, C extends BaseEnvConfig>(
     description,
     configSchema,
     defaultConfig: parseEnvConfig(configSchema, {}),
+    hasEvaluation:
+      envClass.prototype.evaluate !== BaseEnv.prototype.evaluate ||
+      envClass.prototype.evaluateWithSamples !== BaseEnv.prototype.evaluateWithSamples,
     create: (config, inference, tokenizer) =>
       // why: items are typed per env; the runtime only moves them around as JSON.
       new envClass(
