@@ -5,7 +5,7 @@
  * SFT: per group, sequences sorted by score (desc); a sequence is kept when its score is > 0
  * (unless allowNegativeScores) and score − min(group) > minScoreDiff; the top N kept per group.
  * DPO: per group, each of the top N sequences (score > 0 unless allowed) is paired with a random
- * negative among the N lowest whose score < pos − minScoreDiff.
+ * negative among the N lowest whose score < pos − minScoreDiff; a negative pairs at most once.
  * Text mode splits decoded tokens at the group's longest common token prefix:
  *   SFT {"prefix","completion","score"}, DPO {"prefix","pos","score","neg"};
  * messages mode: SFT {"messages","score"}, DPO {"pos": messages, "score", "neg": messages}.
@@ -90,6 +90,7 @@ export function selectDpo(
   const positives = order
     .filter((i) => options.allowNegativeScores || group.scores[i]! > 0)
     .slice(0, options.topN);
+  // The pool of negatives: the N lowest, each used for at most one pair (as atropos-dpo-gen).
   const lowest = order.slice(-options.topN);
   const out: ExportRecord[] = [];
   const cut = options.saveMessages ? 0 : commonPrefixLength(group);
@@ -99,6 +100,7 @@ export function selectDpo(
     );
     if (candidates.length === 0) continue;
     const neg = candidates[Math.floor(options.random() * candidates.length)]!;
+    lowest.splice(lowest.indexOf(neg), 1);
     if (options.saveMessages) {
       out.push({
         pos: requireMessages(group, pos),

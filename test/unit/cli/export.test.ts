@@ -56,17 +56,23 @@ describe("sft selection", () => {
 });
 
 describe("dpo selection", () => {
-  it("pairs each top positive with a negative below pos − gap", () => {
+  it("pairs each top positive with a negative below pos − gap, each negative used once", () => {
     const records = selectDpo(group([1, 0.8, -1, 0.5]), {
       ...base,
       minScoreDiff: 0.5,
       random: () => 0,
     });
-    // Negatives come from the 3 lowest (0.8, 0.5, -1); only -1 ("ee") is 0.5 below every positive.
-    expect(records).toEqual([
-      { prefix: "ab", pos: "cc", score: 1, neg: "ee" },
+    // Negatives come from the 3 lowest (0.8, 0.5, -1); only -1 ("ee") is 0.5 below any positive,
+    // and once paired with the best it is gone (atropos-dpo-gen removes used negatives).
+    expect(records).toEqual([{ prefix: "ab", pos: "cc", score: 1, neg: "ee" }]);
+    const two = selectDpo(group([1, 0.8, -1, -0.5]), {
+      ...base,
+      minScoreDiff: 0.5,
+      random: () => 0,
+    });
+    expect(two).toEqual([
+      { prefix: "ab", pos: "cc", score: 1, neg: "ff" },
       { prefix: "ab", pos: "dd", score: 0.8, neg: "ee" },
-      { prefix: "ab", pos: "ff", score: 0.5, neg: "ee" },
     ]);
   });
 
