@@ -57,7 +57,13 @@ interface GroupsJson {
   next_cursor: number | string | null;
 }
 interface BatchesJson {
-  batches: { batch_id: number | string; status: string; num_seqs: number; groups: unknown[] }[];
+  batches: {
+    batch_id: number | string;
+    status: string;
+    num_seqs: number;
+    policy_version_at_formation: number;
+    groups: { policy_version: number }[];
+  }[];
 }
 
 /** Same formatting as the dashboard's fmtInt. */
@@ -150,6 +156,8 @@ async function seed(base: string) {
   await call(base, "POST", `/v1/runs/${RUN}/batches/${first.batch_id}/ack`, {
     lease_id: first.lease_id,
   });
+  // The trainer moves to policy 2 before the next lease: that batch's groups are 2 versions stale.
+  await call(base, "POST", `/v1/runs/${RUN}/policy`, { version: 2 });
   const second = await call(base, "POST", `/v1/runs/${RUN}/batches/lease`, {});
   return { mathId, codeId, ackedBatch: first.batch_id, leasedBatch: second.batch_id };
 }
@@ -375,7 +383,15 @@ describe("dashboard in Chromium against npm run dev", () => {
       expect(await row.locator("[data-field=status] .pill").textContent()).toBe(batch.status);
       expect(await row.locator("[data-field=num_seqs]").textContent()).toBe(int(batch.num_seqs));
       expect(batch.num_seqs).toBe(BATCH_SIZE);
+      // Staleness as measured from the manifest, not the lease's bound.
+      const versions = batch.groups.map((g) => g.policy_version);
+      const stale = batch.policy_version_at_formation - Math.min(...versions);
+      expect(await row.locator("[data-field=staleness]").textContent()).toBe(int(stale));
     }
+    const staleness = batches.map(
+      (b) => b.policy_version_at_formation - b.groups[0]!.policy_version,
+    );
+    expect(staleness.sort()).toEqual([0, 2]);
     const acked = page.locator(`tr[data-batch-id="${seeded.ackedBatch}"]`);
     await acked.getByRole("button", { name: "Manifest" }).click();
     const manifest = page.locator(`#manifest-${seeded.ackedBatch} tbody tr`);

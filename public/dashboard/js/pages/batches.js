@@ -10,6 +10,16 @@ const PAGE_SIZE = 50;
 const COLUMNS = 10;
 
 /**
+ * Policy versions between the oldest group's sampling and the batch's formation (null if unknown).
+ * @param {import("../api.js").BatchInfo} b
+ */
+function measuredStaleness(b) {
+  const versions = b.groups.map((g) => g.policy_version).filter((v) => v !== null);
+  if (b.policy_version_at_formation === null || versions.length === 0) return null;
+  return b.policy_version_at_formation - Math.min(...versions);
+}
+
+/**
  * @param {import("../api.js").BatchInfo} b
  * @param {Map<number, string>} envNames
  */
@@ -61,6 +71,7 @@ function batchRows(b, envNames, expanded, now) {
     { class: "manifest-row", id: manifestId, hidden: !open },
     h("td", { colspan: COLUMNS }, manifest(b, envNames)),
   );
+  const staleness = measuredStaleness(b);
   const envs = [...new Set(b.groups.map((g) => g.env_id))]
     .map((id) => (id === null ? "–" : (envNames.get(id) ?? `env ${id}`)))
     .join(", ");
@@ -106,9 +117,13 @@ function batchRows(b, envNames, expanded, now) {
         numeric: true,
         field: "policy_version_at_formation",
       }),
-      td(b.max_staleness === null ? "–" : fmtInt(b.max_staleness), {
+      td(staleness === null ? "–" : fmtInt(staleness), {
         numeric: true,
-        field: "max_staleness",
+        field: "staleness",
+        title:
+          b.max_staleness === null
+            ? "the lease set no max_staleness"
+            : `the lease allowed at most ${b.max_staleness}`,
       }),
       td(
         [
@@ -135,7 +150,11 @@ export function mountBatches(root) {
     { label: "Sequences", numeric: true },
     "Envs",
     { label: "Policy v.", numeric: true, title: "Policy version when the batch was formed" },
-    { label: "Max staleness", numeric: true },
+    {
+      label: "Staleness",
+      numeric: true,
+      title: "Policy versions between the oldest group's sampling and the batch's formation",
+    },
     "Created / lease",
   ]);
   batches.el.dataset.testid = "batches-table";
