@@ -106,4 +106,24 @@ describe("Atropos Python clients (stdlib only)", () => {
     expect(records).toHaveLength(12);
     expect(records.every((r) => r.score === 1)).toBe(true);
   });
+
+  it("examples/python/lease_trainer.py: lease → policy → ack over what a Python env sent", async () => {
+    // The trainer registers (batch 8) and leases until it has 3 batches; the env client submits
+    // 6 groups of 4 meanwhile (re-registration keeps queued groups, so the order does not matter).
+    const trainer = run(
+      "python3",
+      [join(ROOT, "examples", "python", "lease_trainer.py"), server.url, "3", "8"],
+      { timeout: 90_000 },
+    );
+    await python("atropos_env_client.py", [server.url, "6"]);
+    const { stdout } = await trainer;
+    expect(stdout.trim().split("\n")).toEqual([
+      "step 1: 8 sequences, max staleness 0",
+      "step 2: 8 sequences, max staleness 1",
+      "step 3: 8 sequences, max staleness 2",
+    ]);
+    // All three acked: nothing is left to lease.
+    const res = await fetch(`${server.url}/v1/runs/default/batches/lease`, { method: "POST" });
+    expect(res.status).toBe(204);
+  });
 });
