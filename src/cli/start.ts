@@ -212,7 +212,7 @@ export async function runStart(
     out.write(`starting the dev server on 127.0.0.1:${options.port} (state: ${stateDir})…\n`);
     dev = await startDevProcess({ port: options.port, persistTo: stateDir });
     out.write(
-      `API ${dev.url} · ${inference.describe} · envs ${envNames.join(", ")}${workersMode ? " on the Worker's queue path" : " in Node"}\n`,
+      `API ${dev.url} (dashboard ${dev.url}/dashboard/) · ${inference.describe} · envs ${envNames.join(", ")}${workersMode ? " on the Worker's queue path" : " in Node"}\n`,
     );
 
     const trainer = new TrainerClient({ url: dev.url });

@@ -57,6 +57,7 @@ describe("atropos-edge start", () => {
     ]);
     expect(code, output).toBe(0);
     expect(output).toContain("atropos-edge start: summary");
+    expect(output).toContain(`(dashboard http://127.0.0.1:${port}/dashboard/)`);
     expect(output).toMatch(/steps trained\s+3\/3/);
     expect(output).toMatch(/shape problems\s+0/);
     expect(output).toMatch(/env gsm8k_lite\s+submitted [1-9]/);
