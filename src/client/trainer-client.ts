@@ -225,6 +225,26 @@ export class TrainerClient {
     return this.parse(await this.send("GET", `${this.v1Base}/stats`), "stats");
   }
 
+  /**
+   * The run's stats as a stream: one snapshot now, then one every `intervalMs`, until the loop
+   * that consumes it stops or `signal` aborts (`for await (const s of trainer.watchStats())`).
+   */
+  async *watchStats(intervalMs = 1000, signal?: AbortSignal): AsyncGenerator<RunStats> {
+    while (!signal?.aborted) {
+      yield await this.stats();
+      if (signal?.aborted) return;
+      await new Promise<void>((resolve) => {
+        const timer = setTimeout(done, intervalMs);
+        function done() {
+          clearTimeout(timer);
+          signal?.removeEventListener("abort", done);
+          resolve();
+        }
+        signal?.addEventListener("abort", done, { once: true });
+      });
+    }
+  }
+
   /** Read-only group listing (GET /v1/runs/{run}/groups). */
   async listGroups(query: Record<string, string | number> = {}): Promise<GroupPage> {
     const qs = new URLSearchParams(Object.entries(query).map(([k, v]) => [k, String(v)]));
