@@ -70,6 +70,12 @@ export async function runExport(options: ExportCommandOptions, log = console.log
         new TrainerClient({ url: options.api!, run: options.run, token: options.token }),
         options.maxGroups,
       );
+  if (groups.length === 0 && options.api) {
+    // An empty run is almost always a wrong --run (runs are created by their first request).
+    log(
+      `warning: run '${options.run}' at ${options.api} has no groups; check --run (GET /v1/runs lists the runs)`,
+    );
+  }
   const tokenizer = options.saveMessages ? null : await getTokenizer(options.tokenizer);
   const records = exportRecords(options.kind, groups, {
     topN: options.topN,

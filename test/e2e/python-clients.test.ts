@@ -33,6 +33,25 @@ interface Group {
 const key = (g: Group) =>
   JSON.stringify([g.tokens, g.masks, g.scores, g.inference_logprobs, g.overrides]);
 
+/** `export sft` from the API's default run into `out`. */
+function exportOptions(api: string, out: string) {
+  return {
+    kind: "sft" as const,
+    api,
+    run: "default",
+    out,
+    topN: 4,
+    minScoreDiff: 0,
+    allowNegativeScores: false,
+    saveMessages: false,
+    maxRecords: 0,
+    maxGroups: 0,
+    tokenizer: "qwen3",
+    seed: 0,
+    append: false,
+  };
+}
+
 describe("Atropos Python clients (stdlib only)", () => {
   let server: DevServer;
   beforeAll(async () => {
@@ -80,24 +99,7 @@ describe("Atropos Python clients (stdlib only)", () => {
 
     // The CLI export reads the same groups back, read-only.
     const out = join(mkdtempSync(join(tmpdir(), "export-api-")), "sft.jsonl");
-    await runExport(
-      {
-        kind: "sft",
-        api: server.url,
-        run: "default",
-        out,
-        topN: 4,
-        minScoreDiff: 0,
-        allowNegativeScores: false,
-        saveMessages: false,
-        maxRecords: 0,
-        maxGroups: 0,
-        tokenizer: "qwen3",
-        seed: 0,
-        append: false,
-      },
-      () => {},
-    );
+    await runExport(exportOptions(server.url, out), () => {});
     const records = readFileSync(out, "utf8")
       .trim()
       .split("\n")
@@ -105,6 +107,15 @@ describe("Atropos Python clients (stdlib only)", () => {
     // Each group has two +1 and two −1 sequences: two records per group.
     expect(records).toHaveLength(12);
     expect(records.every((r) => r.score === 1)).toBe(true);
+
+    // A run name with no groups is almost always a typo: say so.
+    const lines: string[] = [];
+    const emptyOut = join(mkdtempSync(join(tmpdir(), "export-none-")), "sft.jsonl");
+    await runExport({ ...exportOptions(server.url, emptyOut), run: "no-such-run" }, (line) =>
+      lines.push(line),
+    );
+    expect(lines[0]).toContain("warning: run 'no-such-run'");
+    expect(lines[0]).toContain("has no groups; check --run");
   });
 
   it("examples/python/lease_trainer.py: lease → policy → ack over what a Python env sent", async () => {
