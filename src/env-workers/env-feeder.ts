@@ -143,6 +143,7 @@ export class EnvFeeder extends DurableObject<Bindings> {
     state.status = "stopped";
     await this.save();
     await this.ctx.storage.deleteAlarm();
+    await this.reportStats(state);
     return summarize(state, this.evaluation !== null);
   }
 
@@ -359,11 +360,11 @@ export class EnvFeeder extends DurableObject<Bindings> {
   private async reportStats(state: FeederState): Promise<void> {
     if (state.envId === null) return;
     await this.env.DB.prepare(
-      `INSERT INTO worker_stats (run, env_id, env_name, items_in_flight, items_succeeded, items_failed, updated_at)
-       VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)
+      `INSERT INTO worker_stats (run, env_id, env_name, items_in_flight, items_succeeded, items_failed, worker_status, updated_at)
+       VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)
        ON CONFLICT (run, env_id) DO UPDATE SET items_in_flight = excluded.items_in_flight,
          items_succeeded = excluded.items_succeeded, items_failed = excluded.items_failed,
-         updated_at = excluded.updated_at`,
+         worker_status = excluded.worker_status, updated_at = excluded.updated_at`,
     )
       .bind(
         state.run,
@@ -372,6 +373,8 @@ export class EnvFeeder extends DurableObject<Bindings> {
         Object.keys(state.inFlight).length,
         state.succeeded,
         state.failed,
+        // An evaluation holds training back (Atropos' STOP_TRAIN): the dashboard shows it as such.
+        this.evaluation !== null && state.status !== "stopped" ? "evaluating" : state.status,
         Date.now(),
       )
       .run();

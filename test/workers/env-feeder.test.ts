@@ -94,12 +94,21 @@ describe("EnvFeeder", () => {
     const fed = await stub.describe();
     expect(fed).toMatchObject({ env_id: 0, status: "running", in_flight: 3, issued: 3 });
     expect(fed!.eval_running).toBe(false);
+    // The run's stats (what the dashboard shows) carry the feeder's own state.
+    const workerStatus = async () =>
+      (
+        await json<{ envs: { worker_status: string | null; items_in_flight: number | null }[] }>(
+          call(`/v1/runs/${run}/stats`),
+        )
+      ).envs[0]!;
+    expect(await workerStatus()).toMatchObject({ worker_status: "running", items_in_flight: 3 });
 
     // The trainer moves the run to step 2: the feeder starts an evaluation and stops feeding.
     await post(`/runs/${run}/register`, { ...REGISTRATION, batch_size: 8, starting_step: 2 });
     expect(await runDurableObjectAlarm(stub)).toBe(true);
     const evaluating = await stub.describe();
     expect(evaluating!.eval_running).toBe(true);
+    expect((await workerStatus()).worker_status).toBe("evaluating");
     expect(evaluating!.issued).toBe(3);
 
     // The evaluation env loads its tokenizer first; release it once evaluate() is running.
@@ -122,6 +131,7 @@ describe("EnvFeeder", () => {
     const after = await stub.describe();
     expect(after).toMatchObject({ eval_running: false, evaluations: 1 });
     await stub.stop();
+    expect((await workerStatus()).worker_status).toBe("stopped");
   });
 
   it("keeps a stop that arrives while a tick is running, instead of the tick's status", async () => {

@@ -10,7 +10,8 @@ import { getToken } from "./auth.js";
  *   status: "active" | "stale" | "disconnected", heartbeat_age_s: number | null,
  *   groups_submitted: number, sequences_submitted: number, mean_score: number | null,
  *   mean_completion_tokens: number | null, items_in_flight: number | null,
- *   items_succeeded: number | null, items_failed: number | null}} EnvStats
+ *   items_succeeded: number | null, items_failed: number | null,
+ *   worker_status: "running" | "paused" | "evaluating" | "waiting_for_trainer" | "stopped" | null}} EnvStats
  * @typedef {{run: string, now: number, step: number, policy_version: number, batch_size: number,
  *   max_token_len: number, registered: boolean,
  *   queue: {groups: number, sequences: number, buffered_groups: number, buffered_sequences: number,

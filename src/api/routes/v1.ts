@@ -172,7 +172,7 @@ v1Routes.get("/runs/:run/stats", async (c) => {
         .bind(run),
       db
         .prepare(
-          "SELECT env_id, items_in_flight, items_succeeded, items_failed FROM worker_stats WHERE run = ?1",
+          "SELECT env_id, items_in_flight, items_succeeded, items_failed, worker_status FROM worker_stats WHERE run = ?1",
         )
         .bind(run),
     ]),
@@ -271,6 +271,8 @@ v1Routes.get("/runs/:run/stats", async (c) => {
         items_in_flight: w ? Number(w.items_in_flight) : null,
         items_succeeded: w ? Number(w.items_succeeded) : null,
         items_failed: w ? Number(w.items_failed) : null,
+        // Envs run by an EnvFeeder (queue path) report their own state; others have none.
+        worker_status: (w?.worker_status as string | null | undefined) ?? null,
       };
     }),
     dead_letters: { count: Number(first(7).n ?? 0), recent: rows(8) },

@@ -168,6 +168,8 @@ export const workerStats = sqliteTable(
     itemsInFlight: integer("items_in_flight").notNull().default(0),
     itemsSucceeded: integer("items_succeeded").notNull().default(0),
     itemsFailed: integer("items_failed").notNull().default(0),
+    /** The feeder's own state: running, paused, evaluating, waiting_for_trainer or stopped. */
+    workerStatus: text("worker_status"),
     updatedAt: integer("updated_at").notNull(),
   },
   (t) => [primaryKey({ columns: [t.run, t.envId] })],

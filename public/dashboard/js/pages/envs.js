@@ -14,6 +14,15 @@ const DETAIL_EVERY_TICKS = 3;
 
 /** @type {Record<string, "ok" | "warn" | "bad">} */
 const STATUS_TONE = { active: "ok", stale: "warn", disconnected: "bad" };
+/** What an env worker (queue path) says it is doing; envs run elsewhere report nothing. */
+/** @type {Record<string, "ok" | "warn" | "bad" | "muted">} */
+const WORKER_TONE = {
+  running: "ok",
+  paused: "warn",
+  evaluating: "warn",
+  waiting_for_trainer: "muted",
+  stopped: "bad",
+};
 
 /**
  * @param {import("../api.js").EnvStats} env
@@ -38,6 +47,17 @@ function envRow(env) {
     td(
       [
         pill(env.status, STATUS_TONE[env.status] ?? "muted"),
+        env.worker_status === null
+          ? null
+          : h(
+              "span",
+              { "data-field": "worker_status", title: "reported by the env's worker" },
+              " ",
+              pill(
+                env.worker_status.replaceAll("_", " "),
+                WORKER_TONE[env.worker_status] ?? "muted",
+              ),
+            ),
         h("div", { class: "muted small" }, heartbeat),
       ],
       {

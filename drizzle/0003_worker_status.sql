@@ -1,0 +1,1 @@
+ALTER TABLE `worker_stats` ADD `worker_status` text;
