@@ -7,6 +7,7 @@ import { TrainerClient } from "../client/trainer-client";
 import type { ScoredDataGroup } from "../core/group-types";
 import { getTokenizer } from "../env-workers/tokenizers/index";
 import { exportRecords } from "./export";
+import { ProgressBar } from "./progress-bar";
 
 export interface ExportCommandOptions {
   kind: "sft" | "dpo";
@@ -44,6 +45,7 @@ export function readGroupsJsonl(path: string): ScoredDataGroup[] {
 export async function readGroupsFromApi(
   client: TrainerClient,
   maxGroups: number,
+  stream: NodeJS.WriteStream = process.stderr,
 ): Promise<ScoredDataGroup[]> {
   const ids: number[] = [];
   let cursor: number | null = null;
@@ -54,7 +56,12 @@ export async function readGroupsFromApi(
   } while (cursor !== null && (maxGroups <= 0 || ids.length < maxGroups));
   const chosen = ids.reverse().slice(0, maxGroups > 0 ? maxGroups : undefined);
   const groups: ScoredDataGroup[] = [];
-  for (const id of chosen) groups.push((await client.getGroup(id)).payload);
+  // One request per group: show progress, large runs take a while.
+  const bar = chosen.length > 0 ? new ProgressBar("reading groups", chosen.length, stream) : null;
+  for (const id of chosen) {
+    groups.push((await client.getGroup(id)).payload);
+    bar?.update(groups.length);
+  }
   return groups;
 }
 
