@@ -119,14 +119,16 @@ describe("Atropos Python clients (stdlib only)", () => {
   });
 
   it("examples/python/lease_trainer.py: lease → policy → ack over what a Python env sent", async () => {
-    // The trainer registers (batch 8) and leases until it has 3 batches; the env client submits
-    // 6 groups of 4 meanwhile (re-registration keeps queued groups, so the order does not matter).
+    // The env client submits 6 groups of 4 first (once a trainer is registered), so all are
+    // sampled under policy 0; the example then re-registers (queued groups stay) and leases 3
+    // batches of 8, announcing versions 1, 2, 3 as it goes.
+    await python("atropos_trainer_client.py", ["register", server.url, "8"]);
+    await python("atropos_env_client.py", [server.url, "6"]);
     const trainer = run(
       "python3",
       [join(ROOT, "examples", "python", "lease_trainer.py"), server.url, "3", "8"],
       { timeout: 90_000 },
     );
-    await python("atropos_env_client.py", [server.url, "6"]);
     const { stdout } = await trainer;
     expect(stdout.trim().split("\n")).toEqual([
       "step 1: 8 sequences, max staleness 0",
