@@ -56,9 +56,15 @@ export function isGzipEncoded(request: Request): boolean {
   return (request.headers.get("content-encoding") ?? "").toLowerCase().includes("gzip");
 }
 
+/** The body length the client declared (Content-Length), or null when it sent none. */
+export function declaredLength(request: Request): number | null {
+  const declared = Number(request.headers.get("content-length") ?? Number.NaN);
+  return Number.isFinite(declared) ? declared : null;
+}
+
 export async function readBody(request: Request, limits: BodyLimits): Promise<ReadBody> {
-  const declared = Number(request.headers.get("content-length") ?? "NaN");
-  if (Number.isFinite(declared) && declared > limits.maxBodyBytes) {
+  const declared = declaredLength(request);
+  if (declared !== null && declared > limits.maxBodyBytes) {
     throw new ApiError(
       "PAYLOAD_TOO_LARGE",
       `request body of ${declared} bytes exceeds the limit of ${limits.maxBodyBytes} bytes`,
@@ -67,7 +73,7 @@ export async function readBody(request: Request, limits: BodyLimits): Promise<Re
   // A declared length is enforced by the runtime, so the body can be read in one piece.
   const raw = !request.body
     ? new Uint8Array(new ArrayBuffer(0))
-    : Number.isFinite(declared)
+    : declared !== null
       ? new Uint8Array(await request.arrayBuffer())
       : await collect(request.body, limits.maxBodyBytes, "request body");
   const gzip = isGzipEncoded(request);

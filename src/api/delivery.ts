@@ -4,7 +4,7 @@
  * stays flat whatever the batch size (a batch of 64 × 8k-token sequences with logprobs is ~15 MB
  * of JSON) and no group's whole JSON text is ever held as one string.
  */
-import { canonicalGroupPieces } from "../core/canonical-group";
+import { canonicalGroupJson, canonicalGroupPieces } from "../core/canonical-group";
 import { type ScoredDataInput, scoredDataSchema } from "../core/schemas";
 import type { Bindings } from "./bindings";
 import { memoryCost, withMemory } from "./memory-budget";
@@ -28,7 +28,7 @@ function memoryCostOf(ref: LeasedGroupRef): number {
 /** One group's canonical JSON as a string (single-group endpoints). */
 export function canonicalPayload(env: Bindings, ref: LeasedGroupRef): Promise<string> {
   return withMemory(env, memoryCostOf(ref), async () =>
-    Array.from(canonicalGroupPieces(await readGroup(env, ref), ref.envId)).join(""),
+    canonicalGroupJson(await readGroup(env, ref), ref.envId),
   );
 }
 

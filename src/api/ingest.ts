@@ -124,6 +124,11 @@ interface CommittedItem {
   d1Ms: number;
 }
 
+/** Identical content stored after this time counts as a retry of it (DEDUPE_WINDOW_SECONDS). */
+function dedupeCutoff(env: Bindings, now: number): number {
+  return now - numberVar(env.DEDUPE_WINDOW_SECONDS, 900) * 1000;
+}
+
 // Bounds one commit: memory (payloads are held until written) and D1 batch size.
 const COMMIT_MAX_ITEMS = 64;
 const COMMIT_MAX_BYTES = 16 * 1024 * 1024;
@@ -135,7 +140,7 @@ const COMMIT_MAX_BYTES = 16 * 1024 * 1024;
  */
 async function writeCommit(env: Bindings, run: string, items: IngestItem[]) {
   const now = Date.now();
-  const dedupeCutoff = now - numberVar(env.DEDUPE_WINDOW_SECONDS, 900) * 1000;
+  const cutoff = dedupeCutoff(env, now);
   const key = payloadKey(run);
   const offsets: number[] = [];
   let size = 0;
@@ -173,7 +178,7 @@ async function writeCommit(env: Bindings, run: string, items: IngestItem[]) {
         item.payload.byteLength,
         item.contentHash,
         now,
-        dedupeCutoff,
+        cutoff,
         item.idempotencyKey ?? null,
         offsets[i]!,
       ),
@@ -254,7 +259,7 @@ export async function ingestGroups(
   timings.record("r2", results[0]!.r2Ms);
   timings.record("d1", results[0]!.d1Ms);
 
-  const dedupeCutoff = Date.now() - numberVar(env.DEDUPE_WINDOW_SECONDS, 900) * 1000;
+  const cutoff = dedupeCutoff(env, Date.now());
   const outcomes: IngestOutcome[] = [];
   for (const [i, item] of items.entries()) {
     const envId = item.summary.envId;
@@ -278,7 +283,7 @@ export async function ingestGroups(
     const prior = await env.DB.prepare(
       "SELECT id, status FROM groups WHERE run = ?1 AND content_hash = ?2 AND created_at > ?3 ORDER BY id LIMIT 1",
     )
-      .bind(run, item.contentHash, dedupeCutoff)
+      .bind(run, item.contentHash, cutoff)
       .first<{ id: number; status: string }>();
     if (prior) {
       outcomes.push({

@@ -10,7 +10,7 @@
  */
 import { ByteBudget } from "../core/byte-budget";
 import { type Bindings, numberVar } from "./bindings";
-import { isGzipEncoded } from "./body";
+import { declaredLength, isGzipEncoded } from "./body";
 
 let budget: ByteBudget | null = null;
 
@@ -29,7 +29,5 @@ export function withMemory<T>(env: Bindings, cost: number, work: () => Promise<T
 
 /** For a request: its declared length (8 MiB when unknown) and its content encoding. */
 export function requestMemoryCost(request: Request): number {
-  const declared = Number(request.headers.get("content-length") ?? Number.NaN);
-  const length = Number.isFinite(declared) ? declared : 8 * 2 ** 20;
-  return memoryCost(length, isGzipEncoded(request));
+  return memoryCost(declaredLength(request) ?? 8 * 2 ** 20, isGzipEncoded(request));
 }

@@ -35,12 +35,12 @@ export async function runServe(options: ServeCommandOptions, log = console.log):
     // The API is polled every second while no trainer is registered: say so once, then every 30 s.
     let waitingSince: number | null = null;
     let lastWaitLog = 0;
-    const summary = await serveEnvExplained(env, api, options.api, abort.signal, {
+    const summary = await serveEnvExplained(env, api, options.api, {
       signal: abort.signal,
       onEvent: (e) => {
         if (e.type === "registered") log(`registered as env_id ${e.envId} (${e.name})`);
         if (e.type !== "waiting_for_trainer") waitingSince = null;
-        if (e.type === "waiting_for_trainer") {
+        else {
           const now = Date.now();
           if (waitingSince === null) {
             waitingSince = lastWaitLog = now;
@@ -80,13 +80,12 @@ async function serveEnvExplained(
   env: Parameters<typeof serveEnv>[0],
   api: Parameters<typeof serveEnv>[1],
   url: string,
-  signal: AbortSignal,
   options: Parameters<typeof serveEnv>[2],
 ): Promise<Awaited<ReturnType<typeof serveEnv>> | null> {
   try {
     return await serveEnv(env, api, options);
   } catch (error) {
-    if (signal.aborted) return null;
+    if (options?.signal?.aborted) return null;
     if (error instanceof TypeError && error.message === "fetch failed") {
       const code = (error.cause as { code?: string } | undefined)?.code ?? "network error";
       throw new Error(

@@ -241,11 +241,6 @@ export async function runStart(
         inference,
         options.tokenizer,
       );
-      if (env.config.group_size > options.batchSize) {
-        throw new Error(
-          `${name}: group_size ${env.config.group_size} > --batch-size ${options.batchSize}; raise --batch-size`,
-        );
-      }
       const api = new RolloutApiClient({ url: dev.url, getWithBody: nodeGetWithBody });
       const run: EnvRun = {
         name,

@@ -4,6 +4,7 @@
  * versions and stats. Network errors and 5xx are retried with exponential backoff + jitter; 4xx are
  * reported at once with the server's message.
  */
+import { abortableSleep } from "../core/abortable-sleep";
 import type { ScoredDataGroup } from "../core/group-types";
 
 export interface TrainerClientOptions {
@@ -232,16 +233,8 @@ export class TrainerClient {
   async *watchStats(intervalMs = 1000, signal?: AbortSignal): AsyncGenerator<RunStats> {
     while (!signal?.aborted) {
       yield await this.stats();
-      if (signal?.aborted) return;
-      await new Promise<void>((resolve) => {
-        const timer = setTimeout(done, intervalMs);
-        function done() {
-          clearTimeout(timer);
-          signal?.removeEventListener("abort", done);
-          resolve();
-        }
-        signal?.addEventListener("abort", done, { once: true });
-      });
+      // An abort ends the wait early; the loop condition then ends the stream.
+      await abortableSleep(intervalMs, signal).catch(() => {});
     }
   }
 

@@ -6,6 +6,8 @@
  * retried POST can be deduplicated server-side), optional `Authorization: Bearer`, and no data
  * silently lost on a 4xx: the caller gets `{ok: false, status, body}`.
  */
+
+import { abortableSleep } from "../../core/abortable-sleep";
 import type { ScoredDataGroup } from "../../core/group-types";
 import type { EnvStatus } from "./scheduler";
 
@@ -78,21 +80,6 @@ export class ApiError extends Error {
     super(message);
     this.name = "ApiError";
   }
-}
-
-export function abortableSleep(ms: number, signal?: AbortSignal): Promise<void> {
-  return new Promise((resolve, reject) => {
-    if (signal?.aborted) return reject(signal.reason ?? new Error("aborted"));
-    const timer = setTimeout(() => {
-      signal?.removeEventListener("abort", onAbort);
-      resolve();
-    }, ms);
-    const onAbort = () => {
-      clearTimeout(timer);
-      reject(signal?.reason ?? new Error("aborted"));
-    };
-    signal?.addEventListener("abort", onAbort, { once: true });
-  });
 }
 
 /** Base path: `{url}` for run "default", `{url}/runs/{run}` otherwise. */

@@ -9,6 +9,8 @@
  * crossings of several multiples are detected, backlog is FIFO. A cancelled worker cannot be
  * interrupted mid-request (envs get no signal); its result is discarded and its item re-queued.
  */
+
+import { abortableSleep } from "../../core/abortable-sleep";
 import {
   type BaseEnv,
   DropGroupError,
@@ -19,7 +21,7 @@ import {
 } from "../base-env";
 import type { BaseEnvConfig } from "../config";
 import { validateGroupForSend } from "../send-validation";
-import { abortableSleep, type RolloutApiClient } from "./api-client";
+import type { RolloutApiClient } from "./api-client";
 import { reasonKey } from "./process";
 import { crossedMultiple, type EnvStatus, planWorkers, resolveMaxNumWorkers } from "./scheduler";
 
