@@ -10,8 +10,16 @@ export default defineConfig(async () => {
       cloudflareTest({
         remoteBindings: false,
         wrangler: { configPath: "./wrangler.jsonc" },
+        // The public factory with test-only envs added (tests and Worker share one isolate).
+        main: "./test/workers/test-worker.ts",
         miniflare: {
-          bindings: { TEST_MIGRATIONS: migrations, DEPLOYMENT: "local" },
+          bindings: {
+            TEST_MIGRATIONS: migrations,
+            DEPLOYMENT: "local",
+            // Feeder ticks only when a test runs its alarm (runDurableObjectAlarm): under load
+            // a 10 ms first tick would otherwise race the test's own.
+            FEEDER_TICK_MS: "3600000",
+          },
           compatibilityFlags: ["service_binding_extra_handlers"],
         },
       }),

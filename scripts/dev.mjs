@@ -2,6 +2,9 @@
 /**
  * `npm run dev -- [--port 8787] [--ip 127.0.0.1] [--persist-to .wrangler/state] [--var NAME:value]…
  *                [--inspector-port N]`   (attach Chrome DevTools / a CPU profiler to the Worker)
+ *                [--project DIR]          (a user project made by `atropos-edge init`; default: the
+ *                                          current directory when it has a wrangler config, else
+ *                                          this package)
  * `npm run dev -- --watch [same options] [-- other wrangler dev flags]`
  *
  * Applies the D1 migrations to the local state, then serves the Worker (API, queues, DOs,
@@ -15,13 +18,13 @@
  * while editing; both share the same state directory layout.
  */
 import { spawn, spawnSync } from "node:child_process";
-import { rmSync } from "node:fs";
+import { existsSync, rmSync } from "node:fs";
+import { createRequire } from "node:module";
 import { createServer } from "node:net";
 import { dirname, join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
 
-const root = join(dirname(fileURLToPath(import.meta.url)), "..");
-const configPath = join(root, "wrangler.jsonc");
+const packageRoot = join(dirname(fileURLToPath(import.meta.url)), "..");
 const args = process.argv.slice(2);
 function option(name, fallback) {
   const i = args.indexOf(`--${name}`);
@@ -35,6 +38,11 @@ function flag(name) {
   if (i >= 0) args.splice(i, 1);
   return i >= 0;
 }
+const WRANGLER_CONFIGS = ["wrangler.jsonc", "wrangler.json", "wrangler.toml"];
+const configIn = (dir) => WRANGLER_CONFIGS.map((f) => join(dir, f)).find((f) => existsSync(f));
+const root = resolve(option("project", configIn(process.cwd()) ? process.cwd() : packageRoot));
+const configPath = configIn(root);
+if (!configPath) fail(`no wrangler.jsonc, wrangler.json or wrangler.toml in ${root}`);
 const port = Number(option("port", process.env.PORT ?? "8787"));
 const persistTo = resolve(option("persist-to", join(root, ".wrangler", "state")));
 const ip = option("ip", "127.0.0.1");
@@ -61,10 +69,22 @@ const childEnv = {
   WRANGLER_SEND_ERROR_REPORTS: "false",
   CI: process.env.CI ?? "true",
 };
-const wrangler = join(root, "node_modules", ".bin", "wrangler");
+// The project's own wrangler (a user project has it as a dev dependency), else this package's.
+function wranglerBin() {
+  for (const from of [root, packageRoot]) {
+    try {
+      const pkg = createRequire(join(from, "package.json")).resolve("wrangler/package.json");
+      return join(dirname(pkg), "bin", "wrangler.js");
+    } catch {
+      // not installed there
+    }
+  }
+  fail("wrangler is not installed: run `npm install --save-dev wrangler` in your project");
+}
+const wrangler = wranglerBin();
 
 function run(argv, what) {
-  const result = spawnSync(wrangler, argv, {
+  const result = spawnSync(process.execPath, [wrangler, ...argv], {
     cwd: root,
     env: childEnv,
     stdio: ["ignore", "pipe", "pipe"],
@@ -189,8 +209,9 @@ async function serveWithWranglerDev() {
   // A free port unless given: several dev servers (tests, `npm start`) must not fight over 9229.
   const inspector = inspectorPort ?? String(await freePort());
   const child = spawn(
-    wrangler,
+    process.execPath,
     [
+      wrangler,
       "dev",
       "--ip",
       ip,

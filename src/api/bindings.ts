@@ -25,6 +25,8 @@ export interface Bindings {
   DEDUPE_WINDOW_SECONDS?: string;
   /** Memory (MiB) that whole-group work (ingest parsing, delivery) may hold at once per isolate. */
   MEMORY_BUDGET_MB?: string;
+  /** How often an env worker's feeder ticks, in ms (default 500). */
+  FEEDER_TICK_MS?: string;
   /** Base URL env workers use to reach this API (defaults to the request origin). */
   PUBLIC_API_URL?: string;
 }

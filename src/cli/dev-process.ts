@@ -33,9 +33,12 @@ export async function startDevProcess(options: {
   vars?: Record<string, string>;
   /** Opens the Worker's inspector on this port (profilers, heap sampling). */
   inspectorPort?: number;
+  /** The project whose wrangler config and Worker entry are served (default: see dev.mjs). */
+  projectRoot?: string;
 }): Promise<DevProcess> {
   const varArgs = Object.entries(options.vars ?? {}).flatMap(([k, v]) => ["--var", `${k}:${v}`]);
   if (options.inspectorPort) varArgs.push("--inspector-port", String(options.inspectorPort));
+  if (options.projectRoot) varArgs.push("--project", options.projectRoot);
   const child = spawn(
     process.execPath,
     [
@@ -46,7 +49,7 @@ export async function startDevProcess(options: {
       options.persistTo,
       ...varArgs,
     ],
-    { cwd: PROJECT_ROOT, detached: true, stdio: ["ignore", "pipe", "pipe"] },
+    { cwd: process.cwd(), detached: true, stdio: ["ignore", "pipe", "pipe"] },
   );
   let output = "";
   const keep = (d: Buffer) => {

@@ -105,7 +105,7 @@ function need(o: Resolved<OptionDefaults>, key: string, flag: string): string {
 
 /** Runs `node ARGS` in the foreground, forwarding Ctrl-C; resolves with its exit code. */
 function runForeground(args: string[]): Promise<number> {
-  const child = spawn(process.execPath, args, { cwd: PROJECT_ROOT, stdio: "inherit" });
+  const child = spawn(process.execPath, args, { cwd: process.cwd(), stdio: "inherit" });
   for (const signal of ["SIGINT", "SIGTERM"] as const) {
     process.on(signal, () => child.kill(signal));
   }
@@ -395,6 +395,28 @@ export function buildProgram(): Command {
       });
     },
   );
+
+  program
+    .command("init")
+    .description("scaffold a project with your own env, Worker entry, tests and wrangler config")
+    .argument("<dir>", "directory to create (must be empty or new)")
+    .option("--name <name>", "project name (Worker, D1, R2 and queue names); default: dir name")
+    .option(
+      "--atropos-edge <spec>",
+      "what package.json depends on: a version, or a tarball path for offline installs",
+    )
+    .option("--force", "write into a non-empty directory")
+    .action(
+      async (dir: string, flags: { name?: string; atroposEdge?: string; force?: boolean }) => {
+        const { runInit } = await import("./init-command");
+        process.exitCode = runInit({
+          dir,
+          name: flags.name,
+          atroposEdgeSpec: flags.atroposEdge,
+          force: flags.force,
+        });
+      },
+    );
 
   program
     .command("envs")

@@ -11,12 +11,20 @@ import { statusForEnv } from "../api/storage/status";
 import { MAX_MESSAGE_BYTES, messageBytes, type RolloutItemMessage } from "../queues/messages";
 import type { BaseEnv, JsonObject, JsonValue } from "./base-env";
 import { parseEnvConfig } from "./config";
-import { getEnvDefinition } from "./registry";
+import type { EnvCatalog } from "./env-catalog";
 import { crossedMultiple, planWorkers, resolveMaxNumWorkers } from "./runtime/scheduler";
 import { type EnvWorkerSpec, feederEnv, rolloutEnv } from "./worker-env";
 
-const TICK_MS = 500;
-const REFILL_DELAY_MS = 10;
+/**
+ * A feeder ticks every FEEDER_TICK_MS (default 500); its first tick after start() and the
+ * early tick after a freed slot come 1/50 of that later. Tests that drive ticks by hand set it
+ * high, so that no tick fires on its own between their steps.
+ */
+function tickDelays(value: string | undefined): { tick: number; soon: number } {
+  const n = value === undefined ? Number.NaN : Number(value);
+  const tick = Number.isFinite(n) && n > 0 ? n : 500;
+  return { tick, soon: Math.max(1, Math.round(tick / 50)) };
+}
 
 interface InFlight {
   item: JsonValue;
@@ -93,6 +101,11 @@ export class EnvFeeder extends DurableObject<Bindings> {
    */
   private stops = 0;
 
+  /** The envs this Worker can run; `createWorker({ envs })` supplies them. */
+  protected get envs(): EnvCatalog {
+    throw new Error("EnvFeeder has no envs: build the Worker with createWorker({ envs })");
+  }
+
   private async load(): Promise<FeederState | null> {
     if (!this.state) this.state = (await this.ctx.storage.get<FeederState>("state")) ?? null;
     return this.state;
@@ -104,7 +117,7 @@ export class EnvFeeder extends DurableObject<Bindings> {
 
   private async instance(state: FeederState): Promise<BaseEnv<JsonValue>> {
     if (!this.env_) {
-      this.env_ = await feederEnv(state.spec);
+      this.env_ = await feederEnv(state.spec, this.envs.get(state.spec.envName));
       if (state.checkpoint) this.env_.loadCheckpoint(state.checkpoint);
     }
     return this.env_;
@@ -112,7 +125,7 @@ export class EnvFeeder extends DurableObject<Bindings> {
 
   /** Starts (or reconfigures) this feeder. Validates the env config before anything runs. */
   async start(run: string, name: string, spec: EnvWorkerSpec): Promise<FeederSummary> {
-    const def = getEnvDefinition(spec.envName);
+    const def = this.envs.get(spec.envName);
     parseEnvConfig(def.configSchema, spec.config);
     const previous = await this.load();
     this.state = {
@@ -132,7 +145,7 @@ export class EnvFeeder extends DurableObject<Bindings> {
     };
     this.env_ = null;
     await this.save();
-    await this.ctx.storage.setAlarm(Date.now() + 10);
+    await this.ctx.storage.setAlarm(Date.now() + tickDelays(this.env.FEEDER_TICK_MS).soon);
     return summarize(this.state, this.evaluation !== null);
   }
 
@@ -153,10 +166,7 @@ export class EnvFeeder extends DurableObject<Bindings> {
   }
 
   private async register(state: FeederState): Promise<boolean> {
-    const cfg = parseEnvConfig(
-      getEnvDefinition(state.spec.envName).configSchema,
-      state.spec.config,
-    );
+    const cfg = parseEnvConfig(this.envs.get(state.spec.envName).configSchema, state.spec.config);
     const coordinator = this.env.RUN_COORDINATOR.get(
       this.env.RUN_COORDINATOR.idFromName(state.run),
     );
@@ -198,7 +208,7 @@ export class EnvFeeder extends DurableObject<Bindings> {
     await this.reportStats(state);
     // Re-arm late, after the work, so a throw above cannot replace the alarm's retry schedule.
     if ((state.status as FeederState["status"]) !== "stopped") {
-      await this.ctx.storage.setAlarm(Date.now() + TICK_MS);
+      await this.ctx.storage.setAlarm(Date.now() + tickDelays(this.env.FEEDER_TICK_MS).tick);
     }
   }
 
@@ -215,7 +225,7 @@ export class EnvFeeder extends DurableObject<Bindings> {
       return;
     }
     const { status, batchSize, policyVersion } = found;
-    const def = getEnvDefinition(state.spec.envName);
+    const def = this.envs.get(state.spec.envName);
     const cfg = parseEnvConfig(def.configSchema, state.spec.config);
     const previousStep = state.lastStep ?? null;
     state.lastStep = status.current_step;
@@ -297,7 +307,7 @@ export class EnvFeeder extends DurableObject<Bindings> {
   private startEvaluation(state: FeederState, step: number): void {
     const envId = state.envId;
     this.evaluation = (async () => {
-      const env = await rolloutEnv(state.spec);
+      const env = await rolloutEnv(state.spec, this.envs.get(state.spec.envName));
       const { metrics } = await env.evaluateWithSamples();
       await this.env.DB.prepare(
         `INSERT INTO evals (run, env_id, step, metrics, created_at) VALUES (?1, ?2, ?3, ?4, ?5)
@@ -351,7 +361,7 @@ export class EnvFeeder extends DurableObject<Bindings> {
     // within the same few milliseconds share one early tick).
     if (state.status === "running") {
       const next = await this.ctx.storage.getAlarm();
-      const soon = Date.now() + REFILL_DELAY_MS;
+      const soon = Date.now() + tickDelays(this.env.FEEDER_TICK_MS).soon;
       if (next === null || next > soon) await this.ctx.storage.setAlarm(soon);
     }
     return true;

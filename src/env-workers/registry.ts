@@ -1,56 +1,16 @@
 /**
- * Every environment atropos-edge can run. Adding an env = one file under envs/ + one line below.
+ * The example environments that ship with atropos-edge (built-in names for the CLI and the
+ * repository's own Worker). Users register their own envs with `createWorker({ envs })`.
  */
-import type { z } from "zod";
-import { BaseEnv, type JsonValue } from "./base-env";
-import { type BaseEnvConfig, parseEnvConfig } from "./config";
+import { defineEnv, type EnvDefinition } from "./define-env";
+import { EnvCatalog } from "./env-catalog";
 import { BlackjackConfigSchema, BlackjackEnv } from "./envs/blackjack";
 import { Gsm8kLiteConfigSchema, Gsm8kLiteEnv } from "./envs/gsm8k-lite";
 import { LetterCountingConfigSchema, LetterCountingEnv } from "./envs/letter-counting";
 import { LlmJudgeConfigSchema, LlmJudgeEnv } from "./envs/llm-judge";
 import { ToolUseConfigSchema, ToolUseEnv } from "./envs/tool-use";
-import type { InferenceClient, Tokenizer } from "./inference/types";
 
-export interface EnvDefinition {
-  name: string;
-  description: string;
-  configSchema: z.ZodType<BaseEnvConfig>;
-  /** The parsed defaults (what `{}` becomes). */
-  defaultConfig: BaseEnvConfig;
-  /** Whether the env defines an evaluation (overrides evaluate or evaluateWithSamples). */
-  hasEvaluation: boolean;
-  /** Validate `config` (partial, snake_case) and build the env. */
-  create(config: unknown, inference: InferenceClient, tokenizer: Tokenizer): BaseEnv<JsonValue>;
-}
-
-type EnvClass<I extends JsonValue, C extends BaseEnvConfig> = (new (
-  config: C,
-  inference: InferenceClient,
-  tokenizer: Tokenizer,
-) => BaseEnv<I, C>) & { envName: string };
-
-export function defineEnv<I extends JsonValue, C extends BaseEnvConfig>(
-  envClass: EnvClass<I, C>,
-  configSchema: z.ZodType<C>,
-  description: string,
-): EnvDefinition {
-  return {
-    name: envClass.envName,
-    description,
-    configSchema,
-    defaultConfig: parseEnvConfig(configSchema, {}),
-    hasEvaluation:
-      envClass.prototype.evaluate !== BaseEnv.prototype.evaluate ||
-      envClass.prototype.evaluateWithSamples !== BaseEnv.prototype.evaluateWithSamples,
-    create: (config, inference, tokenizer) =>
-      // why: items are typed per env; the runtime only moves them around as JSON.
-      new envClass(
-        parseEnvConfig(configSchema, config),
-        inference,
-        tokenizer,
-      ) as unknown as BaseEnv<JsonValue>,
-  };
-}
+export { defineEnv, type EnvDefinition } from "./define-env";
 
 const definitions = [
   defineEnv(
@@ -80,13 +40,13 @@ const definitions = [
   ),
 ];
 
+/** The example envs, by name: built-in names for the CLI and this repository's Worker. */
+export const builtinEnvs = new EnvCatalog(definitions);
+
 export const envRegistry: Record<string, EnvDefinition> = Object.fromEntries(
   definitions.map((d) => [d.name, d]),
 );
 
 export function getEnvDefinition(name: string): EnvDefinition {
-  const def = envRegistry[name];
-  if (!def)
-    throw new Error(`unknown env "${name}"; available: ${Object.keys(envRegistry).join(", ")}`);
-  return def;
+  return builtinEnvs.get(name);
 }

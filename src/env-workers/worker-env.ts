@@ -1,12 +1,12 @@
 /**
  * Builds env instances inside the Worker: inference client, tokenizer and env class from the
- * registry. Instances are cached per isolate so setup() (dataset loading) runs once.
+ * Worker's env catalog. Instances are cached per isolate so setup() (dataset loading) runs once.
  */
 import type { BaseEnv, JsonValue } from "./base-env";
+import type { EnvDefinition } from "./define-env";
 import type { APIServerConfig } from "./inference/config";
 import { ServerManager } from "./inference/server-manager";
 import type { Tokenizer } from "./inference/types";
-import { getEnvDefinition } from "./registry";
 import { getTokenizer } from "./tokenizers";
 
 export interface EnvWorkerSpec {
@@ -42,8 +42,10 @@ export function unloadedTokenizer(name: string): Tokenizer {
 }
 
 /** An env for the feeder: no tokenizer is loaded. */
-export async function feederEnv(spec: EnvWorkerSpec): Promise<BaseEnv<JsonValue>> {
-  const def = getEnvDefinition(spec.envName);
+export async function feederEnv(
+  spec: EnvWorkerSpec,
+  def: EnvDefinition,
+): Promise<BaseEnv<JsonValue>> {
   const inference = new ServerManager(spec.inference);
   const env = def.create(
     spec.config,
@@ -55,12 +57,11 @@ export async function feederEnv(spec: EnvWorkerSpec): Promise<BaseEnv<JsonValue>
 }
 
 /** A fully equipped env for rollouts (cached per isolate and spec). */
-export function rolloutEnv(spec: EnvWorkerSpec): Promise<BaseEnv<JsonValue>> {
+export function rolloutEnv(spec: EnvWorkerSpec, def: EnvDefinition): Promise<BaseEnv<JsonValue>> {
   const key = JSON.stringify(spec);
   let env = cache.get(key);
   if (!env) {
     env = (async () => {
-      const def = getEnvDefinition(spec.envName);
       const parsed = def.configSchema.parse(spec.config);
       const tokenizer = await getTokenizer(parsed.tokenizer_name);
       const inference = new ServerManager(spec.inference, { getTokenizer });

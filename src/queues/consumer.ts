@@ -11,7 +11,7 @@ import type { Bindings } from "../api/bindings";
 import { submitGroupInProcess } from "../api/ingest";
 import { groupsOf, type JsonValue } from "../env-workers/base-env";
 import { parseEnvConfig } from "../env-workers/config";
-import { getEnvDefinition } from "../env-workers/registry";
+import type { EnvCatalog } from "../env-workers/env-catalog";
 import { validateGroupForSend } from "../env-workers/send-validation";
 import { rolloutEnv } from "../env-workers/worker-env";
 import type { RolloutItemMessage } from "./messages";
@@ -49,10 +49,14 @@ export interface ItemOutcome {
 }
 
 /** Runs one item up to its submission. Throws on failures worth retrying. */
-export async function runRolloutItem(env: Bindings, msg: RolloutItemMessage): Promise<ItemOutcome> {
-  const def = getEnvDefinition(msg.spec.envName);
+export async function runRolloutItem(
+  env: Bindings,
+  msg: RolloutItemMessage,
+  envs: EnvCatalog,
+): Promise<ItemOutcome> {
+  const def = envs.get(msg.spec.envName);
   const cfg = parseEnvConfig(def.configSchema, msg.spec.config);
-  const instance = await rolloutEnv(msg.spec);
+  const instance = await rolloutEnv(msg.spec, def);
   const [collected, backlogItems] = await withTimeout(
     instance.collectTrajectories(msg.item as JsonValue),
     cfg.worker_timeout,
@@ -140,6 +144,7 @@ export async function handleQueueBatch(
   batch: MessageBatch<RolloutItemMessage>,
   env: Bindings,
   _ctx: ExecutionContext,
+  envs: EnvCatalog,
 ): Promise<void> {
   if (batch.queue.startsWith(DEAD_LETTER_QUEUE)) {
     for (const message of batch.messages) {
@@ -158,7 +163,7 @@ export async function handleQueueBatch(
     [...firstOfItem.values()].map(async (message) => {
       const msg = message.body;
       try {
-        const outcome = await runRolloutItem(env, msg);
+        const outcome = await runRolloutItem(env, msg, envs);
         await feeder(env, msg.feeder).report(msg.itemId, {
           // The item ran; groups that failed send-side validation are rejections, not failures.
           ok: true,

@@ -7,54 +7,12 @@ import { runDurableObjectAlarm, runInDurableObject } from "cloudflare:test";
 import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
 import type { Bindings } from "../../src/api/bindings";
-import { BaseEnv, type EvalResult } from "../../src/env-workers/base-env";
-import { type BaseEnvConfig, BaseEnvConfigSchema } from "../../src/env-workers/config";
 import type { EnvFeeder } from "../../src/env-workers/env-feeder";
 import { parseServerConfig } from "../../src/env-workers/inference/config";
-import { defineEnv, envRegistry } from "../../src/env-workers/registry";
 import { call, json, post, REGISTRATION, uniqueRun } from "./helpers";
+import { BigItemTestEnv, EvalTestEnv, evaluationControl } from "./test-envs";
 
 const bindings = env as unknown as Bindings;
-
-/**
- * Items are counters; evaluation finishes when the test sets `evaluationReleased` (plain flags:
- * a promise resolver would cross from the test into the Durable Object's I/O context).
- */
-let evaluationStarted = false;
-let evaluationReleased = false;
-class EvalTestEnv extends BaseEnv<number, BaseEnvConfig> {
-  static override envName = "feeder_eval_test";
-  private next = 0;
-
-  async getNextItem(): Promise<number | null> {
-    return this.next++;
-  }
-
-  override async evaluateWithSamples(): Promise<EvalResult> {
-    evaluationStarted = true;
-    for (let i = 0; i < 1200 && !evaluationReleased; i++) {
-      await new Promise((r) => setTimeout(r, 25));
-    }
-    return { metrics: { accuracy: 0.75 }, samples: [] };
-  }
-
-  override saveCheckpoint() {
-    return { next: this.next };
-  }
-
-  override loadCheckpoint(state: { next?: unknown }) {
-    this.next = Number(state.next ?? 0);
-  }
-}
-envRegistry[EvalTestEnv.envName] = defineEnv(EvalTestEnv, BaseEnvConfigSchema, "test only");
-
-class BigItemTestEnv extends BaseEnv<string, BaseEnvConfig> {
-  static override envName = "feeder_big_item_test";
-  async getNextItem(): Promise<string | null> {
-    return "x".repeat(200_000);
-  }
-}
-envRegistry[BigItemTestEnv.envName] = defineEnv(BigItemTestEnv, BaseEnvConfigSchema, "test only");
 
 const INFERENCE = [
   parseServerConfig({ base_url: "http://127.0.0.1:9", server_type: "vllm", model_name: "unused" }),
@@ -71,7 +29,7 @@ describe("EnvFeeder", () => {
       config: { group_size: 4, max_num_workers: 2 },
       inference: INFERENCE,
     });
-    await runDurableObjectAlarm(stub);
+    expect(await runDurableObjectAlarm(stub)).toBe(true);
     const summary = await stub.describe();
     expect(summary).toMatchObject({ in_flight: 0, issued: 0 });
     expect(summary!.dropped).toBeGreaterThan(0);
@@ -112,11 +70,11 @@ describe("EnvFeeder", () => {
     expect(evaluating!.issued).toBe(3);
 
     // The evaluation env loads its tokenizer first; release it once evaluate() is running.
-    for (let i = 0; !evaluationStarted; i++) {
+    for (let i = 0; !evaluationControl.started; i++) {
       if (i > 600) throw new Error("evaluate() never started");
       await new Promise((r) => setTimeout(r, 50));
     }
-    evaluationReleased = true;
+    evaluationControl.released = true;
     for (let i = 0; i < 100; i++) {
       const { evals } = await json<{ evals: { step: number; metrics: Record<string, number> }[] }>(
         call(`/v1/runs/${run}/envs/0/evals`),

@@ -10,68 +10,23 @@ import {
   createExecutionContext,
   createMessageBatch,
   getQueueResult,
+  runDurableObjectAlarm,
   runInDurableObject,
 } from "cloudflare:test";
 import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
 import type { Bindings } from "../../src/api/bindings";
 import { submitGroupInProcess } from "../../src/api/ingest";
-import type { ScoredDataGroup } from "../../src/core/group-types";
-import { BaseEnv, type TrajectoriesResult } from "../../src/env-workers/base-env";
-import { type BaseEnvConfig, BaseEnvConfigSchema } from "../../src/env-workers/config";
 import type { FeederState, FeederSummary } from "../../src/env-workers/env-feeder";
 import { parseServerConfig } from "../../src/env-workers/inference/config";
-import { defineEnv, envRegistry } from "../../src/env-workers/registry";
 import type { EnvWorkerSpec } from "../../src/env-workers/worker-env";
 import { DEAD_LETTER_QUEUE, handleQueueBatch, ROLLOUT_QUEUE } from "../../src/queues/consumer";
 import type { RolloutItemMessage } from "../../src/queues/messages";
 import { call, json, setupRun, uniqueRun } from "./helpers";
+import { attemptsByKey, type FaultItem, FaultyTestEnv, GROUP_SIZE } from "./test-envs";
+import { testEnvCatalog } from "./test-worker";
 
 const bindings = env as unknown as Bindings;
-const GROUP_SIZE = 4;
-
-type FaultItem = { key: string; failures: number; identicalScores?: boolean };
-
-/** Attempts per item key, across env instances (the isolate-wide rollout cache reuses one). */
-const attemptsByKey = new Map<string, number>();
-
-/**
- * Fails the first `failures` attempts of an item, then returns a group whose tokens include the
- * attempt number: a redelivery produces *different* content, so only the item's idempotency key
- * (not content-hash dedupe) can keep it from being stored twice.
- */
-class FaultyTestEnv extends BaseEnv<FaultItem, BaseEnvConfig> {
-  static override envName = "faulty_queue_test";
-
-  async getNextItem(): Promise<FaultItem | null> {
-    return null;
-  }
-
-  override async collectTrajectories(item: FaultItem): Promise<TrajectoriesResult<FaultItem>> {
-    const attempt = (attemptsByKey.get(item.key) ?? 0) + 1;
-    attemptsByKey.set(item.key, attempt);
-    if (attempt <= item.failures) throw new Error(`simulated consumer crash (attempt ${attempt})`);
-    const tokens = Array.from({ length: GROUP_SIZE }, (_, s) => [
-      101,
-      102,
-      103,
-      1000 + attempt,
-      2000 + s,
-    ]);
-    const group: ScoredDataGroup = {
-      tokens,
-      masks: tokens.map((seq) => seq.map((t, i) => (i < 3 ? -100 : t))),
-      scores: tokens.map((_, s) => (item.identicalScores || s % 2 === 0 ? 1 : -1)),
-    };
-    return [group, []];
-  }
-}
-
-envRegistry[FaultyTestEnv.envName] = defineEnv(
-  FaultyTestEnv,
-  BaseEnvConfigSchema,
-  "test only: fails the first N attempts of an item",
-);
 
 const SPEC: EnvWorkerSpec = {
   envName: FaultyTestEnv.envName,
@@ -154,7 +109,7 @@ async function deliver(queue: string, bodies: RolloutItemMessage[], attempts = 1
     };
   }
   const ctx = createExecutionContext();
-  await handleQueueBatch(batch, bindings, ctx);
+  await handleQueueBatch(batch, bindings, ctx, testEnvCatalog);
   const result = await getQueueResult(batch, ctx);
   return {
     explicitAcks: result.explicitAcks,
@@ -267,14 +222,16 @@ describe("queue consumer faults", () => {
     const summary = await describeFeeder(feeder);
     expect(summary).toMatchObject({ succeeded: 1, failed: 0 });
     expectEveryItemAccounted(summary);
-    // The freed slot is refilled right after the report, well before the next regular tick.
-    const reportedAt = Date.now();
-    let refilled = summary.in_flight > 0;
-    while (!refilled && Date.now() - reportedAt < 300) {
-      await new Promise((r) => setTimeout(r, 10));
-      refilled = (await describeFeeder(feeder)).in_flight > 0;
-    }
-    expect(refilled).toBe(true);
+    // The freed slot is refilled by an early tick, 1/50 of the regular interval after the
+    // report (ticks run by hand here: FEEDER_TICK_MS is an hour in this suite).
+    const tickMs = Number(bindings.FEEDER_TICK_MS);
+    const alarm = await runInDurableObject(feederStub(feeder), (_, state) =>
+      state.storage.getAlarm(),
+    );
+    expect(alarm).not.toBeNull();
+    expect(alarm! - Date.now()).toBeLessThanOrEqual(tickMs / 50);
+    expect(await runDurableObjectAlarm(feederStub(feeder))).toBe(true);
+    expect((await describeFeeder(feeder)).in_flight).toBeGreaterThan(0);
   });
 
   it("stores one group when duplicate copies of a message arrive in the same batch", async () => {

@@ -1,0 +1,13 @@
+/** `atropos-edge/client`: the trainer client (lease/ack batches, policy versions, stats). */
+export {
+  type DeliveredGroup,
+  type GroupPage,
+  type LeasedBatch,
+  type LeasedGroupInfo,
+  type LeaseResult,
+  type RunStats,
+  TrainerApiError,
+  TrainerClient,
+  type TrainerClientOptions,
+  type TrainerRegistration,
+} from "../client/trainer-client";

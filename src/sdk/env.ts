@@ -1,0 +1,54 @@
+/**
+ * `atropos-edge`: the public API for writing environments. Everything the repository's example
+ * envs use comes from here; a user's project imports nothing else from this package except
+ * `atropos-edge/worker` (its Worker entry), `atropos-edge/client` (trainers) and
+ * `atropos-edge/testing` (Node-side test helpers).
+ */
+export { z } from "zod";
+export type {
+  ChatMessage,
+  ScoredDataGroup,
+  ScoredDataItem,
+  ToolCall,
+} from "../core/group-types";
+export { hashString, SeededRng } from "../core/rng";
+export {
+  BaseEnv,
+  DropGroupError,
+  type EvalResult,
+  type JsonObject,
+  type JsonValue,
+  mergeIntoGroup,
+  type TrajectoriesResult,
+  type TrajectoryResult,
+} from "../env-workers/base-env";
+export {
+  type BaseEnvConfig,
+  type BaseEnvConfigInput,
+  BaseEnvConfigSchema,
+  parseEnvConfig,
+} from "../env-workers/config";
+export {
+  defineEnv,
+  type EnvDefinition,
+  type EnvOptions,
+  type SimulatedAnswers,
+} from "../env-workers/define-env";
+export type {
+  ChatCompletionParams,
+  ChatCompletionResult,
+  CompletionParams,
+  CompletionResult,
+  InferenceClient,
+  ManagedServer,
+  SequenceNode,
+  Tokenizer,
+  ToolDefinition,
+} from "../env-workers/inference/types";
+export * from "../env-workers/rewards/index";
+export { type SampledChoice, sampleChat } from "../env-workers/runtime/sampling";
+export { PROMPT_MASK, scoredItemFromNode } from "../env-workers/runtime/sequences";
+export {
+  type SendValidationOptions,
+  validateGroupForSend,
+} from "../env-workers/send-validation";

@@ -1,0 +1,10 @@
+/**
+ * `atropos-edge/node`: Node-side runtimes and helpers for scripts and tests: run an env against a
+ * rollout API (`serveEnv`), offline to JSONL (`processEnv`), real tokenizers, inference clients
+ * and the inference simulator (a test double speaking the vLLM, SGLang and OpenAI wire formats).
+ */
+export { ServerManager, type ServerManagerOptions } from "../env-workers/inference/server-manager";
+export { groupToJsonl, type ProcessOptions, processEnv } from "../env-workers/runtime/process";
+export { type ServeOptions, type ServeSummary, serveEnv } from "../env-workers/runtime/serve";
+export { availableTokenizerNames, getTokenizer } from "../env-workers/tokenizers/index";
+export { type Simulator, type SimulatorOptions, startSimulator } from "../sim/server";

@@ -1,0 +1,92 @@
+/**
+ * Envs that exist only for the Workers tests. test-worker.ts registers them with the built-in
+ * envs through createWorker, the way a user's project registers its own; tests import the same
+ * module instance (the pool runs tests and the Worker in one isolate) to steer them.
+ */
+import type { ScoredDataGroup } from "../../src/core/group-types";
+import { BaseEnv, type EvalResult, type TrajectoriesResult } from "../../src/env-workers/base-env";
+import { type BaseEnvConfig, BaseEnvConfigSchema } from "../../src/env-workers/config";
+import { defineEnv } from "../../src/env-workers/define-env";
+
+/**
+ * Items are counters; evaluation finishes when a test sets `evaluationControl.released` (plain
+ * flags: a promise resolver would cross from the test into the Durable Object's I/O context).
+ */
+export const evaluationControl = { started: false, released: false };
+
+export class EvalTestEnv extends BaseEnv<number, BaseEnvConfig> {
+  static override envName = "feeder_eval_test";
+  private next = 0;
+
+  async getNextItem(): Promise<number | null> {
+    return this.next++;
+  }
+
+  override async evaluateWithSamples(): Promise<EvalResult> {
+    evaluationControl.started = true;
+    for (let i = 0; i < 1200 && !evaluationControl.released; i++) {
+      await new Promise((r) => setTimeout(r, 25));
+    }
+    return { metrics: { accuracy: 0.75 }, samples: [] };
+  }
+
+  override saveCheckpoint() {
+    return { next: this.next };
+  }
+
+  override loadCheckpoint(state: { next?: unknown }) {
+    this.next = Number(state.next ?? 0);
+  }
+}
+
+export class BigItemTestEnv extends BaseEnv<string, BaseEnvConfig> {
+  static override envName = "feeder_big_item_test";
+  async getNextItem(): Promise<string | null> {
+    return "x".repeat(200_000);
+  }
+}
+
+export const GROUP_SIZE = 4;
+
+export type FaultItem = { key: string; failures: number; identicalScores?: boolean };
+
+/** Attempts per item key, across env instances (the isolate-wide rollout cache reuses one). */
+export const attemptsByKey = new Map<string, number>();
+
+/**
+ * Fails the first `failures` attempts of an item, then returns a group whose tokens include the
+ * attempt number: a redelivery produces *different* content, so only the item's idempotency key
+ * (not content-hash dedupe) can keep it from being stored twice.
+ */
+export class FaultyTestEnv extends BaseEnv<FaultItem, BaseEnvConfig> {
+  static override envName = "faulty_queue_test";
+
+  async getNextItem(): Promise<FaultItem | null> {
+    return null;
+  }
+
+  override async collectTrajectories(item: FaultItem): Promise<TrajectoriesResult<FaultItem>> {
+    const attempt = (attemptsByKey.get(item.key) ?? 0) + 1;
+    attemptsByKey.set(item.key, attempt);
+    if (attempt <= item.failures) throw new Error(`simulated consumer crash (attempt ${attempt})`);
+    const tokens = Array.from({ length: GROUP_SIZE }, (_, s) => [
+      101,
+      102,
+      103,
+      1000 + attempt,
+      2000 + s,
+    ]);
+    const group: ScoredDataGroup = {
+      tokens,
+      masks: tokens.map((seq) => seq.map((t, i) => (i < 3 ? -100 : t))),
+      scores: tokens.map((_, s) => (item.identicalScores || s % 2 === 0 ? 1 : -1)),
+    };
+    return [group, []];
+  }
+}
+
+export const testEnvs = [
+  defineEnv(EvalTestEnv, BaseEnvConfigSchema, "test only"),
+  defineEnv(BigItemTestEnv, BaseEnvConfigSchema, "test only"),
+  defineEnv(FaultyTestEnv, BaseEnvConfigSchema, "test only: fails the first N attempts of an item"),
+];

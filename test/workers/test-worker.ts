@@ -1,0 +1,10 @@
+/** The Worker under test: the example envs plus test-only ones, built by the public factory. */
+import { builtinEnvs } from "../../src/env-workers/registry";
+import { createWorker } from "../../src/worker/create-worker";
+import { testEnvs } from "./test-envs";
+
+const worker = createWorker({ envs: [...builtinEnvs.list(), ...testEnvs] });
+
+export const { RunCoordinator, EnvSession, EnvFeeder } = worker.durableObjects;
+export const testEnvCatalog = worker.envs;
+export default worker.handler;
