@@ -45,5 +45,7 @@ for step in range(STEPS):
     print(f"step {leased['step']}: {seqs} sequences, max staleness {max(staleness)}", flush=True)
     # ... compute advantages from g["scores"], train on g["tokens"] / g["masks"] ...
     version += 1
-    call("POST", f"/v1/runs/{RUN}/policy", {"version": version})
+    # Versions only move forward; this trainer counts from 0, so its first announcement says it
+    # restarted (the run may remember a higher version from an earlier trainer).
+    call("POST", f"/v1/runs/{RUN}/policy", {"version": version, "reset": version == 1})
     call("POST", f"/v1/runs/{RUN}/batches/{leased['batch_id']}/ack", {"lease_id": leased["lease_id"]})

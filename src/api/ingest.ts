@@ -2,6 +2,12 @@
  * Ingest of scored groups: validate, write the payload to R2, then record the group in D1 in one
  * statement that also dedupes retries, picks the buffered/queued state and stamps the policy
  * version. A 200 is only sent after both writes, so an acknowledged group survives any restart.
+ *
+ * Retries are recognised per submission, never per group content: each group carries a dedupe
+ * key naming its request (Idempotency-Key, else the SHA-256 of the whole body) and its position
+ * in it. Identical groups of one request differ in position, so all are stored; a resent request
+ * matches its earlier copy within DEDUPE_WINDOW_SECONDS. The body names the env_id of every
+ * group, so the same body from another env is another submission.
  */
 
 import { GroupCommit } from "../core/group-commit";
@@ -35,8 +41,10 @@ export interface IngestItem {
   /** Bytes to store: the JSON text, possibly gzip-compressed as received. */
   payload: Uint8Array<ArrayBuffer>;
   encoding: "identity" | "gzip";
-  /** SHA-256 of the JSON text: identical resubmissions are stored once. */
+  /** SHA-256 of the group's JSON text. */
   contentHash: string;
+  /** Names the submission and the group's position in it (see submissionDedupeKey). */
+  dedupeKey: string;
   /**
    * Makes the insert conditional on this key being unused and records it in the same
    * transaction, so two deliveries of one queue item can never both store a group.
@@ -81,6 +89,20 @@ export function validateGroupList(json: unknown): ScoredDataInput[] {
   return parsed.data;
 }
 
+/**
+ * The dedupe key of the `index`-th group of a request: its Idempotency-Key when it has one (the
+ * key decides), else the SHA-256 of the request body.
+ */
+export function submissionDedupeKey(
+  bodyHash: string,
+  idempotencyKey: string | undefined,
+  index: number,
+): string {
+  return idempotencyKey === undefined
+    ? `body:${bodyHash}#${index}`
+    : `key:${idempotencyKey}#${index}`;
+}
+
 export async function sha256Hex(bytes: Uint8Array<ArrayBuffer>): Promise<string> {
   const digest = await crypto.subtle.digest("SHA-256", bytes);
   return [...new Uint8Array(digest)].map((b) => b.toString(16).padStart(2, "0")).join("");
@@ -89,22 +111,22 @@ export async function sha256Hex(bytes: Uint8Array<ArrayBuffer>): Promise<string>
 const INSERT_GROUP = `
 INSERT INTO groups (run, env_id, status, num_seqs, total_tokens, completion_tokens, score_mean,
   score_min, score_max, scores_json, policy_version, payload_key, payload_encoding, payload_bytes,
-  content_hash, created_at, queued_at, payload_offset)
+  content_hash, dedupe_key, created_at, queued_at, payload_offset)
 SELECT ?1, ?2,
   CASE WHEN ?2 IS NOT NULL AND ?3 < (SELECT group_size FROM envs WHERE run = ?1 AND env_id = ?2)
     THEN 'buffered' ELSE 'queued' END,
   ?3, ?4, ?5, ?6, ?7, ?8, ?9,
   COALESCE(?10, (SELECT policy_version FROM runs WHERE name = ?1), 0),
-  ?11, ?12, ?13, ?14, ?15, ?15, ?18
+  ?11, ?12, ?13, ?14, ?19, ?15, ?15, ?18
 WHERE (?2 IS NULL OR EXISTS (SELECT 1 FROM envs WHERE run = ?1 AND env_id = ?2))
-  AND NOT EXISTS (SELECT 1 FROM groups WHERE run = ?1 AND content_hash = ?14 AND created_at > ?16)
+  AND NOT EXISTS (SELECT 1 FROM groups WHERE run = ?1 AND dedupe_key = ?19 AND created_at > ?16)
   AND (?17 IS NULL OR NOT EXISTS (SELECT 1 FROM idempotency_keys WHERE run = ?1 AND key = ?17))
 RETURNING id, status`;
 
 const RECORD_ITEM_KEY = `
 INSERT INTO idempotency_keys (run, key, route, request_hash, status_code, response, created_at)
 VALUES (?1, ?2, 'queue', ?3, 200,
-  json_object('group_id', (SELECT id FROM groups WHERE run = ?1 AND content_hash = ?3 ORDER BY id DESC LIMIT 1)),
+  json_object('group_id', (SELECT id FROM groups WHERE run = ?1 AND dedupe_key = ?3 ORDER BY id DESC LIMIT 1)),
   ?4)
 ON CONFLICT (run, key) DO NOTHING`;
 
@@ -124,9 +146,9 @@ interface CommittedItem {
   d1Ms: number;
 }
 
-/** Identical content stored after this time counts as a retry of it (DEDUPE_WINDOW_SECONDS). */
+/** A submission stored after this time is what a resend of it is a retry of (DEDUPE_WINDOW_SECONDS). */
 function dedupeCutoff(env: Bindings, now: number): number {
-  return now - numberVar(env.DEDUPE_WINDOW_SECONDS, 900) * 1000;
+  return now - numberVar(env.DEDUPE_WINDOW_SECONDS, 120) * 1000;
 }
 
 // Bounds one commit: memory (payloads are held until written) and D1 batch size.
@@ -181,11 +203,12 @@ async function writeCommit(env: Bindings, run: string, items: IngestItem[]) {
         cutoff,
         item.idempotencyKey ?? null,
         offsets[i]!,
+        item.dedupeKey,
       ),
     );
     if (item.idempotencyKey !== undefined) {
       statements.push(
-        env.DB.prepare(RECORD_ITEM_KEY).bind(run, item.idempotencyKey, item.contentHash, now),
+        env.DB.prepare(RECORD_ITEM_KEY).bind(run, item.idempotencyKey, item.dedupeKey, now),
       );
     }
   }
@@ -281,9 +304,9 @@ export async function ingestGroups(
       }
     }
     const prior = await env.DB.prepare(
-      "SELECT id, status FROM groups WHERE run = ?1 AND content_hash = ?2 AND created_at > ?3 ORDER BY id LIMIT 1",
+      "SELECT id, status FROM groups WHERE run = ?1 AND dedupe_key = ?2 AND created_at > ?3 ORDER BY id LIMIT 1",
     )
-      .bind(run, item.contentHash, cutoff)
+      .bind(run, item.dedupeKey, cutoff)
       .first<{ id: number; status: string }>();
     if (prior) {
       outcomes.push({
@@ -351,6 +374,7 @@ export async function submitGroupInProcess(
       payload: bytes,
       encoding: "identity",
       contentHash: hash,
+      dedupeKey: submissionDedupeKey(hash, idempotencyKey, 0),
       idempotencyKey,
     },
   ]);

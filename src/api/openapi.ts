@@ -81,7 +81,8 @@ const atropos: Record<string, Record<string, Op>> = {
       summary: "Submit one scored group (gzip bodies accepted; Idempotency-Key honoured)",
       body: scoredDataSchema,
       responses: {
-        "200": "{status:'received'} or {status:'buffered', buffer_size}",
+        "200":
+          "{status:'received'}, {status:'buffered', buffer_size}, or {status:'received', duplicate:true} for a retry of a stored body",
         "400": "Invalid gzip payload",
         "413": "too large",
         "422": "validation error",
@@ -92,7 +93,10 @@ const atropos: Record<string, Record<string, Op>> = {
     post: {
       summary: "Submit several groups, all or nothing",
       body: scoredDataListSchema,
-      responses: { "200": "{status, groups_processed[, buffered, last_buffer_size]}" },
+      responses: {
+        "200":
+          "{status, groups_processed (groups stored by this request)[, buffered, last_buffer_size][, duplicates (groups of an earlier copy of this body)]}",
+      },
     },
   },
   "/status": {
@@ -110,7 +114,8 @@ const atropos: Record<string, Record<string, Op>> = {
   },
   "/reset_data": {
     get: {
-      summary: "Delete all data of the run (refused cross-site)",
+      summary:
+        "Delete all data of the run: D1 rows, payloads, env checkpoints, env workers (refused cross-site)",
       responses: { "200": "Reset successful" },
     },
   },
@@ -150,7 +155,10 @@ const v1: Record<string, Record<string, Op>> = {
       summary: "Announce the trainer's policy version",
       body: policyRequestSchema,
       params: ["run"],
-      responses: { "200": "{policy_version}" },
+      responses: {
+        "200": "{policy_version}",
+        "409": 'version lower than the current one without "reset": true',
+      },
     },
     get: {
       summary: "Current policy version",

@@ -209,15 +209,30 @@ export class RunCoordinator extends DurableObject<Bindings> {
     });
   }
 
-  async setPolicyVersion(run: string, version: number): Promise<{ policy_version: number }> {
+  /**
+   * Versions only move forward (staleness and batch order depend on it); going back needs
+   * `reset`, a trainer saying it restarted. The same version again is a harmless repeat.
+   */
+  async setPolicyVersion(
+    run: string,
+    version: number,
+    reset = false,
+  ): Promise<RpcResult<{ policy_version: number }>> {
     return this.exclusive(async () => {
       const now = Date.now();
       await this.ensureRun(run, now);
+      const current = (await getRun(this.db, run))?.policyVersion ?? 0;
+      if (version < current && !reset) {
+        return rpcError(
+          "CONFLICT",
+          `policy version ${version} is lower than the run's current policy version ${current}; versions only move forward. If training restarted from older weights, send {"version": ${version}, "reset": true}`,
+        );
+      }
       await this.db
         .prepare("UPDATE runs SET policy_version = ?2, updated_at = ?3 WHERE name = ?1")
         .bind(run, version, now)
         .run();
-      return { policy_version: version };
+      return { ok: true, value: { policy_version: version } };
     });
   }
 
@@ -523,8 +538,28 @@ export class RunCoordinator extends DurableObject<Bindings> {
     });
   }
 
+  /**
+   * Removes all of the run's data (docs/API.md lists what that is): env workers first, so none
+   * writes again, then env checkpoints, every D1 table's rows of the run, and the payloads.
+   */
   async reset(run: string): Promise<void> {
     return this.exclusive(async () => {
+      const [feeders, envs] = await Promise.all([
+        this.db
+          .prepare("SELECT name FROM env_workers WHERE run = ?1")
+          .bind(run)
+          .all<{ name: string }>(),
+        this.db
+          .prepare("SELECT env_id FROM envs WHERE run = ?1")
+          .bind(run)
+          .all<{ env_id: number }>(),
+      ]);
+      for (const { name } of feeders.results) {
+        await this.env.ENV_FEEDER.get(this.env.ENV_FEEDER.idFromName(name)).clear();
+      }
+      for (const { env_id } of envs.results) {
+        await this.env.ENV_SESSION.get(this.env.ENV_SESSION.idFromName(`${run}/${env_id}`)).clear();
+      }
       const statements = [
         "DELETE FROM groups WHERE run = ?1",
         "DELETE FROM batches WHERE run = ?1",
@@ -533,10 +568,13 @@ export class RunCoordinator extends DurableObject<Bindings> {
         "DELETE FROM queue_counts WHERE run = ?1",
         "DELETE FROM evals WHERE run = ?1",
         "DELETE FROM dead_letters WHERE run = ?1",
+        "DELETE FROM worker_stats WHERE run = ?1",
+        "DELETE FROM env_workers WHERE run = ?1",
         "DELETE FROM runs WHERE name = ?1",
       ].map((sql) => this.db.prepare(sql).bind(run));
       await this.db.batch(statements);
-      this.ctx.waitUntil(deletePayloadPrefix(this.env.PAYLOADS, `runs/${run}/`));
+      // Awaited: "Reset successful" means the payloads are gone too.
+      await deletePayloadPrefix(this.env.PAYLOADS, `runs/${run}/`);
     });
   }
 }

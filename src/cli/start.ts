@@ -316,7 +316,8 @@ export async function runStart(
         ? { mean: stale.reduce((a, b) => a + b, 0) / stale.length, max: Math.max(...stale) }
         : null;
       policyVersion++;
-      await trainer.setPolicyVersion(policyVersion);
+      // This trainer counts from 0: the run may remember a higher version from an earlier start.
+      await trainer.setPolicyVersion(policyVersion, { reset: policyVersion === 1 });
       await trainer.ack(batch);
       progress.step++;
       progress.batches++;

@@ -171,11 +171,16 @@ export class TrainerClient {
     return { uuid: String(res.uuid) };
   }
 
-  async setPolicyVersion(version: number): Promise<Record<string, unknown>> {
-    return this.parse(
-      await this.send("POST", `${this.v1Base}/policy`, { version }),
-      "set policy version",
-    );
+  /**
+   * Announces the trainer's policy version. Versions only move forward; `reset` allows a lower
+   * one (a trainer that restarted its numbering says so on its first announcement).
+   */
+  async setPolicyVersion(
+    version: number,
+    options: { reset?: boolean } = {},
+  ): Promise<Record<string, unknown>> {
+    const body = options.reset ? { version, reset: true } : { version };
+    return this.parse(await this.send("POST", `${this.v1Base}/policy`, body), "set policy version");
   }
 
   /** Lease the next batch; `{batch: null, reason}` when none is ready (HTTP 204). */

@@ -163,6 +163,12 @@ export const ackRequestSchema = z
 
 export const policyRequestSchema = z.object({
   version: laxInt.pipe(z.number().int().min(0, "version must be >= 0")),
+  reset: z
+    .boolean()
+    .optional()
+    .describe(
+      "Allow a version lower than the current one (training restarted); without it a lower version is refused with 409.",
+    ),
 });
 
 export const evalReportSchema = z.object({

@@ -128,6 +128,13 @@ export class EnvFeeder extends DurableObject<Bindings> {
     const def = this.envs.get(spec.envName);
     parseEnvConfig(def.configSchema, spec.config);
     const previous = await this.load();
+    // Listed in D1 first, so a reset of the run always finds (and clears) this feeder.
+    await this.env.DB.prepare(
+      `INSERT INTO env_workers (run, name, env_name, started_at) VALUES (?1, ?2, ?3, ?4)
+       ON CONFLICT (run, name) DO UPDATE SET env_name = excluded.env_name, started_at = excluded.started_at`,
+    )
+      .bind(run, name, spec.envName, Date.now())
+      .run();
     this.state = {
       run,
       name,
@@ -158,6 +165,18 @@ export class EnvFeeder extends DurableObject<Bindings> {
     await this.ctx.storage.deleteAlarm();
     await this.reportStats(state);
     return summarize(state, this.evaluation !== null);
+  }
+
+  /**
+   * Forgets everything (the run was reset): state, checkpoint, counters and the alarm. A tick or
+   * evaluation still running sees that its state is no longer current and writes nothing back.
+   */
+  async clear(): Promise<void> {
+    this.stops++;
+    this.state = null;
+    this.env_ = null;
+    await this.ctx.storage.deleteAlarm();
+    await this.ctx.storage.deleteAll();
   }
 
   async describe(): Promise<FeederSummary | null> {
@@ -203,6 +222,7 @@ export class EnvFeeder extends DurableObject<Bindings> {
         }),
       );
     }
+    if (this.state !== state) return; // cleared (run reset) or restarted meanwhile
     if (this.stops !== stopsBefore) state.status = "stopped";
     await this.save();
     await this.reportStats(state);
@@ -309,6 +329,7 @@ export class EnvFeeder extends DurableObject<Bindings> {
     this.evaluation = (async () => {
       const env = await rolloutEnv(state.spec, this.envs.get(state.spec.envName));
       const { metrics } = await env.evaluateWithSamples();
+      if (this.state !== state) return; // the run was reset meanwhile
       await this.env.DB.prepare(
         `INSERT INTO evals (run, env_id, step, metrics, created_at) VALUES (?1, ?2, ?3, ?4, ?5)
          ON CONFLICT (run, env_id, step) DO UPDATE SET metrics = excluded.metrics,

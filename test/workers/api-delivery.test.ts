@@ -132,6 +132,23 @@ describe("exactly-once delivery", () => {
     expect(older.groups[0]!.policy_version).toBe(2);
   });
 
+  it("refuses a policy version lower than the current one unless the body says reset", async () => {
+    const run = uniqueRun("policy-back");
+    await setupRun(run, 4, [4]);
+    const policy = (body: unknown) => post(`/v1/runs/${run}/policy`, body);
+    expect(await json(policy({ version: 3 }))).toEqual({ policy_version: 3 });
+    expect(await json(policy({ version: 3 }))).toEqual({ policy_version: 3 });
+    const back = await policy({ version: 2 });
+    expect(back.status).toBe(409);
+    const message = (await back.json<{ error: { message: string } }>()).error.message;
+    expect(message).toContain("lower than the run's current policy version 3");
+    expect(message).toContain('"reset": true');
+    expect(await json(call(`/v1/runs/${run}/policy`))).toEqual({ policy_version: 3 });
+    expect(await json(policy({ version: 1, reset: true }))).toEqual({ policy_version: 1 });
+    expect(await json(call(`/v1/runs/${run}/policy`))).toEqual({ policy_version: 1 });
+    expect((await policy({ version: 2, reset: "yes" })).status).toBe(422);
+  });
+
   it("explains why no batch can be formed", async () => {
     const run = uniqueRun("why");
     const { base, envIds } = await setupRun(run, 4, [8]);
@@ -192,16 +209,77 @@ describe("idempotent submissions", () => {
     expect((await json<{ queue_size: number }>(call(`${base}/status`))).queue_size).toBe(1);
   });
 
-  it("dedupes keyless retries of an identical body (the Python env retries on 5xx and timeouts)", async () => {
-    const run = uniqueRun("dedupe");
-    const { base, envIds } = await setupRun(run, 8, [4]);
+  it("stores every group of one list, even identical ones, so the batch forms", async () => {
+    const run = uniqueRun("same-in-list");
+    const { base, envIds } = await setupRun(run, 16, [4]);
     const g = group(7, 4, envIds[0]!);
-    await post(`${base}/scored_data`, g);
-    await post(`${base}/scored_data`, g);
-    await post(`${base}/scored_data_list`, [g]);
-    expect((await json<{ queue_size: number }>(call(`${base}/status`))).queue_size).toBe(1);
-    await post(`${base}/scored_data`, group(8, 4, envIds[0]!));
+    expect(await json(post(`${base}/scored_data_list`, [g, g, g, g]))).toEqual({
+      status: "received",
+      groups_processed: 4,
+    });
+    expect(await json(call(`${base}/status`))).toEqual({ current_step: 0, queue_size: 4 });
+    const batch = await json<{ batch: { tokens: number[][] }[] }>(call(`${base}/batch`));
+    expect(batch.batch).toHaveLength(4);
+  });
+
+  it("treats an identical body from the same env within the window as a retry, and says so", async () => {
+    const run = uniqueRun("dedupe");
+    const { base, envIds } = await setupRun(run, 8, [4, 4]);
+    const g = group(7, 4, envIds[0]!);
+    const queueSize = async () =>
+      (await json<{ queue_size: number }>(call(`${base}/status`))).queue_size;
+    expect(await json(post(`${base}/scored_data`, g))).toEqual({ status: "received" });
+    expect(await json(post(`${base}/scored_data`, g))).toEqual({
+      status: "received",
+      duplicate: true,
+    });
+    expect(await queueSize()).toBe(1);
+    // A list is its own request body: not a retry of the single submission.
+    expect(await json(post(`${base}/scored_data_list`, [g, g]))).toEqual({
+      status: "received",
+      groups_processed: 2,
+    });
+    expect(await json(post(`${base}/scored_data_list`, [g, g]))).toEqual({
+      status: "received",
+      groups_processed: 0,
+      duplicates: 2,
+    });
+    expect(await queueSize()).toBe(3);
+    // The same group from another env is another env's data.
+    const other = { ...g, env_id: envIds[1]! };
+    expect(await json(post(`${base}/scored_data`, other))).toEqual({ status: "received" });
+    expect(await queueSize()).toBe(4);
+  });
+
+  it("stores an identical body again once the dedupe window has passed", async () => {
+    const run = uniqueRun("dedupe-window");
+    const { base, envIds } = await setupRun(run, 8, [4]);
+    const body = JSON.stringify(group(9, 4, envIds[0]!));
+    const submit = () =>
+      callWith({ DEDUPE_WINDOW_SECONDS: "0.2" }, `${base}/scored_data`, {
+        method: "POST",
+        headers: { "content-type": "application/json" },
+        body,
+      });
+    expect(await (await submit()).json()).toEqual({ status: "received" });
+    expect(await (await submit()).json()).toEqual({ status: "received", duplicate: true });
+    await new Promise((r) => setTimeout(r, 300));
+    expect(await (await submit()).json()).toEqual({ status: "received" });
     expect((await json<{ queue_size: number }>(call(`${base}/status`))).queue_size).toBe(2);
+  });
+
+  it("lets the Idempotency-Key decide: distinct keys store identical bodies, a reused key replays", async () => {
+    const run = uniqueRun("idem-list");
+    const { base, envIds } = await setupRun(run, 8, [4]);
+    const list = [group(5, 4, envIds[0]!), group(5, 4, envIds[0]!)];
+    const first = await post(`${base}/scored_data_list`, list, { "idempotency-key": "L-1" });
+    expect(await first.json()).toEqual({ status: "received", groups_processed: 2 });
+    const replay = await post(`${base}/scored_data_list`, list, { "idempotency-key": "L-1" });
+    expect(replay.headers.get("idempotent-replayed")).toBe("true");
+    expect(await replay.json()).toEqual({ status: "received", groups_processed: 2 });
+    const second = await post(`${base}/scored_data_list`, list, { "idempotency-key": "L-2" });
+    expect(await second.json()).toEqual({ status: "received", groups_processed: 2 });
+    expect((await json<{ queue_size: number }>(call(`${base}/status`))).queue_size).toBe(4);
   });
 
   it("processes /scored_data_list all-or-nothing", async () => {

@@ -16,6 +16,7 @@ import {
   type IngestItem,
   ingestGroups,
   sha256Hex,
+  submissionDedupeKey,
   summarizeGroup,
   validateGroup,
   validateGroupList,
@@ -53,15 +54,15 @@ function rawJson(body: string, status = 200): Response {
   return new Response(body, { status, headers: { "content-type": "application/json" } });
 }
 
-/** Runs a JSON-answering POST under an optional Idempotency-Key. */
+/** Runs a JSON-answering POST under its Idempotency-Key (`key`, when the request has one). */
 async function idempotent(
   c: AppContext,
   run: string,
   route: string,
   hash: string,
+  key: string | undefined,
   handler: () => Promise<unknown>,
 ): Promise<Response> {
-  const key = validIdempotencyKey(c.req.header("idempotency-key"));
   if (key === undefined) return c.json(await handler());
   const prior = await findAnswer(c.env.DB, run, key, route, hash);
   if (prior) {
@@ -161,6 +162,7 @@ atroposRoutes.get("/latest_example", async (c) => {
 atroposRoutes.post("/scored_data", async (c) => {
   const run = runOf(c);
   const timings = c.get("timings");
+  const key = validIdempotencyKey(c.req.header("idempotency-key"));
   const { item, hash } = await withMemory(c.env, requestMemoryCost(c.req.raw), async () => {
     const body = await timings.measure("read", () => readBody(c.req.raw, bodyLimits(c)));
     const hash = await timings.measure("hash", () => sha256Hex(body.bytes));
@@ -171,11 +173,14 @@ atroposRoutes.post("/scored_data", async (c) => {
       payload: body.gzip ? body.raw : body.bytes,
       encoding: body.gzip ? "gzip" : "identity",
       contentHash: hash,
+      dedupeKey: submissionDedupeKey(hash, key, 0),
     };
     return { item, hash };
   });
-  return idempotent(c, run, "scored_data", hash, async () => {
+  return idempotent(c, run, "scored_data", hash, key, async () => {
     const [outcome] = await ingestGroups(c.env, run, [item], timings, keepAliveOf(c));
+    // A retry of a stored submission: say so rather than claim a second group.
+    if (outcome!.duplicate) return { status: "received", duplicate: true };
     if (outcome!.status !== "buffered") return { status: "received" };
     const { bufferedSequences } = await coordinator(c, run).releaseBuffered(run, outcome!.envId!);
     return { status: "buffered", buffer_size: bufferedSequences };
@@ -186,43 +191,46 @@ const encoder = new TextEncoder();
 
 atroposRoutes.post("/scored_data_list", async (c) => {
   const run = runOf(c);
+  const key = validIdempotencyKey(c.req.header("idempotency-key"));
   const { items, hash } = await withMemory(c.env, requestMemoryCost(c.req.raw), async () => {
     const body = await readBody(c.req.raw, bodyLimits(c));
     const hash = await sha256Hex(body.bytes);
     const groups = validateGroupList(parseJson(body.bytes));
     const items = await Promise.all(
-      groups.map(async (group): Promise<IngestItem> => {
+      groups.map(async (group, i): Promise<IngestItem> => {
         const bytes = encoder.encode(JSON.stringify(group));
         return {
           summary: summarizeGroup(group),
           payload: bytes,
           encoding: "identity",
           contentHash: await sha256Hex(bytes),
+          dedupeKey: submissionDedupeKey(hash, key, i),
         };
       }),
     );
     return { items, hash };
   });
-  return idempotent(c, run, "scored_data_list", hash, async () => {
+  return idempotent(c, run, "scored_data_list", hash, key, async () => {
     const outcomes = items.length
       ? await ingestGroups(c.env, run, items, c.get("timings"), keepAliveOf(c))
       : [];
+    // The answer counts what this request stored; groups of an earlier copy of it are duplicates.
+    const stored = outcomes.filter((o) => !o.duplicate);
+    const duplicates = outcomes.length - stored.length;
     const bufferedEnvs = [
-      ...new Set(outcomes.filter((o) => o.status === "buffered").map((o) => o.envId!)),
+      ...new Set(stored.filter((o) => o.status === "buffered").map((o) => o.envId!)),
     ];
     let lastBufferSize = 0;
     for (const envId of bufferedEnvs) {
       lastBufferSize = (await coordinator(c, run).releaseBuffered(run, envId)).bufferedSequences;
     }
-    const buffered = outcomes.filter((o) => o.status === "buffered").length;
-    return buffered > 0
-      ? {
-          status: "received",
-          groups_processed: items.length,
-          buffered,
-          last_buffer_size: lastBufferSize,
-        }
-      : { status: "received", groups_processed: items.length };
+    const buffered = stored.filter((o) => o.status === "buffered").length;
+    return {
+      status: "received",
+      groups_processed: stored.length,
+      ...(buffered > 0 ? { buffered, last_buffer_size: lastBufferSize } : {}),
+      ...(duplicates > 0 ? { duplicates } : {}),
+    };
   });
 });
 

@@ -103,8 +103,8 @@ v1Routes.post("/runs/:run/batches/:batchId/ack", async (c) => {
 
 v1Routes.post("/runs/:run/policy", async (c) => {
   const run = runOf(c);
-  const { version } = await jsonBody(c, policyRequestSchema);
-  return c.json(await coordinator(c, run).setPolicyVersion(run, version));
+  const { version, reset } = await jsonBody(c, policyRequestSchema);
+  return c.json(unwrapRpc(await coordinator(c, run).setPolicyVersion(run, version, reset)));
 });
 
 v1Routes.get("/runs/:run/policy", async (c) => {

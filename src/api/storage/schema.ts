@@ -62,7 +62,14 @@ export const groups = sqliteTable(
     payloadBytes: integer("payload_bytes").notNull(),
     /** Byte offset in the R2 object: concurrent submissions share one object (group commit). */
     payloadOffset: integer("payload_offset").notNull().default(0),
+    /** SHA-256 of the group's JSON text. */
     contentHash: text("content_hash").notNull(),
+    /**
+     * Names the submission this group came from and its position in it (Idempotency-Key, else the
+     * request body's SHA-256): a retry carries the same key, so it is recognised within the
+     * dedupe window, while identical groups of one request have different keys (ingest.ts).
+     */
+    dedupeKey: text("dedupe_key"),
     batchId: text("batch_id"),
     createdAt: integer("created_at").notNull(),
     queuedAt: integer("queued_at"),
@@ -70,7 +77,7 @@ export const groups = sqliteTable(
   (t) => [
     index("groups_queue").on(t.run, t.status, t.id),
     index("groups_queue_by_env").on(t.run, t.status, t.envId, t.id),
-    index("groups_dedupe").on(t.run, t.contentHash),
+    index("groups_dedupe").on(t.run, t.dedupeKey),
     index("groups_by_time").on(t.run, t.createdAt),
     index("groups_by_batch").on(t.batchId),
   ],
@@ -173,4 +180,17 @@ export const workerStats = sqliteTable(
     updatedAt: integer("updated_at").notNull(),
   },
   (t) => [primaryKey({ columns: [t.run, t.envId] })],
+);
+
+/** Env workers (EnvFeeder Durable Objects) started for a run, so a reset can find and clear them. */
+export const envWorkers = sqliteTable(
+  "env_workers",
+  {
+    run: text("run").notNull(),
+    /** The feeder's Durable Object name: {run}/{env}/{instance}. */
+    name: text("name").notNull(),
+    envName: text("env_name").notNull(),
+    startedAt: integer("started_at").notNull(),
+  },
+  (t) => [primaryKey({ columns: [t.run, t.name] })],
 );

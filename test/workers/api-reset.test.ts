@@ -1,0 +1,127 @@
+/**
+ * /reset_data removes ALL of a run's data: every D1 table that holds run data, the R2 payloads,
+ * the env checkpoints (EnvSession) and the env workers (EnvFeeder). The D1 tables are read from
+ * sqlite_master, so a new table fails this test until it gets a reset rule (or is declared not
+ * to hold run data below).
+ */
+import { runDurableObjectAlarm } from "cloudflare:test";
+import { env } from "cloudflare:workers";
+import { describe, expect, it } from "vitest";
+import type { Bindings } from "../../src/api/bindings";
+import { BaseEnv } from "../../src/env-workers/base-env";
+import { type BaseEnvConfig, BaseEnvConfigSchema } from "../../src/env-workers/config";
+import { defineEnv, envRegistry } from "../../src/env-workers/registry";
+import { call, group, json, post, setupRun, uniqueRun } from "./helpers";
+
+const bindings = env as unknown as Bindings;
+
+/** Tables that hold no run data (migration bookkeeping and SQLite/D1 internals). */
+const NON_RUN_TABLES = new Set(["d1_migrations", "sqlite_sequence", "_cf_KV", "_cf_METADATA"]);
+
+/** The column naming the run; every run-data table has one. */
+const runColumn = (table: string) => (table === "runs" ? "name" : "run");
+
+class IdleTestEnv extends BaseEnv<number, BaseEnvConfig> {
+  static override envName = "reset_idle_test";
+  async getNextItem(): Promise<number | null> {
+    return null;
+  }
+}
+envRegistry[IdleTestEnv.envName] = defineEnv(IdleTestEnv, BaseEnvConfigSchema, "test only");
+
+async function runDataTables(): Promise<string[]> {
+  const { results } = await bindings.DB.prepare(
+    "SELECT name FROM sqlite_master WHERE type = 'table' ORDER BY name",
+  ).all<{ name: string }>();
+  return results.map((r) => r.name).filter((name) => !NON_RUN_TABLES.has(name));
+}
+
+async function rowsOfRun(table: string, run: string): Promise<number> {
+  const columns = await bindings.DB.prepare(`SELECT name FROM pragma_table_info('${table}')`).all<{
+    name: string;
+  }>();
+  const column = runColumn(table);
+  if (!columns.results.some((c) => c.name === column)) {
+    throw new Error(
+      `table ${table} has no '${column}' column: give it one and a reset rule (RunCoordinator.reset), or list it in NON_RUN_TABLES`,
+    );
+  }
+  const row = await bindings.DB.prepare(`SELECT COUNT(*) AS n FROM "${table}" WHERE ${column} = ?1`)
+    .bind(run)
+    .first<{ n: number }>();
+  return row!.n;
+}
+
+describe("reset", () => {
+  it("removes every piece of the run's data, and only that run's", async () => {
+    const run = uniqueRun("reset-all");
+    const keep = uniqueRun("reset-keep");
+    const { base, envIds } = await setupRun(run, 4, [4]);
+    await setupRun(keep, 4, [4]);
+    const envId = envIds[0]!;
+    expect(envId).toBe(0);
+    await post(`/runs/${keep}/scored_data`, group(1, 4, 0));
+
+    // Fill every kind of run data.
+    await post(`${base}/scored_data`, group(1, 4, envId), { "idempotency-key": "k-1" });
+    await post(`${base}/scored_data`, group(2, 4, envId));
+    expect((await post(`/v1/runs/${run}/batches/lease`, {})).status).toBe(200);
+    const saved = await call(`/v1/runs/${run}/envs/${envId}/checkpoints/5`, {
+      method: "PUT",
+      headers: { "content-type": "application/json" },
+      body: JSON.stringify({ position: 17 }),
+    });
+    expect(saved.status).toBe(200);
+    await post(`/v1/runs/${run}/envs/${envId}/evals`, { step: 1, metrics: { accuracy: 0.5 } });
+    await bindings.DB.prepare(
+      `INSERT INTO dead_letters (run, env_name, env_id, item, error, attempts, created_at)
+       VALUES (?1, 'x', ?2, '{}', 'item i: retries exhausted', 5, ?3)`,
+    )
+      .bind(run, envId, Date.now())
+      .run();
+    const started = await post(`/v1/runs/${run}/env-workers`, {
+      env: IdleTestEnv.envName,
+      config: { group_size: 4 },
+      inference: [{ base_url: "http://127.0.0.1:9", server_type: "vllm", model_name: "unused" }],
+    });
+    expect(started.status).toBe(200);
+    const feederName = `${run}/${IdleTestEnv.envName}/0`;
+    const feeder = bindings.ENV_FEEDER.get(bindings.ENV_FEEDER.idFromName(feederName));
+    // Its first tick registers it (env 1) and reports its stats; the alarm may already be
+    // running on its own.
+    for (let i = 0; (await rowsOfRun("worker_stats", run)) === 0; i++) {
+      if (i > 100) throw new Error("the env worker never registered");
+      await runDurableObjectAlarm(feeder);
+      await new Promise((r) => setTimeout(r, 20));
+    }
+    expect((await feeder.describe())!.env_id).toBe(1);
+
+    const tables = await runDataTables();
+    for (const table of tables) {
+      expect(await rowsOfRun(table, run), `${table} has rows before the reset`).toBeGreaterThan(0);
+    }
+    const payloads = () => bindings.PAYLOADS.list({ prefix: `runs/${run}/` });
+    expect((await payloads()).objects.length).toBeGreaterThan(0);
+
+    const reset = await call(`${base}/reset_data`);
+    expect(await reset.text()).toBe("Reset successful");
+
+    for (const table of tables) {
+      expect(await rowsOfRun(table, run), `${table} still has rows of the run`).toBe(0);
+    }
+    expect((await payloads()).objects).toEqual([]);
+    // The env worker is gone, not just idle: no state, no alarm that could re-register it.
+    expect(await feeder.describe()).toBeNull();
+    expect(await runDurableObjectAlarm(feeder)).toBe(false);
+    expect((await call(`/v1/runs/${run}/env-workers/${IdleTestEnv.envName}/0`)).status).toBe(404);
+
+    // A new env 0 starts from nothing.
+    const again = await setupRun(run, 4, [4]);
+    expect(again.envIds).toEqual([0]);
+    expect((await call(`/v1/runs/${run}/envs/0/checkpoints/latest`)).status).toBe(404);
+    expect(await json(call(`/v1/runs/${run}/envs/0/checkpoints`))).toEqual({ checkpoints: [] });
+
+    // Other runs are untouched.
+    expect(await json(call(`/runs/${keep}/status`))).toEqual({ current_step: 0, queue_size: 1 });
+  });
+});
