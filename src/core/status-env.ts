@@ -1,7 +1,8 @@
 /**
- * Atropos' `/status-env` arithmetic (contract §1.5.4). Python envs size their worker pools from
- * these numbers, so their meaning is kept exactly; only the crashes are fixed (unknown env → 4xx
- * upstream, zero total weight → weight 1.0 instead of a 500) and nothing is mutated.
+ * Atropos' `/status-env` arithmetic. Python envs size their worker pools from these numbers, so
+ * their meaning is kept; the crashes are fixed (unknown env → 4xx upstream, zero total weight →
+ * weight 1.0 instead of a 500), nothing is mutated, and an allocated env's data is reserved for
+ * every batch the queue holds, not only the next (see docs/COMPATIBILITY.md).
  */
 
 export const MIN_ENV_WEIGHT = 0.01;
@@ -62,12 +63,21 @@ export function computeStatusEnv(input: {
     }
   }
 
+  // Each batch formed from the queue takes an allocated env's minimum first, so that much of its
+  // data per queued batch never fills the unallocated part. Atropos reserved one batch's worth
+  // only; with the queue at its usual bound of several batches, the allocated env's data for its
+  // later minimums counted as competition and throttled the envs without an allocation to a
+  // trickle (Atropos hid this by draining the queue into formed batches it no longer counted).
+  const queuedSequences = input.queue.reduce((s, q) => s + Math.max(0, q.sequences), 0);
+  const queuedBatches =
+    input.batchSize > 0 ? Math.max(1, Math.ceil(queuedSequences / input.batchSize)) : 1;
+
   let available = 0;
   if (maxGroupSize > 1) {
     for (const q of input.queue) {
       if (q.envId === input.envId || q.sequences <= 0) continue;
       const packed = Math.ceil(q.sequences / maxGroupSize) * maxGroupSize;
-      const reserved = q.envId === null ? 0 : (minSequencesByEnv.get(q.envId) ?? 0);
+      const reserved = q.envId === null ? 0 : (minSequencesByEnv.get(q.envId) ?? 0) * queuedBatches;
       available += Math.max(0, packed - reserved);
     }
   }

@@ -300,6 +300,47 @@ describe("blackjack", () => {
       multi = Math.max(multi, (await env.playEpisode(await env.getNextItem(), i)).actions.length);
     expect(multi).toBeGreaterThanOrEqual(2);
   });
+
+  it("redeals a natural 21 from the same deck so the player always acts", () => {
+    const deck = ["A", "9", "K", "8", "10", "5", "7", "6", "4"] as const;
+    const game = new BlackjackGame([...deck]);
+    expect(game.done).toBe(false);
+    expect(game.player).toEqual(["10", "7"]);
+    expect(game.dealer).toEqual(["5", "6"]);
+    expect(game.hit()).toBe("4");
+    expect(() => new BlackjackGame(["A", "2", "K", "3"])).toThrow(/deck exhausted/);
+  });
+
+  it("turns every seed into a valid group, including seeds that deal a natural 21", async () => {
+    const groupSize = 4;
+    const env = create(
+      "blackjack",
+      { group_size: groupSize },
+      new FakeInference(tokenizer, { correctProbability: 0.5 }),
+    ) as BlackjackEnv;
+    const seeds = Array.from({ length: 200 }, (_, i) => i);
+    const naturals = seeds.filter((seed) => {
+      const deck = shuffledDeck(seed);
+      return handTotal([deck[0]!, deck[2]!]) === 21;
+    });
+    expect(naturals.length).toBeGreaterThan(0);
+    const natural = await env.playEpisode({ seed: naturals[0]! });
+    expect(natural.actions.length).toBeGreaterThanOrEqual(1);
+    for (const seed of seeds) {
+      const [group] = await env.collectTrajectories({ seed });
+      const g = group as ScoredDataGroup;
+      expect(g.tokens).toHaveLength(groupSize);
+      expectExactSequences(g);
+      expect(
+        validateGroupForSend(g, {
+          groupSize,
+          ensureScoresAreNotSame: false,
+          maxTokenLen: -1,
+          includeMessages: false,
+        }).ok,
+      ).toBe(true);
+    }
+  });
 });
 
 describe("processEnv", () => {

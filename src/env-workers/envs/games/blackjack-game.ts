@@ -1,4 +1,7 @@
-/** Pure blackjack: a seeded shuffled deck, player hits/stands, dealer draws to 17. */
+/**
+ * Pure blackjack: a seeded shuffled deck, player hits/stands, dealer draws to 17. The player
+ * always gets at least one decision (hands with a natural 21 are redealt).
+ */
 import { SeededRng } from "../../../core/rng";
 
 export type Card = "A" | "2" | "3" | "4" | "5" | "6" | "7" | "8" | "9" | "10" | "J" | "Q" | "K";
@@ -31,14 +34,23 @@ export type Outcome = "win" | "loss" | "push";
 export class BlackjackGame {
   readonly player: Card[];
   readonly dealer: Card[];
-  private next = 4;
+  private next = 0;
   done = false;
   outcome: Outcome | null = null;
 
+  /**
+   * A natural 21 would end the hand before the player acts, leaving no turn to train on, so such
+   * a hand is set aside and the next four cards of the same deck are dealt: the deck alone still
+   * fixes the game. Every natural holds an ace, so a full deck sets aside at most four hands.
+   */
   constructor(private readonly deck: Card[]) {
-    this.player = [deck[0]!, deck[2]!];
-    this.dealer = [deck[1]!, deck[3]!];
-    if (handTotal(this.player) === 21) this.finish();
+    for (;;) {
+      const [p1, d1, p2, d2] = [this.draw(), this.draw(), this.draw(), this.draw()];
+      if (handTotal([p1, p2]) === 21) continue;
+      this.player = [p1, p2];
+      this.dealer = [d1, d2];
+      return;
+    }
   }
 
   private draw(): Card {
