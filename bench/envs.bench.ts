@@ -8,7 +8,7 @@
  *       ManagedServer tracking, scoring) + postprocess + send-side validation + JSON.stringify of
  *       the body the runtime POSTs;
  *     - submit encoding: what RolloutApiClient.submitGroups adds before the POST (UTF-8 encode,
- *       gzip, SHA-256 idempotency key), reported as env side + this;
+ *       gzip), reported as env side + this;
  *     - API: the server's schema validation + canonical JSON (the Worker's CPU, also in
  *       bench:api), reported as env side + this.
  *     Reported per rollout (group ÷ group_size), median of N groups.
@@ -30,11 +30,7 @@ import { groupsOf, type JsonValue } from "../src/env-workers/base-env";
 import { ServerManager } from "../src/env-workers/inference/server-manager";
 import type { Tokenizer } from "../src/env-workers/inference/types";
 import { getEnvDefinition } from "../src/env-workers/registry";
-import {
-  gzipBytes,
-  idempotencyKeyFor,
-  RolloutApiClient,
-} from "../src/env-workers/runtime/api-client";
+import { gzipBytes, RolloutApiClient } from "../src/env-workers/runtime/api-client";
 import { nodeGetWithBody } from "../src/env-workers/runtime/node-get-with-body";
 import { serveEnv } from "../src/env-workers/runtime/serve";
 import { validateGroupForSend } from "../src/env-workers/send-validation";
@@ -126,8 +122,7 @@ async function measureCpu() {
     for (const body of bodies) {
       const encode0 = process.cpuUsage();
       const compressed = await gzipBytes(utf8.encode(body));
-      const key = await idempotencyKeyFor(0, body);
-      if (compressed.length === 0 || key.length !== 64) throw new Error("bench encoding failed");
+      if (compressed.length === 0) throw new Error("bench encoding failed");
       const encode = process.cpuUsage(encode0);
       encodeUs += encode.user + encode.system;
     }
@@ -157,7 +152,7 @@ async function measureCpu() {
     /** Env side: collect + postprocess + send validation + JSON.stringify of the POST body. */
     cpu_ms_per_rollout_median: perRollout(median(envUs)),
     cpu_ms_per_rollout_p90: perRollout(percentile(envUs, 90)),
-    /** Env side + gzip + idempotency hash (the rest of submitGroups before the POST). */
+    /** Env side + gzip (the rest of submitGroups before the POST). */
     cpu_ms_per_rollout_with_submit_encoding_median: perRollout(median(withEncodeUs)),
     /** Env side + the API's validateGroup + canonicalGroupJson (server CPU, see bench:api). */
     cpu_ms_per_rollout_env_plus_api_median: perRollout(median(withApiUs)),

@@ -95,14 +95,6 @@ export async function gzipBytes(data: Uint8Array): Promise<Uint8Array> {
   return new Uint8Array(await new Response(stream).arrayBuffer());
 }
 
-export async function idempotencyKeyFor(envId: number | null, body: string): Promise<string> {
-  const digest = await crypto.subtle.digest(
-    "SHA-256",
-    new TextEncoder().encode(`${envId ?? "none"}\n${body}`),
-  );
-  return [...new Uint8Array(digest)].map((b) => b.toString(16).padStart(2, "0")).join("");
-}
-
 export class RolloutApiClient {
   readonly base: string;
   private readonly options: Required<
@@ -261,7 +253,9 @@ export class RolloutApiClient {
         gzipped = true;
       }
     }
-    const idempotencyKey = opts.idempotencyKey ?? (await idempotencyKeyFor(envId, json));
+    // One key per submission, kept across its retries: the key decides what is a retry, so
+    // an identical group sent again later is stored again (docs/API.md, "Submitting groups").
+    const idempotencyKey = opts.idempotencyKey ?? crypto.randomUUID().replaceAll("-", "");
     const headers = this.headers({
       "Content-Type": "application/json",
       "Idempotency-Key": idempotencyKey,
