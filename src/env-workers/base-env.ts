@@ -85,7 +85,7 @@ export abstract class BaseEnv<
   }
 
   /**
-   * Default: group_size parallel collectTrajectory calls merged into one group (Atropos §2.2),
+   * Default: group_size parallel collectTrajectory calls merged into one group (docs/WRITING_ENVS.md),
    * additionally carrying inference_logprobs when every rollout has them. Optional per-rollout
    * lists (advantages, ref_logprobs, messages, images) are kept only when every rollout provides
    * them, so they always line up with `tokens`; missing `overrides` entries become `{}`.

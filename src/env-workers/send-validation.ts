@@ -1,5 +1,5 @@
 /**
- * The checks Atropos' `handle_send_to_api` applies to a group before it leaves the env (§2.4),
+ * The checks Atropos' `handle_send_to_api` applies to a group before it leaves the env (docs/WRITING_ENVS.md, validation),
  * as a pure function. Differences from the original (deliberate):
  * - `group_overrides: null` is treated as "no overrides" instead of crashing the whole send;
  * - the identical-scores rule applies only to groups of 2+ sequences (a group of 1 always has

@@ -193,7 +193,7 @@ export function completions(ctx: ProtocolContext, body: Body): Body {
   };
 }
 
-/** Atropos' custom vLLM `/generate` (contract §3.8). */
+/** Atropos' custom vLLM `/generate` (docs/INFERENCE.md). */
 export function vllmGenerate(ctx: ProtocolContext, body: Body): Body {
   const prompt = body.prompt;
   let promptText: string;

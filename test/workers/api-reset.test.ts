@@ -8,10 +8,8 @@ import { runDurableObjectAlarm } from "cloudflare:test";
 import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
 import type { Bindings } from "../../src/api/bindings";
-import { BaseEnv } from "../../src/env-workers/base-env";
-import { type BaseEnvConfig, BaseEnvConfigSchema } from "../../src/env-workers/config";
-import { defineEnv, envRegistry } from "../../src/env-workers/registry";
 import { call, group, json, post, setupRun, uniqueRun } from "./helpers";
+import { IdleTestEnv } from "./test-envs";
 
 const bindings = env as unknown as Bindings;
 
@@ -20,14 +18,6 @@ const NON_RUN_TABLES = new Set(["d1_migrations", "sqlite_sequence", "_cf_KV", "_
 
 /** The column naming the run; every run-data table has one. */
 const runColumn = (table: string) => (table === "runs" ? "name" : "run");
-
-class IdleTestEnv extends BaseEnv<number, BaseEnvConfig> {
-  static override envName = "reset_idle_test";
-  async getNextItem(): Promise<number | null> {
-    return null;
-  }
-}
-envRegistry[IdleTestEnv.envName] = defineEnv(IdleTestEnv, BaseEnvConfigSchema, "test only");
 
 async function runDataTables(): Promise<string[]> {
   const { results } = await bindings.DB.prepare(

@@ -46,6 +46,14 @@ export class BigItemTestEnv extends BaseEnv<string, BaseEnvConfig> {
   }
 }
 
+/** Hands out nothing: an env worker that only has to exist (reset tests). */
+export class IdleTestEnv extends BaseEnv<number, BaseEnvConfig> {
+  static override envName = "reset_idle_test";
+  async getNextItem(): Promise<number | null> {
+    return null;
+  }
+}
+
 export const GROUP_SIZE = 4;
 
 export type FaultItem = { key: string; failures: number; identicalScores?: boolean };
@@ -88,5 +96,6 @@ export class FaultyTestEnv extends BaseEnv<FaultItem, BaseEnvConfig> {
 export const testEnvs = [
   defineEnv(EvalTestEnv, BaseEnvConfigSchema, "test only"),
   defineEnv(BigItemTestEnv, BaseEnvConfigSchema, "test only"),
+  defineEnv(IdleTestEnv, BaseEnvConfigSchema, "test only"),
   defineEnv(FaultyTestEnv, BaseEnvConfigSchema, "test only: fails the first N attempts of an item"),
 ];

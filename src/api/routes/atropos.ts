@@ -1,5 +1,5 @@
 /**
- * The Atropos rollout API, path for path (contract §1.3), with its bugs fixed
+ * The Atropos rollout API, path for path (docs/API.md, docs/COMPATIBILITY.md), with its bugs fixed
  * (docs/COMPATIBILITY.md). Mounted at the root (run "default") and under /runs/{run}.
  */
 import { Hono } from "hono";

@@ -11,7 +11,6 @@ import {
   policyRequestSchema,
 } from "../../core/schemas";
 import { APIServerConfigSchema } from "../../env-workers/inference/config";
-import { envRegistry } from "../../env-workers/registry";
 import { numberVar } from "../bindings";
 import { parseJson, readBody } from "../body";
 import { type AppContext, type AppEnv, coordinator, runOf } from "../context";
@@ -560,13 +559,6 @@ const envWorkerSchema = z.object({
 v1Routes.post("/runs/:run/env-workers", async (c) => {
   const run = runOf(c);
   const body = await jsonBody(c, envWorkerSchema);
-  if (!envRegistry[body.env]) {
-    throw new ApiError(
-      "VALIDATION_FAILED",
-      `unknown env '${body.env}'; available: ${Object.keys(envRegistry).join(", ")}`,
-      [{ type: "value_error", loc: ["body", "env"], msg: "unknown env" }],
-    );
-  }
   const name = `${run}/${body.env}/${body.instance}`;
   try {
     const state = await envFeeder(c, name).start(run, name, {
@@ -576,11 +568,20 @@ v1Routes.post("/runs/:run/env-workers", async (c) => {
     });
     return c.json(state);
   } catch (error) {
-    throw new ApiError(
-      "VALIDATION_FAILED",
-      `invalid env config: ${error instanceof Error ? error.message : String(error)}`,
-      [{ type: "value_error", loc: ["body", "config"], msg: "invalid env config" }],
-    );
+    // The feeder checks the env against the envs this Worker registers, then its config,
+    // before it stores anything.
+    const message = error instanceof Error ? error.message : String(error);
+    if (message.startsWith("unknown env")) {
+      throw new ApiError("VALIDATION_FAILED", message, [
+        { type: "value_error", loc: ["body", "env"], msg: "unknown env" },
+      ]);
+    }
+    if (message.startsWith("invalid env config")) {
+      throw new ApiError("VALIDATION_FAILED", message, [
+        { type: "value_error", loc: ["body", "config"], msg: "invalid env config" },
+      ]);
+    }
+    throw error;
   }
 });
 

@@ -1,5 +1,5 @@
 /**
- * Atropos' AsyncSemWithAdaptiveWeight (contract §3.3): a counting semaphore whose usable share
+ * Atropos' AsyncSemWithAdaptiveWeight (docs/INFERENCE.md): a counting semaphore whose usable share
  * is scaled by `weight`. Acquisition is blocked while `value <= capacity × (1 − weight)`, so the
  * effective concurrency is ≈ ceil(capacity × weight) (10 slots: weights 1/0.5/0.2/0.05 → 10/5/2/1).
  */

@@ -1,6 +1,6 @@
 import { z } from "zod";
 
-/** One inference server (Atropos `APIServerConfig`, contract §3.1, plus atropos-edge fields). */
+/** One inference server (Atropos `APIServerConfig` plus atropos-edge fields). */
 export const APIServerConfigSchema = z.object({
   base_url: z.string().default(""),
   api_key: z.string().nullable().default(""),

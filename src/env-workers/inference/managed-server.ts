@@ -63,7 +63,7 @@ interface TrackedChoice {
 }
 
 /**
- * Tracks prompt + completion tokens, masks and logprobs for every completion (contract §3.5).
+ * Tracks prompt + completion tokens, masks and logprobs for every completion (docs/INFERENCE.md, ManagedServer).
  * One instance per trajectory/group; not safe for concurrent calls (prefix matching would race).
  */
 export class TrackingManagedServer implements ManagedServer {

@@ -62,7 +62,7 @@ export class ServerSlot {
 }
 
 /**
- * Routes requests over several inference servers (contract §3.2/3.3): least-loaded healthy
+ * Routes requests over several inference servers (docs/INFERENCE.md): least-loaded healthy
  * server, per-server adaptive concurrency caps, retries with backoff on 5xx/timeouts/network
  * errors, `n` split into chunks of max_n_completions. No background timers: an unhealthy
  * server is re-probed lazily, at most once per healthProbeIntervalMs, when a request is routed.

@@ -1,5 +1,5 @@
 /**
- * Reward registry and weighted combination. Fixes the Atropos registry bugs (§4.1): every name
+ * Reward registry and weighted combination. Fixes the Atropos registry bugs (docs/REWARDS.md): every name
  * maps to exactly the class registered under it (no alphabetical module scan), all built-ins are
  * available without lazy loading, and sub-reward weights are honoured by `combined`.
  */

@@ -1,5 +1,5 @@
 /**
- * Rollout-API client speaking the Atropos env wire (§1.3, §2.3, §2.4) with web-standard APIs
+ * Rollout-API client speaking the Atropos env wire (docs/API.md, docs/COMPATIBILITY.md) with web-standard APIs
  * only (fetch, CompressionStream, Web Crypto), so it runs in Node and in Workers.
  *
  * Beyond the Python env: an `Idempotency-Key` on every submission (SHA-256 of env id + body, so a

@@ -1,6 +1,6 @@
 /**
- * Atropos' env-side worker math (§2.3) as pure functions, shared by the Node `serveEnv` loop and
- * the EnvSession Durable Object feeder. Names follow the contract:
+ * Atropos' env-side worker math (docs/WRITING_ENVS.md, running envs) as pure functions, shared by the Node `serveEnv` loop and
+ * the EnvSession Durable Object feeder. Names follow Atropos':
  * a = min_batch_allocation, B = batch_size, M = max_batches_offpolicy, X = status max_group_size,
  * G = group_size, S = status self_queue_size, Q = status queue_size.
  */

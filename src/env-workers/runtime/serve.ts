@@ -1,5 +1,5 @@
 /**
- * `serveEnv`: the Node equivalent of Atropos' `env_manager` (§2.3). Registers with the rollout
+ * `serveEnv`: the Node equivalent of Atropos' `env_manager`. Registers with the rollout
  * API, then every poll: reads /status-env, runs step checks (eval / checkpoint crossings), and keeps
  * the number of in-flight groups at the scheduler's target; each finished group is fed back to
  * the curriculum, validated and submitted (idempotently).

@@ -40,7 +40,7 @@ describe("BaseEnvConfig", () => {
   });
 });
 
-describe("validateGroupForSend (§2.4)", () => {
+describe("validateGroupForSend", () => {
   it("uses group_overrides.group_size and survives null group_overrides", () => {
     expect(validateGroupForSend(group([1, 0]), opts).ok).toBe(true);
     expect(

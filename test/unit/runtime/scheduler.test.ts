@@ -15,13 +15,13 @@ const status = (queue_size: number, self_queue_size = queue_size, max_group_size
   max_group_size,
 });
 
-describe("scheduler math (Atropos §2.3)", () => {
+describe("scheduler math (Atropos' env-side worker formula)", () => {
   it("resolves max workers and derived batch size", () => {
     expect(resolveMaxNumWorkers({ max_num_workers: -1, max_num_workers_per_node: 8 }, 3)).toBe(24);
     expect(resolveMaxNumWorkers({ max_num_workers: 5, max_num_workers_per_node: 8 }, 3)).toBe(5);
     expect(derivedBatchSize(64, null, 0.25)).toBe(64);
     expect(derivedBatchSize(-1, { unallocated_fraction: 0.5 }, null)).toBe(-1);
-    // worked example of §1.5.4: unallocated 0.75 → env0 fills 0.75·8 = 6, env1 (min 0.25) fills 8
+    // worked example of /status-env (docs/API.md): unallocated 0.75 → env0 fills 0.75·8 = 6, env1 (min 0.25) fills 8
     expect(derivedBatchSize(8, { unallocated_fraction: 0.75 }, null)).toBe(6);
     expect(derivedBatchSize(8, { unallocated_fraction: 0.75 }, 0.25)).toBe(8);
   });

@@ -112,7 +112,7 @@ export class TrlBackend implements InferenceBackend {
   }
 }
 
-/** Atropos' defaults (contract §3.4), overridden by the caller's values. */
+/** Atropos' TRL defaults (docs/INFERENCE.md), overridden by the caller's values. */
 export function buildTrlGenerateRequest(
   prompt: string,
   sampling: TrlSampling,

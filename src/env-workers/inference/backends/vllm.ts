@@ -26,7 +26,7 @@ import { scanVllmGenerateBody } from "./vllm-generate-scan";
 
 /**
  * vLLM. Text calls use its OpenAI-compatible routes. Token calls use either Atropos' custom
- * `/generate` server (vllm_mode "generate", contract §3.8) or the stock OpenAI server's
+ * `/generate` server (vllm_mode "generate", docs/INFERENCE.md) or the stock OpenAI server's
  * `/v1/completions` with a token-id prompt (vllm_mode "openai").
  */
 export class VLLMBackend implements InferenceBackend {
