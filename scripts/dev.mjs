@@ -144,6 +144,13 @@ async function serveWithMiniflare() {
         scriptPath: join(bundleDir, "index.js"),
         modulesRoot: bundleDir,
         bindings: { ...workerOptions.bindings, ...vars },
+        // Clients talk to the Worker itself. Miniflare's entry worker imitates Cloudflare's edge
+        // but compresses differently: it gzips every JSON/text response for a client that accepts
+        // gzip, small ones included (the edge skips responses marked no-transform), and passes
+        // gzip on to clients that sent no Accept-Encoding (the edge decodes it for them). The
+        // Worker's own rule is what the edge delivers (docs/COMPATIBILITY.md), so it is served
+        // as is; this also saves the entry worker's hop and its per-request log call into Node.
+        unsafeDirectSockets: [{ host: ip, port }],
       },
       {
         name: "atropos-edge-assets",
@@ -154,8 +161,10 @@ async function serveWithMiniflare() {
         assets: { ...assets, routerConfig: { has_user_worker: false } },
       },
     ],
-    host: ip,
-    port,
+    // The entry worker's own socket, unused: a spare loopback port.
+    host: "127.0.0.1",
+    port: 0,
+    logRequests: false,
     ...(inspectorPort ? { inspectorPort: Number(inspectorPort) } : {}),
     log: new Log(LogLevel.INFO),
     cf: false, // offline: no Request.cf download
@@ -168,7 +177,8 @@ async function serveWithMiniflare() {
   });
   let url;
   try {
-    url = await mf.ready;
+    await mf.ready;
+    url = await mf.unsafeGetDirectURL(config.name);
   } catch (error) {
     process.stderr.write(`dev: could not start the Worker on ${ip}:${port}: ${error}\n`);
     process.exit(1);

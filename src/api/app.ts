@@ -7,6 +7,7 @@ import type { AppEnv } from "./context";
 import { ApiError, errorBody } from "./errors";
 import { auth } from "./middleware/auth";
 import { cors } from "./middleware/cors";
+import { drainUnreadBody } from "./middleware/drain-body";
 import { gzipResponse } from "./middleware/gzip-response";
 import { requestContext } from "./middleware/request-context";
 import { openApiDocument } from "./openapi";
@@ -15,7 +16,7 @@ import { v1Routes } from "./routes/v1";
 
 export function createApp() {
   const app = new Hono<AppEnv>();
-  app.use("*", requestContext, cors, gzipResponse, auth);
+  app.use("*", drainUnreadBody, requestContext, cors, gzipResponse, auth);
 
   app.get("/openapi.json", (c) => c.json(openApiDocument()));
   app.get("/dashboard", (c) => c.redirect("/dashboard/", 302));

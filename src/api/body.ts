@@ -62,6 +62,34 @@ export function declaredLength(request: Request): number | null {
   return Number.isFinite(declared) ? declared : null;
 }
 
+/**
+ * Reads and drops a request body nobody read, up to `maxBytes`. workerd closes a keep-alive
+ * connection whose request body was left unread, without saying so, and the client's next request
+ * on it fails with a connection reset (docs/API.md). Bodies declared larger are left alone: reading
+ * them would cost more than a new connection.
+ */
+export async function discardUnreadBody(request: Request, maxBytes: number): Promise<void> {
+  const body = request.body;
+  if (!body || request.bodyUsed || body.locked) return;
+  const declared = declaredLength(request);
+  if (declared !== null && declared > maxBytes) return;
+  let total = 0;
+  try {
+    const reader = body.getReader();
+    for (;;) {
+      const { done, value } = await reader.read();
+      if (done) return;
+      total += value.byteLength;
+      if (total > maxBytes) {
+        await reader.cancel();
+        return;
+      }
+    }
+  } catch {
+    // The client went away or the stream broke: nothing left to keep alive.
+  }
+}
+
 export async function readBody(request: Request, limits: BodyLimits): Promise<ReadBody> {
   const declared = declaredLength(request);
   if (declared !== null && declared > limits.maxBodyBytes) {

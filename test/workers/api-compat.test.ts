@@ -266,6 +266,25 @@ describe("Atropos wire compatibility", () => {
     expect(small.headers.get("content-encoding")).toBeNull();
   });
 
+  it("decides gzip by the client's own Accept-Encoding and keeps the edge off plain bodies", async () => {
+    // What Cloudflare's edge hands the Worker: its own Accept-Encoding, the client's in `cf`.
+    const fromEdge = (clientAcceptEncoding: string): RequestInit => ({
+      headers: { "accept-encoding": "br, gzip" },
+      // why: the init type wants every property of an incoming request's cf object.
+      cf: { clientAcceptEncoding } as unknown as RequestInit["cf"],
+    });
+    const plain = await call("/openapi.json", fromEdge(""));
+    expect(plain.headers.get("content-encoding")).toBeNull();
+    expect(plain.headers.get("cache-control")).toBe("no-transform");
+    expect((await plain.json<{ openapi: string }>()).openapi).toBeDefined();
+    const gzipped = await call("/openapi.json", fromEdge("gzip, deflate"));
+    expect(gzipped.headers.get("content-encoding")).toBe("gzip");
+    expect(gzipped.headers.get("cache-control")).toBeNull();
+    const small = await call("/", fromEdge("gzip, deflate"));
+    expect(small.headers.get("content-encoding")).toBeNull();
+    expect(small.headers.get("cache-control")).toBe("no-transform");
+  });
+
   it("reports validation errors as FastAPI-style 422 details with a readable message", async () => {
     const run = uniqueRun();
     const { tokens, masks } = group(1, 2, null);
