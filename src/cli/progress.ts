@@ -45,7 +45,8 @@ export interface EnvCounts {
   /**
    * Worker path: items (one prompt each) issued by the EnvFeeder. An item that ran yields groups
    * that were either submitted or rejected by send-side validation, so `ran` and `submitted`
-   * differ by the rejected groups (and by items that yield no group or several).
+   * differ by the rejected groups, and by items in flight whose group is stored but not yet
+   * reported to the feeder.
    */
   items: {
     issued: number;
@@ -111,7 +112,7 @@ export function envCountsLine(c: EnvCounts): string {
   if (c.items) {
     const i = c.items;
     parts.push(
-      `items on the Worker: issued ${i.issued}, in flight ${i.inFlight}, ran ${i.ran} (${i.rejectedGroups} groups rejected), failed ${i.failed}, dropped ${i.dropped}`,
+      `items on the Worker: issued ${i.issued}, in flight ${i.inFlight}, ran ${i.ran} (${i.rejectedGroups} group${i.rejectedGroups === 1 ? "" : "s"} rejected), failed ${i.failed}, dropped ${i.dropped}`,
     );
   }
   if (c.droppedBeforeSend !== null) parts.push(`dropped ${c.droppedBeforeSend} before sending`);
