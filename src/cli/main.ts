@@ -254,6 +254,7 @@ export function buildProgram(): Command {
       opt("--out <file>", "out", "output JSONL (an .html report is written next to it)", undefined),
       opt("--concurrency <n>", "concurrency", "items rolled out in parallel", 4),
       opt("--group-size <n>", "groupSize", "override the env's group_size", 0),
+      opt("--force", "force", "overwrite --out and its .html report if they exist", false),
       ...INFERENCE,
     ],
     async (o) => {
@@ -266,6 +267,7 @@ export function buildProgram(): Command {
         out: str(o.out) ?? `data/${env}.jsonl`,
         concurrency: Number(o.concurrency),
         groupSize: Number(o.groupSize) || undefined,
+        force: Boolean(o.force),
       });
     },
   );

@@ -1,5 +1,5 @@
 /** `atropos-edge process`: offline rollouts to JSONL + a self-contained HTML report next to it. */
-import { createWriteStream, mkdirSync, writeFileSync } from "node:fs";
+import { createWriteStream, existsSync, mkdirSync, writeFileSync } from "node:fs";
 import { dirname } from "node:path";
 import type { ScoredDataGroup } from "../core/group-types";
 import { groupToJsonl, processEnv } from "../env-workers/runtime/process";
@@ -14,6 +14,8 @@ export interface ProcessCommandOptions extends InferenceFlags {
   out: string;
   concurrency: number;
   groupSize?: number;
+  /** Overwrite --out and its report when they exist. */
+  force?: boolean;
 }
 
 export function reportPathFor(jsonlPath: string): string {
@@ -25,6 +27,13 @@ export async function runProcess(
   log = console.log,
 ): Promise<number> {
   if (options.groups < 1) throw new Error("--groups must be at least 1");
+  // Checked before any rollout: a finished run's data is not lost to a repeated command.
+  const existing = [options.out, reportPathFor(options.out)].filter((f) => existsSync(f));
+  if (existing.length > 0 && !options.force) {
+    throw new Error(
+      `${existing.join(" and ")} exist${existing.length === 1 ? "s" : ""}; pass --force to overwrite or choose another --out`,
+    );
+  }
   const inference = await openInference(options);
   try {
     const env = await createEnv(

@@ -17,7 +17,14 @@ import { nodeGetWithBody } from "../env-workers/runtime/node-get-with-body";
 import { type ServeSummary, serveEnv } from "../env-workers/runtime/serve";
 import { type DevProcess, PROJECT_ROOT, startDevProcess } from "./dev-process";
 import { createEnv, type InferenceFlags, type InferenceHandle, openInference } from "./inference";
-import { ProgressPrinter, progressLines, type TrainerProgress } from "./progress";
+import {
+  type EnvActivity,
+  envCounts,
+  ProgressPrinter,
+  progressLines,
+  summaryLines,
+  type TrainerProgress,
+} from "./progress";
 
 export interface StartOptions extends InferenceFlags {
   steps: number;
@@ -36,8 +43,8 @@ export interface StartOptions extends InferenceFlags {
 
 interface EnvRun {
   name: string;
+  envId: number | null;
   promise: Promise<ServeSummary | Error>;
-  submitted: number;
   dropped: number;
   errors: string[];
   /** Set when serveEnv returned or failed. */
@@ -116,16 +123,6 @@ async function stopWorkerEnv(env: WorkerEnvRun): Promise<void> {
   await res.arrayBuffer();
 }
 
-function feederLines(envs: WorkerEnvRun[]): string[] {
-  return envs.map((e) => {
-    const s = e.summary;
-    if (!s)
-      return `  worker ${e.name.padEnd(13)} no status yet${e.pollError ? ` (${e.pollError})` : ""}`;
-    const error = s.last_error ? `  last error: ${s.last_error.slice(0, 80)}` : "";
-    return `  worker ${e.name.padEnd(13)} ${s.status.padEnd(19)} in flight ${String(s.in_flight).padStart(3)}  issued ${s.issued}  ok ${s.succeeded}  failed ${s.failed}  dropped ${s.dropped}${error}`;
-  });
-}
-
 /** Why the --workers run cannot make progress, or null while it still can. */
 function workerEnvsFailure(envs: WorkerEnvRun[]): string | null {
   const hopeless = envs.every(
@@ -185,6 +182,7 @@ export async function runStart(
   const workerEnvs: WorkerEnvRun[] = [];
   const workersMode = options.workers === true;
   let stats: RunStats | null = null;
+  let trainer: TrainerClient | null = null;
   const launched = Date.now();
   let started = launched;
   const progress: TrainerProgress = {
@@ -205,6 +203,21 @@ export async function runStart(
   let loopStarted = false;
   let timer: NodeJS.Timeout | null = null;
   const printer = new ProgressPrinter(out);
+  const activity = (): EnvActivity[] => [
+    ...envRuns.map((r) => ({
+      name: r.name,
+      envId: r.envId,
+      droppedBeforeSend: r.dropped,
+      errors: r.errors,
+    })),
+    ...workerEnvs.map((e) => ({
+      name: e.name,
+      envId: e.summary?.env_id ?? null,
+      feeder: e.summary,
+      pollError: e.pollError,
+    })),
+  ];
+  const block = () => progressLines(progress, envCounts(activity(), stats));
 
   try {
     // Inference first: an unreachable endpoint fails in a second, not after the dev server starts.
@@ -215,7 +228,7 @@ export async function runStart(
       `API ${dev.url} (dashboard ${dev.url}/dashboard/) · ${inference.describe} · envs ${envNames.join(", ")}${workersMode ? " on the Worker's queue path" : " in Node"}\n`,
     );
 
-    const trainer = new TrainerClient({ url: dev.url });
+    trainer = new TrainerClient({ url: dev.url });
     await trainer.register({
       batch_size: options.batchSize,
       max_token_len: options.maxTokenLen,
@@ -244,8 +257,8 @@ export async function runStart(
       const api = new RolloutApiClient({ url: dev.url, getWithBody: nodeGetWithBody });
       const run: EnvRun = {
         name,
+        envId: null,
         promise: Promise.resolve(new Error("unset")),
-        submitted: 0,
         dropped: 0,
         errors: [],
         finished: null,
@@ -255,7 +268,7 @@ export async function runStart(
         pollIntervalMs: 150,
         registerPollMs: 250,
         onEvent: (e) => {
-          if (e.type === "submitted" && e.ok) run.submitted += e.groups;
+          if (e.type === "registered") run.envId = e.envId;
           if (e.type === "dropped") run.dropped++;
           if (e.type === "worker_error" && run.errors.length < 5) run.errors.push(e.message);
         },
@@ -274,11 +287,11 @@ export async function runStart(
     let polling = false;
     timer = setInterval(() => {
       progress.elapsedS = (Date.now() - started) / 1000;
-      printer.draw([...progressLines(progress, stats), ...feederLines(workerEnvs)]);
+      printer.draw(block());
       if (polling) return;
       polling = true;
       Promise.allSettled([
-        trainer.stats().then((s) => {
+        trainer!.stats().then((s) => {
           stats = s;
         }),
         ...workerEnvs.map(pollWorkerEnv),
@@ -326,25 +339,14 @@ export async function runStart(
       scoreSum += result.meanScore * result.sequences;
       progress.meanScore = progress.sequences ? scoreSum / progress.sequences : null;
     }
-    progress.elapsedS = (Date.now() - started) / 1000;
-    if (timer) clearInterval(timer);
-    timer = null;
-    if (workersMode) {
-      await Promise.allSettled([
-        ...workerEnvs.map(pollWorkerEnv),
-        trainer.stats().then((s) => {
-          stats = s;
-        }),
-      ]);
-    }
-    printer.draw([...progressLines(progress, stats), ...feederLines(workerEnvs)]);
-    printer.release();
   } catch (err) {
     failure = err instanceof Error ? err.message : String(err);
   } finally {
+    if (loopStarted) progress.elapsedS = (Date.now() - started) / 1000;
     if (timer) clearInterval(timer);
     abort.abort();
-    // Stop the feeders while the API is still up; their final counts go into the summary.
+    // Stop the envs while the API is still up, then take one last snapshot: the final progress
+    // block and the summary both show it, so their counts agree.
     await Promise.allSettled(
       workerEnvs.map(async (e) => {
         await stopWorkerEnv(e);
@@ -352,6 +354,11 @@ export async function runStart(
       }),
     );
     await Promise.race([Promise.allSettled(envRuns.map((r) => r.promise)), sleep(5000)]);
+    if (loopStarted && trainer) {
+      stats = await trainer.stats().catch(() => stats);
+      printer.draw(block());
+      printer.release();
+    }
     await inference?.close().catch(() => {});
     await dev?.stop().catch(() => {});
     if (fresh) rmSync(stateDir, { recursive: true, force: true });
@@ -359,30 +366,10 @@ export async function runStart(
     process.off("SIGTERM", onSignal);
   }
 
-  const elapsed = (Date.now() - started) / 1000;
-  const total = (Date.now() - launched) / 1000;
-  const lines = [
-    "",
-    "── atropos-edge start: summary ──",
-    `steps trained     ${progress.step}/${options.steps}${stopRequested ? " (stopped by signal)" : ""}`,
-    `elapsed           ${elapsed.toFixed(1)} s training, ${total.toFixed(1)} s total`,
-    `batches/s         ${(progress.batches / Math.max(elapsed, 1e-9)).toFixed(2)}`,
-    `rollouts trained  ${progress.sequences} (${(progress.sequences / Math.max(elapsed, 1e-9)).toFixed(1)}/s)`,
-    `mean score        ${progress.meanScore === null ? "–" : progress.meanScore.toFixed(3)}`,
-    `shape problems    ${progress.problems}`,
-    ...envRuns.map(
-      (r) =>
-        `env ${r.name.padEnd(18)} submitted ${r.submitted} groups, dropped ${r.dropped}${r.errors.length ? `, errors e.g. ${r.errors[0]}` : ""}`,
-    ),
-    ...workerEnvs.map((e) => {
-      const s = e.summary;
-      if (!s) return `env ${e.name.padEnd(18)} (worker) no status: ${e.pollError ?? "unknown"}`;
-      // D1 is the record of what was submitted; the feeder's counts are per item.
-      const finalStats = stats as RunStats | null;
-      const groups = finalStats?.envs.find((x) => x.env_id === s.env_id)?.groups_submitted ?? 0;
-      return `env ${e.name.padEnd(18)} submitted ${groups} groups via the Worker (items issued ${s.issued}, ok ${s.succeeded}, failed ${s.failed}, dropped ${s.dropped}; ${s.status})${s.last_error ? `, last error ${s.last_error}` : ""}`;
-    }),
-  ];
+  const lines = summaryLines(progress, envCounts(activity(), stats), {
+    stopped: stopRequested,
+    totalS: (Date.now() - launched) / 1000,
+  });
   if (failure && !loopStarted) lines.splice(1);
   if (failure) {
     lines.push(`FAILED: ${failure}`);

@@ -1,28 +1,17 @@
 /**
- * The dashboard in a real browser (Debian's Chromium via playwright-core) against a real
+ * The dashboard in a real browser (Chromium via playwright-core, found by ./browser.ts) against a real
  * `npm run dev`: groups are fed through the Atropos wire API, batches leased and acked through
  * /v1, and every page is checked against the JSON the API serves. Screenshots of each page go to
  * test-results/screenshots/ (UPDATE_SCREENSHOTS=1 writes docs/screenshots/ for docs/DASHBOARD.md,
  * so a plain test run leaves the work tree clean).
  */
-import { mkdirSync, mkdtempSync, rmSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { mkdirSync } from "node:fs";
 import path from "node:path";
-import { chromium, type Page } from "playwright-core";
+import type { Page } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { launchChromium } from "./browser";
 import { startDevServer } from "./harness";
 
-const CHROMIUM = "/usr/bin/chromium";
-const CHROMIUM_ARGS = [
-  "--headless=new",
-  "--no-sandbox",
-  "--disable-gpu",
-  "--disable-quic",
-  "--no-first-run",
-  "--disable-background-networking",
-  "--disable-component-update",
-  "--disable-sync",
-];
 const SCREENSHOTS = path.join(
   import.meta.dirname,
   process.env.UPDATE_SCREENSHOTS === "1"
@@ -171,41 +160,30 @@ async function screenshot(page: Page, name: string) {
   await page.screenshot({ path: path.join(SCREENSHOTS, `${name}.png`), fullPage: true });
 }
 
-/** Chromium with a fresh profile, as CI runs it. */
-async function launchBrowser() {
-  const userDataDir = mkdtempSync(path.join(tmpdir(), "atropos-dashboard-chromium-"));
-  const context = await chromium.launchPersistentContext(userDataDir, {
-    executablePath: CHROMIUM,
-    args: CHROMIUM_ARGS,
-    headless: true,
-    viewport: { width: 1366, height: 768 },
-  });
-  const page = context.pages()[0] ?? (await context.newPage());
-  return {
-    context,
-    page,
-    close: async () => {
-      await context.close();
-      rmSync(userDataDir, { recursive: true, force: true });
-    },
-  };
-}
-
 describe("dashboard in Chromium against npm run dev", () => {
   let server: Awaited<ReturnType<typeof startDevServer>>;
-  let browser: Awaited<ReturnType<typeof launchBrowser>>;
+  let browser: Awaited<ReturnType<typeof launchChromium>>;
   let page: Page;
   let seeded: Awaited<ReturnType<typeof seed>>;
   const pageErrors: string[] = [];
+  /** 404s and console errors; a missing favicon shows only as a console error. */
+  const loadErrors: string[] = [];
   const api = <T>(route: string) => call(server.url, "GET", route) as Promise<T>;
 
   beforeAll(async () => {
     mkdirSync(SCREENSHOTS, { recursive: true });
+    // The browser first: without one the test fails in a second, not after the server starts.
+    browser = await launchChromium();
     server = await startDevServer();
     seeded = await seed(server.url);
-    browser = await launchBrowser();
     page = browser.page;
     page.on("pageerror", (error) => pageErrors.push(error.message));
+    page.on("response", (response) => {
+      if (response.status() === 404) loadErrors.push(response.url());
+    });
+    page.on("console", (message) => {
+      if (message.type() === "error") loadErrors.push(message.text());
+    });
   });
 
   afterAll(async () => {
@@ -223,6 +201,9 @@ describe("dashboard in Chromium against npm run dev", () => {
     expect(firstPaintMs).toBeGreaterThan(0);
     expect(firstPaintMs).toBeLessThan(1000);
     expect(loadedMs).toBeLessThan(5000);
+    // An icon of its own: no request for /favicon.ico, which the Worker answers 404.
+    const icon = await page.locator("link[rel=icon]").getAttribute("href");
+    expect(icon).toMatch(/^data:image\/svg\+xml,/);
   });
 
   it("is keyboard navigable with a visible focus indicator", async () => {
@@ -288,6 +269,26 @@ describe("dashboard in Chromium against npm run dev", () => {
     expect(await page.locator("[data-testid=queue-by-env] tbody tr").count()).toBeGreaterThan(0);
     await page.waitForSelector(".uplot");
     await screenshot(page, "overview");
+  });
+
+  it("shows a short wait for a batch as neutral text, only a long one as a warning", async () => {
+    await open(page, server.url, "#/overview");
+    // A string, so that vitest leaves the page's dynamic import alone.
+    const levels = await page.evaluate(`(async () => {
+      const { blockedState } = await import("/dashboard/js/pages/overview.js");
+      const first = blockedState("queue holds 4 of 8 sequences", null, 1000000);
+      return [
+        first,
+        blockedState("queue holds 6 of 8 sequences", first.since, 1009999),
+        blockedState("queue holds 6 of 8 sequences", first.since, 1010000),
+        blockedState(null, first.since, 1010500),
+      ].map((s) => s.level);
+    })()`);
+    expect(levels).toEqual(["waiting", "waiting", "warn", "none"]);
+    // Just opened: whatever the reason, the wait has not lasted 10 s in this page yet.
+    const notice = page.locator("[data-testid=blocked-reason]");
+    expect(await notice.getAttribute("data-level")).not.toBe("warn");
+    expect(await page.locator(".banner-warn").count()).toBe(0);
   });
 
   it("envs page lists every env with its counters", async () => {
@@ -369,6 +370,15 @@ describe("dashboard in Chromium against npm run dev", () => {
     const firstSeq = page.locator("details.seq[data-seq='0']");
     expect(await firstSeq.locator(".tok-prompt").count()).toBe(6);
     expect(await firstSeq.locator(".tok-completion").count()).toBe(8);
+
+    // The documented screenshot shows an ordinary rollout, not the hostile one.
+    const ordinary = all.groups[1];
+    await open(page, server.url, "#/rollouts");
+    await page.click(`tr[data-group-id="${ordinary?.id}"] [data-field=id] a`);
+    await page.waitForSelector("[data-testid=group-meta]");
+    expect(await page.locator(".msg-assistant .msg-content").first().textContent()).toMatch(
+      /^The answer is \d+\.$/,
+    );
     await screenshot(page, "rollout");
   });
 
@@ -399,17 +409,18 @@ describe("dashboard in Chromium against npm run dev", () => {
     expect(await manifest.count()).toBe(ackedJson?.groups.length);
     await screenshot(page, "batches");
     expect(pageErrors).toEqual([]);
+    expect(loadErrors).toEqual([]);
   });
 });
 
 describe("dashboard on a deployment with an API token", () => {
   const TOKEN = "e2e-dashboard-token";
   let server: Awaited<ReturnType<typeof startDevServer>>;
-  let browser: Awaited<ReturnType<typeof launchBrowser>>;
+  let browser: Awaited<ReturnType<typeof launchChromium>>;
 
   beforeAll(async () => {
+    browser = await launchChromium();
     server = await startDevServer({ vars: { API_TOKEN: TOKEN } });
-    browser = await launchBrowser();
   });
 
   afterAll(async () => {

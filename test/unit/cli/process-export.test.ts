@@ -1,4 +1,4 @@
-import { existsSync, mkdtempSync, readFileSync } from "node:fs";
+import { existsSync, mkdtempSync, readFileSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
@@ -55,5 +55,29 @@ describe("process → export (in-process simulator)", () => {
       runExport({ ...common, kind: "sft", from: out, out: sft }, () => {}),
     ).rejects.toThrow(/exists; pass --append/);
     expect(existsSync(sft)).toBe(true);
+  });
+
+  it("process refuses to overwrite its output without --force", async () => {
+    const dir = mkdtempSync(join(tmpdir(), "cli-process-"));
+    const out = join(dir, "letters.jsonl");
+    writeFileSync(out, "keep me\n");
+    const options = {
+      env: "letter_counting",
+      groups: 1,
+      out,
+      concurrency: 1,
+      serverType: "vllm",
+      model: "sim-policy",
+      tokenizer: "qwen3",
+      simLatencyMs: 0,
+      simSeed: 1,
+    };
+    await expect(runProcess(options, () => {})).rejects.toThrow(
+      `${out} exists; pass --force to overwrite or choose another --out`,
+    );
+    expect(readFileSync(out, "utf8")).toBe("keep me\n");
+    expect(existsSync(join(dir, "letters.html"))).toBe(false);
+    expect(await runProcess({ ...options, force: true }, () => {})).toBe(0);
+    expect(readFileSync(out, "utf8").trim().split("\n")).toHaveLength(1);
   });
 });

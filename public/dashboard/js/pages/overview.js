@@ -9,6 +9,22 @@ import { hashFor } from "../router.js";
 
 const WINDOW_MINUTES = 15;
 const BUCKET_S = 10;
+/** Waiting this long for a batch is a problem; shorter waits are normal between batches. */
+export const BLOCKED_WARN_AFTER_MS = 10_000;
+
+/**
+ * How to show why no batch can be formed: nothing while one can, a neutral note while the wait
+ * is short, a warning once it has lasted BLOCKED_WARN_AFTER_MS (server time, across polls).
+ * @param {string | null} reason
+ * @param {number | null} since when the current wait began (ms), null if none
+ * @param {number} now
+ * @returns {{ level: "none" | "waiting" | "warn", since: number | null }}
+ */
+export function blockedState(reason, since, now) {
+  if (!reason) return { level: "none", since: null };
+  const began = since ?? now;
+  return { level: now - began >= BLOCKED_WARN_AFTER_MS ? "warn" : "waiting", since: began };
+}
 
 /**
  * Per-second rates on a dense grid covering the whole window, so idle periods show as zero and
@@ -45,10 +61,12 @@ export function bucketize(series, now) {
 export function mountOverview(root) {
   const blocked = h(
     "div",
-    { class: "banner banner-warn", role: "status", "data-testid": "blocked-reason", hidden: true },
-    h("strong", null, "No batch can be formed: "),
+    { role: "status", "data-testid": "blocked-reason", "data-level": "none", hidden: true },
+    h("strong", { "data-field": "blocked_title" }),
     h("span", { "data-field": "blocked_reason" }),
   );
+  /** @type {number | null} */
+  let blockedSince = null;
   const progress = h(
     "div",
     { class: "kpi-grid" },
@@ -154,7 +172,17 @@ export function mountOverview(root) {
         api.timeseries(run, { minutes: WINDOW_MINUTES, bucket_s: BUCKET_S }, signal),
       ]);
 
-      blocked.hidden = !stats.blocked_reason;
+      const wait = blockedState(stats.blocked_reason, blockedSince, stats.now);
+      blockedSince = wait.since;
+      blocked.hidden = wait.level === "none";
+      blocked.dataset.level = wait.level;
+      blocked.className = wait.level === "warn" ? "banner banner-warn" : "blocked-wait muted";
+      setText(
+        $(blocked, "[data-field=blocked_title]"),
+        wait.level === "warn"
+          ? `No batch can be formed for ${fmtDuration((stats.now - (wait.since ?? stats.now)) / 1000)}: `
+          : "Waiting for the next batch: ",
+      );
       setText($(blocked, "[data-field=blocked_reason]"), stats.blocked_reason ?? "");
 
       set("step", fmtInt(stats.step));
