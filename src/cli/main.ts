@@ -152,7 +152,7 @@ export function buildProgram(): Command {
         "--learning-rate <lr>",
         "learningRate",
         "step size of the simulator's toy policy updates (0 = weights never move)",
-        2,
+        0.3,
       ),
       opt(
         "--summary-json <file>",

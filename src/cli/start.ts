@@ -50,7 +50,7 @@ interface EnvRun {
 }
 
 /** Gradient step size of the toy policy (see docs/BENCHMARKS.md for the curves it gives). */
-export const DEFAULT_LEARNING_RATE = 2;
+export const DEFAULT_LEARNING_RATE = 0.3;
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 

@@ -103,14 +103,24 @@ export function policyGradient(
   return grad;
 }
 
-/** w + lr·g (a fresh object; keys only in g start at 0). */
+/**
+ * Logits live in [−LOGIT_BOUND, LOGIT_BOUND]: the toy policy never becomes certain, so groups
+ * keep some variance (an LLM sampled at temperature 1 keeps exploring the same way). Without it
+ * the policy saturates within ~30 steps and nearly every group is dropped for identical scores.
+ */
+export const LOGIT_BOUND = 1.5;
+
+/** w + lr·g projected onto the logit bounds (a fresh object; keys only in g start at 0). */
 export function applyGradient(
   weights: PolicyWeights,
   grad: PolicyWeights,
   learningRate: number,
 ): PolicyWeights {
   const next = { ...weights };
-  for (const [key, g] of Object.entries(grad)) next[key] = (next[key] ?? 0) + learningRate * g;
+  for (const [key, g] of Object.entries(grad)) {
+    const w = (next[key] ?? 0) + learningRate * g;
+    next[key] = Math.max(-LOGIT_BOUND, Math.min(LOGIT_BOUND, w));
+  }
   return next;
 }
 
