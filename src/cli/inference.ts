@@ -8,6 +8,7 @@ import type { ServerType } from "../env-workers/inference/types";
 import { getEnvDefinition } from "../env-workers/registry";
 import { getTokenizer } from "../env-workers/tokenizers/index";
 import { type Simulator, startSimulator } from "../sim/server";
+import { type SimulatedEnvOptions, wireSimulation } from "./simulated-env";
 
 export interface InferenceFlags {
   inferenceUrl?: string;
@@ -105,12 +106,19 @@ export async function createEnv(
   config: Record<string, unknown>,
   inference: InferenceHandle,
   tokenizerName: string,
+  observe: Pick<SimulatedEnvOptions, "onGroups" | "warn"> = {},
 ): Promise<BaseEnv<JsonValue>> {
   const definition = getEnvDefinition(name);
   const tokenizer = await getTokenizer(tokenizerName);
-  return definition.create(
+  const env = definition.create(
     { tokenizer_name: tokenizerName, ...config },
     inference.client,
     tokenizer,
   );
+  wireSimulation(env, definition, {
+    sink: inference.simulator?.policy ?? null,
+    warn: (line) => process.stderr.write(`${line}\n`),
+    ...observe,
+  });
+  return env;
 }

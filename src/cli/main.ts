@@ -148,6 +148,18 @@ export function buildProgram(): Command {
         "fail if the steps are not done in this time (0 = never)",
         0,
       ),
+      opt(
+        "--learning-rate <lr>",
+        "learningRate",
+        "step size of the simulator's toy policy updates (0 = weights never move)",
+        0.3,
+      ),
+      opt(
+        "--summary-json <file>",
+        "summaryJson",
+        "write the per-step learning curve as JSON",
+        undefined,
+      ),
       ...INFERENCE,
     ],
     async (o) => {
@@ -163,6 +175,8 @@ export function buildProgram(): Command {
         leaseSeconds: Number(o.leaseSeconds),
         maxSeconds: Number(o.maxSeconds),
         workers: Boolean(o.workers),
+        learningRate: Number(o.learningRate),
+        summaryJson: str(o.summaryJson),
       });
     },
   );

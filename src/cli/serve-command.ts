@@ -55,6 +55,7 @@ export async function runServe(options: ServeCommandOptions, log = console.log):
         if (e.type === "step") log(`trainer step ${e.step} (${submitted} groups submitted)`);
         if (e.type === "submitted" && e.ok) submitted += e.groups;
         if (e.type === "worker_error") log(`worker error: ${e.message}`);
+        if (e.type === "backing_off") log(e.message);
       },
     });
     if (!summary) {

@@ -8,7 +8,7 @@
  */
 import { mkdirSync, mkdtempSync, rmSync } from "node:fs";
 import { join, resolve } from "node:path";
-import { demoTrainStep } from "../client/demo-trainer";
+import { demoTrainStep, ToyPolicyTrainer } from "../client/demo-trainer";
 import { type RunStats, TrainerClient } from "../client/trainer-client";
 import type { FeederSummary } from "../env-workers/env-feeder";
 import { getEnvDefinition } from "../env-workers/registry";
@@ -17,6 +17,7 @@ import { nodeGetWithBody } from "../env-workers/runtime/node-get-with-body";
 import { type ServeSummary, serveEnv } from "../env-workers/runtime/serve";
 import { type DevProcess, PROJECT_ROOT, startDevProcess } from "./dev-process";
 import { createEnv, type InferenceFlags, type InferenceHandle, openInference } from "./inference";
+import { LearningRecorder, writeLearningSummary } from "./learning-summary";
 import {
   type EnvActivity,
   envCounts,
@@ -39,6 +40,10 @@ export interface StartOptions extends InferenceFlags {
   maxSeconds: number;
   /** Run the envs as Worker env workers (EnvFeeder DO + queue consumers) instead of in Node. */
   workers?: boolean;
+  /** Step size of the toy policy's gradient steps (simulator only; 0 = weights never move). */
+  learningRate?: number;
+  /** Write the per-step learning curve here (see docs/CLI.md). */
+  summaryJson?: string;
 }
 
 interface EnvRun {
@@ -50,6 +55,9 @@ interface EnvRun {
   /** Set when serveEnv returned or failed. */
   finished: ServeSummary | Error | null;
 }
+
+/** Gradient step size of the toy policy (see docs/BENCHMARKS.md for the curves it gives). */
+export const DEFAULT_LEARNING_RATE = 0.3;
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
@@ -150,6 +158,9 @@ export async function runStart(
     .filter(Boolean);
   if (envNames.length === 0) throw new Error("--envs needs at least one env name");
   if (options.steps < 1) throw new Error("--steps must be at least 1");
+  const lr = options.learningRate ?? DEFAULT_LEARNING_RATE;
+  if (!Number.isFinite(lr) || lr < 0)
+    throw new Error("--learning-rate must be a number ≥ 0 (0 keeps the weights fixed)");
   // Checked before anything starts (the dev server takes ~10 s to come up).
   for (const name of envNames) {
     const groupSize = Number(getEnvDefinition(name).defaultConfig.group_size);
@@ -218,10 +229,22 @@ export async function runStart(
     })),
   ];
   const block = () => progressLines(progress, envCounts(activity(), stats));
+  const learning = new LearningRecorder(() => progress.step + 1);
+  let policyTrainer: ToyPolicyTrainer | null = null;
+  let policyVersion = 0;
 
   try {
     // Inference first: an unreachable endpoint fails in a second, not after the dev server starts.
     inference = await openInference(options);
+    if (inference.simulator) {
+      const sim = inference.simulator;
+      policyTrainer = new ToyPolicyTrainer({
+        simulatorUrl: sim.url,
+        lookup: sim.policy,
+        learningRate: options.learningRate ?? DEFAULT_LEARNING_RATE,
+        weightsDir: mkdtempSync(join(stateDir, "weights-")),
+      });
+    }
     out.write(`starting the dev server on 127.0.0.1:${options.port} (state: ${stateDir})…\n`);
     dev = await startDevProcess({ port: options.port, persistTo: stateDir });
     out.write(
@@ -253,6 +276,7 @@ export async function runStart(
         { total_steps: -1, rollout_server_url: dev.url, max_token_length: options.maxTokenLen },
         inference,
         options.tokenizer,
+        { onGroups: (scores) => learning.groups(name, scores) },
       );
       const api = new RolloutApiClient({ url: dev.url, getWithBody: nodeGetWithBody });
       const run: EnvRun = {
@@ -269,8 +293,12 @@ export async function runStart(
         registerPollMs: 250,
         onEvent: (e) => {
           if (e.type === "registered") run.envId = e.envId;
-          if (e.type === "dropped") run.dropped++;
+          if (e.type === "dropped") {
+            run.dropped++;
+            learning.dropped(name);
+          }
           if (e.type === "worker_error" && run.errors.length < 5) run.errors.push(e.message);
+          if (e.type === "backing_off") out.write(`\n${name}: ${e.message}\n`);
         },
       })
         .catch((err: unknown) => (err instanceof Error ? err : new Error(String(err))))
@@ -300,7 +328,6 @@ export async function runStart(
       });
     }, 1000);
 
-    let policyVersion = 0;
     while (!stopRequested && progress.step < options.steps) {
       if (options.maxSeconds > 0 && Date.now() - started > options.maxSeconds * 1000) {
         failure = `gave up after --max-seconds ${options.maxSeconds} (last reason: ${progress.lastReason ?? "none"})`;
@@ -328,7 +355,13 @@ export async function runStart(
       progress.staleness = stale.length
         ? { mean: stale.reduce((a, b) => a + b, 0) / stale.length, max: Math.max(...stale) }
         : null;
+      learning.stepStaleness(progress.step + 1, stale);
+      policyTrainer?.step(batch.groups);
       policyVersion++;
+      if (policyTrainer) {
+        await policyTrainer.push(policyVersion);
+        learning.pushes++;
+      }
       // This trainer counts from 0: the run may remember a higher version from an earlier start.
       await trainer.setPolicyVersion(policyVersion, { reset: policyVersion === 1 });
       await trainer.ack(batch);
@@ -379,5 +412,14 @@ export async function runStart(
     lines.push("some batches had shape problems (see above)");
   }
   out.write(`${lines.join("\n")}\n`);
+  if (options.summaryJson && loopStarted) {
+    const summary = learning.summary(
+      envNames,
+      progress.step,
+      { announced: policyVersion, simulator: inference?.simulator?.policy.version ?? null },
+      policyTrainer ? (options.learningRate ?? DEFAULT_LEARNING_RATE) : 0,
+    );
+    writeLearningSummary(options.summaryJson, summary);
+  }
   return exitCode;
 }

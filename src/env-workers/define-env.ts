@@ -6,19 +6,11 @@ import type { z } from "zod";
 import { BaseEnv, type JsonValue } from "./base-env";
 import { type BaseEnvConfig, parseEnvConfig } from "./config";
 import type { InferenceClient, Tokenizer } from "./inference/types";
-
-/**
- * How a simulated policy may answer an item (the local simulator plays it; nothing is sent over
- * the wire): `match` is a piece of the prompt that identifies the item, `candidates` are answers,
- * some good and some bad.
- */
-export interface SimulatedAnswers {
-  match: string;
-  candidates: { text: string; label?: string }[];
-}
+import type { SimulateFn } from "./simulate";
 
 export interface EnvOptions<I extends JsonValue> {
-  simulate?: (item: I) => SimulatedAnswers;
+  /** How the local simulator's toy policy may answer an item (docs/WRITING_ENVS.md). */
+  simulate?: SimulateFn<I>;
 }
 
 export interface EnvDefinition {
@@ -31,8 +23,8 @@ export interface EnvDefinition {
   hasEvaluation: boolean;
   /** Validate `config` (partial, snake_case) and build the env. */
   create(config: unknown, inference: InferenceClient, tokenizer: Tokenizer): BaseEnv<JsonValue>;
-  /** Answers a simulated policy may give for an item (see SimulatedAnswers). */
-  simulate?: (item: JsonValue) => SimulatedAnswers;
+  /** How the local simulator's toy policy may answer an item (docs/WRITING_ENVS.md). */
+  simulate?: SimulateFn;
 }
 
 type EnvClass<I extends JsonValue, C extends BaseEnvConfig> = (new (
@@ -47,6 +39,7 @@ export function defineEnv<I extends JsonValue, C extends BaseEnvConfig>(
   description: string,
   options: EnvOptions<I> = {},
 ): EnvDefinition {
+  const { simulate } = options;
   return {
     name: envClass.envName,
     description,
@@ -62,7 +55,7 @@ export function defineEnv<I extends JsonValue, C extends BaseEnvConfig>(
         inference,
         tokenizer,
       ) as unknown as BaseEnv<JsonValue>,
-    // why: the runtime hands back the items this env produced, so they have its item type.
-    simulate: options.simulate as ((item: JsonValue) => SimulatedAnswers) | undefined,
+    // why: the runtime hands back the items this env's getNextItem produced.
+    ...(simulate ? { simulate: (item: JsonValue) => simulate(item as I) } : {}),
   };
 }

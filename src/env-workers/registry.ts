@@ -5,10 +5,15 @@
 import { defineEnv, type EnvDefinition } from "./define-env";
 import { EnvCatalog } from "./env-catalog";
 import { BlackjackConfigSchema, BlackjackEnv } from "./envs/blackjack";
-import { Gsm8kLiteConfigSchema, Gsm8kLiteEnv } from "./envs/gsm8k-lite";
-import { LetterCountingConfigSchema, LetterCountingEnv } from "./envs/letter-counting";
-import { LlmJudgeConfigSchema, LlmJudgeEnv } from "./envs/llm-judge";
-import { ToolUseConfigSchema, ToolUseEnv } from "./envs/tool-use";
+import { blackjackSimulate } from "./envs/blackjack-simulate";
+import { Gsm8kLiteConfigSchema, Gsm8kLiteEnv, gsm8kSimulate } from "./envs/gsm8k-lite";
+import {
+  LetterCountingConfigSchema,
+  LetterCountingEnv,
+  letterCountingSimulate,
+} from "./envs/letter-counting";
+import { LlmJudgeConfigSchema, LlmJudgeEnv, llmJudgeSimulate } from "./envs/llm-judge";
+import { ToolUseConfigSchema, ToolUseEnv, toolUseSimulate } from "./envs/tool-use";
 
 export { defineEnv, type EnvDefinition } from "./define-env";
 
@@ -17,26 +22,31 @@ const definitions = [
     Gsm8kLiteEnv,
     Gsm8kLiteConfigSchema,
     "GSM8K-style math word problems, boxed-answer accuracy (+1/−1)",
+    { simulate: gsm8kSimulate },
   ),
   defineEnv(
     LetterCountingEnv,
     LetterCountingConfigSchema,
     "Count a letter in a string; 10-level curriculum",
+    { simulate: letterCountingSimulate },
   ),
   defineEnv(
     ToolUseEnv,
     ToolUseConfigSchema,
     "Multi-turn calculator + key-value tools with process rewards",
+    { simulate: toolUseSimulate },
   ),
   defineEnv(
     LlmJudgeEnv,
     LlmJudgeConfigSchema,
     "RLAIF: several LLM judges score answers (trimmed mean)",
+    { simulate: llmJudgeSimulate },
   ),
   defineEnv(
     BlackjackEnv,
     BlackjackConfigSchema,
     "Multi-turn blackjack on a seeded deck (win/push/loss)",
+    { simulate: blackjackSimulate },
   ),
 ];
 

@@ -28,12 +28,7 @@ export {
   BaseEnvConfigSchema,
   parseEnvConfig,
 } from "../env-workers/config";
-export {
-  defineEnv,
-  type EnvDefinition,
-  type EnvOptions,
-  type SimulatedAnswers,
-} from "../env-workers/define-env";
+export { defineEnv, type EnvDefinition, type EnvOptions } from "../env-workers/define-env";
 export type {
   ChatCompletionParams,
   ChatCompletionResult,
@@ -52,3 +47,4 @@ export {
   type SendValidationOptions,
   validateGroupForSend,
 } from "../env-workers/send-validation";
+export type { SimCandidate, SimulatedItem, SimulateFn } from "../env-workers/simulate";

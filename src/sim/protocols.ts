@@ -2,6 +2,7 @@ import type { ChatMessage } from "../core/group-types";
 import { parseHermesToolCalls } from "../env-workers/inference/tool-calls";
 import type { Tokenizer, ToolDefinition } from "../env-workers/inference/types";
 import { type GeneratedChoice, type GenerationSettings, generateChoice } from "./generator";
+import type { ToyPolicy } from "./policy";
 
 /** A parsed request body; every handler validates what it reads. */
 export type Body = Record<string, unknown>;
@@ -13,6 +14,8 @@ export interface ProtocolContext {
   settings: GenerationSettings;
   model: string;
   maxTokensDefault: number;
+  /** The toy policy answering registered prompts and the generic mix. */
+  policy: ToyPolicy | null;
   /** Counts generated tokens and choices for stats(). */
   record(choices: GeneratedChoice[]): void;
 }
@@ -47,23 +50,39 @@ function requestSeedOf(seed: unknown): number {
   return int(seed, 0, "seed");
 }
 
-function generateMany(
-  ctx: ProtocolContext,
-  promptText: string,
-  n: number,
-  requestSeed: number,
-  maxTokens: number,
-  stop: string[] | undefined,
-): GeneratedChoice[] {
-  if (n < 1 || n > 128) throw new BadRequest("n must be between 1 and 128");
-  const choices = Array.from({ length: n }, (_, choiceIndex) =>
-    generateChoice(ctx.tokenizer, ctx.settings, {
-      promptText,
-      choiceIndex,
-      requestSeed,
-      maxTokens,
-      stop,
-    }),
+function temperatureOf(value: unknown, name: string): number | undefined {
+  if (value === undefined || value === null) return undefined;
+  if (typeof value !== "number" || !Number.isFinite(value) || value < 0)
+    throw new BadRequest(`${name} must be a non-negative number`);
+  return value;
+}
+
+interface Sampling {
+  n: number;
+  requestSeed: number;
+  maxTokens: number;
+  stop: string[] | undefined;
+  temperature?: number;
+  promptIds?: number[];
+}
+
+function generateMany(ctx: ProtocolContext, promptText: string, s: Sampling): GeneratedChoice[] {
+  if (s.n < 1 || s.n > 128) throw new BadRequest("n must be between 1 and 128");
+  const choices = Array.from({ length: s.n }, (_, choiceIndex) =>
+    generateChoice(
+      ctx.tokenizer,
+      ctx.settings,
+      {
+        promptText,
+        choiceIndex,
+        requestSeed: s.requestSeed,
+        maxTokens: s.maxTokens,
+        stop: s.stop,
+        temperature: s.temperature,
+        promptIds: s.promptIds,
+      },
+      ctx.policy,
+    ),
   );
   ctx.record(choices);
   return choices;
@@ -110,14 +129,14 @@ export function chatCompletions(ctx: ProtocolContext, body: Body): Body {
     ctx.maxTokensDefault,
     "max_tokens",
   );
-  const choices = generateMany(
-    ctx,
-    prompt,
-    int(body.n, 1, "n"),
-    requestSeedOf(body.seed),
+  const choices = generateMany(ctx, prompt, {
+    n: int(body.n, 1, "n"),
+    requestSeed: requestSeedOf(body.seed),
     maxTokens,
-    stops(body.stop),
-  );
+    stop: stops(body.stop),
+    temperature: temperatureOf(body.temperature, "temperature"),
+    promptIds: promptTokens,
+  });
   return {
     id: `chatcmpl-sim-${Date.now().toString(36)}`,
     object: "chat.completion",
@@ -157,14 +176,14 @@ export function completions(ctx: ProtocolContext, body: Body): Body {
   const topK = wantLogprobs ? int(body.logprobs, 0, "logprobs") : 0;
   const asIds = body.return_tokens_as_token_ids === true;
   const maxTokens = int(body.max_tokens, ctx.maxTokensDefault, "max_tokens");
-  const choices = generateMany(
-    ctx,
-    promptText,
-    int(body.n, 1, "n"),
-    requestSeedOf(body.seed),
+  const choices = generateMany(ctx, promptText, {
+    n: int(body.n, 1, "n"),
+    requestSeed: requestSeedOf(body.seed),
     maxTokens,
-    stops(body.stop),
-  );
+    stop: stops(body.stop),
+    temperature: temperatureOf(body.temperature, "temperature"),
+    promptIds: ids ?? undefined,
+  });
   return {
     id: `cmpl-sim-${Date.now().toString(36)}`,
     object: "text_completion",
@@ -210,14 +229,14 @@ export function vllmGenerate(ctx: ProtocolContext, body: Body): Body {
     throw new BadRequest("prompt is required (a string or {prompt_token_ids})");
   }
   const maxTokens = int(body.max_tokens, ctx.maxTokensDefault, "max_tokens");
-  const choices = generateMany(
-    ctx,
-    promptText,
-    int(body.n, 1, "n"),
-    requestSeedOf(body.seed),
+  const choices = generateMany(ctx, promptText, {
+    n: int(body.n, 1, "n"),
+    requestSeed: requestSeedOf(body.seed),
     maxTokens,
-    stops(body.stop),
-  );
+    stop: stops(body.stop),
+    temperature: temperatureOf(body.temperature, "temperature"),
+    promptIds,
+  });
   const response: Body = {
     text: choices.map((c) => ctx.tokenizer.decode(c.tokens, { skipSpecialTokens: true })),
     prompt: promptText,
@@ -247,14 +266,14 @@ export function sglangGenerate(ctx: ProtocolContext, body: Body): Body | Body[] 
     ctx.maxTokensDefault,
     "sampling_params.max_new_tokens",
   );
-  const choices = generateMany(
-    ctx,
-    promptText,
+  const choices = generateMany(ctx, promptText, {
     n,
-    requestSeedOf(sampling.seed),
+    requestSeed: requestSeedOf(sampling.seed),
     maxTokens,
-    stops(sampling.stop),
-  );
+    stop: stops(sampling.stop),
+    temperature: temperatureOf(sampling.temperature, "sampling_params.temperature"),
+    promptIds: ids ?? undefined,
+  });
   const promptLength = ids ? ids.length : ctx.tokenizer.encode(promptText).length;
   const items = choices.map((c) => ({
     text: ctx.tokenizer.decode(c.tokens, { skipSpecialTokens: true }),
@@ -283,14 +302,13 @@ export function trlGenerate(ctx: ProtocolContext, body: Body): Body {
   const maxTokens = int(body.max_tokens, ctx.maxTokensDefault, "max_tokens");
   const completionIds: number[][] = [];
   for (const prompt of body.prompts as string[]) {
-    for (const choice of generateMany(
-      ctx,
-      prompt,
+    for (const choice of generateMany(ctx, prompt, {
       n,
-      requestSeedOf(body.seed),
+      requestSeed: requestSeedOf(body.seed),
       maxTokens,
-      undefined,
-    )) {
+      stop: undefined,
+      temperature: temperatureOf(body.temperature, "temperature"),
+    })) {
       completionIds.push(choice.tokens);
     }
   }

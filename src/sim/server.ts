@@ -1,14 +1,18 @@
 /**
- * atropos-edge inference simulator — a TEST DOUBLE, not a model. Speaks the OpenAI, vLLM
+ * atropos-edge inference simulator — a TEST DOUBLE, not an LLM. Speaks the OpenAI, vLLM
  * (stock and Atropos `/generate`), SGLang and TRL wire formats over real HTTP with a real
- * tokenizer, deterministic seeded outputs, latency and fault injection. Node-only.
+ * tokenizer, deterministic seeded outputs, latency and fault injection. Node-only. Answers come
+ * from a trainable toy policy (src/sim/policy.ts) whose weights a trainer replaces through
+ * SGLang's `POST /update_weights_from_disk` + `POST /flush_cache`.
  */
+import { readFile } from "node:fs/promises";
 import { createServer, type IncomingMessage, type ServerResponse } from "node:http";
 import type { AddressInfo, Socket } from "node:net";
 import { seededRng } from "../core/rng";
 import { getTokenizer } from "../env-workers/tokenizers/index";
 import { type Fault, type FaultRates, faultFor } from "./faults";
 import type { GeneratedChoice } from "./generator";
+import { parseWeightsFile, ToyPolicy } from "./policy";
 import {
   BadRequest,
   type Body,
@@ -41,11 +45,15 @@ export interface SimulatorStats {
   choices: number;
   completionTokens: number;
   inFlight: number;
+  /** The toy policy's weight version (0 until the first weight update). */
+  weightVersion: number;
 }
 
 export interface Simulator {
   url: string;
   port: number;
+  /** In-process access for the CLI: env registrations in, sampled-candidate lookups out. */
+  policy: ToyPolicy;
   close(): Promise<void>;
   stats(): SimulatorStats;
 }
@@ -82,12 +90,15 @@ export async function startSimulator(options: SimulatorOptions = {}): Promise<Si
     choices: 0,
     completionTokens: 0,
     inFlight: 0,
+    weightVersion: 0,
   };
+  const policy = new ToyPolicy();
   const protocol: ProtocolContext = {
     tokenizer,
     settings: { seed, correctProbability: options.correctProbability ?? 0.5 },
     model,
     maxTokensDefault: options.maxTokensDefault ?? 256,
+    policy,
     record(choices: GeneratedChoice[]) {
       stats.choices += choices.length;
       stats.completionTokens += choices.reduce((sum, c) => sum + c.tokens.length, 0);
@@ -110,10 +121,56 @@ export async function startSimulator(options: SimulatorOptions = {}): Promise<Si
   const health = () => ({
     status: "ok",
     test_double: true,
-    note: "atropos-edge inference simulator: a TEST DOUBLE with scripted answers, not a model",
+    note: "atropos-edge inference simulator: a TEST DOUBLE (toy policy + scripted answers), not an LLM",
     model,
     tokenizer: tokenizer.name,
+    weight_version: String(policy.version),
   });
+
+  /** SGLang's weight routes: `{success, message}` with 200, or 400 and nothing changed. */
+  async function weightRoute(path: string, raw: string): Promise<{ status: number; body: Body }> {
+    if (path === "/flush_cache") {
+      policy.flushCache();
+      return { status: 200, body: { success: true, message: "Cache flushed." } };
+    }
+    let request: Body;
+    try {
+      request = JSON.parse(raw || "{}") as Body;
+    } catch {
+      return { status: 400, body: { success: false, message: "body must be JSON" } };
+    }
+    if (typeof request.model_path !== "string" || !request.model_path) {
+      return { status: 400, body: { success: false, message: "model_path (a file) is required" } };
+    }
+    const version =
+      request.weight_version === undefined ? undefined : Number(request.weight_version);
+    if (version !== undefined && !Number.isInteger(version)) {
+      return {
+        status: 400,
+        body: { success: false, message: "weight_version must be an integer" },
+      };
+    }
+    try {
+      const weights = parseWeightsFile(await readFile(request.model_path, "utf8"));
+      const loaded = policy.loadWeights(weights, version, request.flush_cache !== false);
+      stats.weightVersion = loaded;
+      return {
+        status: 200,
+        body: {
+          success: true,
+          message: `loaded ${Object.keys(weights).length} weights from ${request.model_path}`,
+          num_paused_requests: 0,
+          weight_version: String(loaded),
+        },
+      };
+    } catch (error) {
+      const message = error instanceof Error ? error.message : String(error);
+      return {
+        status: 400,
+        body: { success: false, message: `${request.model_path}: ${message}` },
+      };
+    }
+  }
 
   async function handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
     stats.requests++;
@@ -121,6 +178,17 @@ export async function startSimulator(options: SimulatorOptions = {}): Promise<Si
     stats.byRoute[`${req.method} ${path}`] = (stats.byRoute[`${req.method} ${path}`] ?? 0) + 1;
     if (req.method === "GET" && (path === "/health" || path === "/health/"))
       return send(res, 200, health());
+    if (req.method === "GET" && (path === "/get_weight_version" || path === "/get_model_info"))
+      return send(res, 200, { model_path: model, weight_version: String(policy.version) });
+    if (
+      (req.method === "POST" && path === "/update_weights_from_disk") ||
+      ((req.method === "POST" || req.method === "GET") && path === "/flush_cache")
+    ) {
+      const answer = await weightRoute(path, await readBody(req));
+      return path === "/flush_cache" && answer.status === 200
+        ? sendText(res, "Cache flushed.")
+        : send(res, answer.status, answer.body);
+    }
     if (req.method === "GET" && path === "/v1/models") {
       return send(res, 200, {
         object: "list",
@@ -147,10 +215,14 @@ export async function startSimulator(options: SimulatorOptions = {}): Promise<Si
     if (fault === "error")
       return send(res, 500, errorBody("simulated server fault", "server_error", 500));
     if (answer.status === 200 && fault === "truncate") return sendTruncated(res, answer.body);
-    send(res, answer.status, answer.body);
+    send(res, answer.status, answer.body, { "x-weight-version": String(answer.version) });
   }
 
-  function answerFor(handler: Handler, raw: string): { status: number; body: Body | Body[] } {
+  function answerFor(
+    handler: Handler,
+    raw: string,
+  ): { status: number; body: Body | Body[]; version: number } {
+    const version = policy.version;
     let body: Body;
     try {
       const parsed = JSON.parse(raw) as unknown;
@@ -159,13 +231,17 @@ export async function startSimulator(options: SimulatorOptions = {}): Promise<Si
       body = parsed as Body;
     } catch (error) {
       const message = error instanceof BadRequest ? error.message : "invalid JSON";
-      return { status: 400, body: errorBody(message, "invalid_request_error", 400) };
+      return { status: 400, body: errorBody(message, "invalid_request_error", 400), version };
     }
     try {
-      return { status: 200, body: handler(protocol, body) };
+      return { status: 200, body: handler(protocol, body), version };
     } catch (error) {
       if (error instanceof BadRequest)
-        return { status: 400, body: errorBody(error.message, "invalid_request_error", 400) };
+        return {
+          status: 400,
+          body: errorBody(error.message, "invalid_request_error", 400),
+          version,
+        };
       throw error;
     }
   }
@@ -192,6 +268,7 @@ export async function startSimulator(options: SimulatorOptions = {}): Promise<Si
   return {
     url: `http://${hostForUrl}:${port}`,
     port,
+    policy,
     stats: () => structuredClone(stats),
     close: () =>
       new Promise<void>((resolve) => {
@@ -207,12 +284,23 @@ function errorBody(message: string, type: string, code: number): Body {
   return { error: { message, type, code } };
 }
 
-function send(res: ServerResponse, status: number, body: unknown): void {
+function send(
+  res: ServerResponse,
+  status: number,
+  body: unknown,
+  headers: Record<string, string> = {},
+): void {
   const text = JSON.stringify(body);
   res.writeHead(status, {
     "content-type": "application/json",
     "content-length": Buffer.byteLength(text),
+    ...headers,
   });
+  res.end(text);
+}
+
+function sendText(res: ServerResponse, text: string): void {
+  res.writeHead(200, { "content-type": "text/plain", "content-length": Buffer.byteLength(text) });
   res.end(text);
 }
 

@@ -15,6 +15,7 @@ import { applyLengthPenaltyIfAllCorrect } from "../rewards/length-penalty";
 import { extractGoldAnswer } from "../rewards/math";
 import { sampleChat } from "../runtime/sampling";
 import { scoredItemFromNode } from "../runtime/sequences";
+import type { SimulatedItem } from "../simulate";
 
 export const GSM8K_SYSTEM_PROMPT =
   "You are a careful math tutor. Reason step by step, then give the final answer as \\boxed{N}.";
@@ -55,6 +56,30 @@ export function gsm8kMessages(question: string) {
     { role: "system", content: GSM8K_SYSTEM_PROMPT },
     { role: "user", content: `${GSM8K_PROBLEM_PREFIX}${question}` },
   ];
+}
+
+/** Toy-policy answers: two right (one padded), three wrong ways (see docs/WRITING_ENVS.md). */
+export function gsm8kSimulate(item: Gsm8kItem): SimulatedItem {
+  const steps = "Let me work through the problem step by step.";
+  const boxed = (answer: string, padding = "") =>
+    `${steps}${padding} The result is ${answer}.\n\\boxed{${answer}}`;
+  const gold = Number(item.gold);
+  const off = Number.isFinite(gold) ? String(gold + 1) : `${item.gold}1`;
+  const numbers = (item.question.match(/\d+(?:\.\d+)?/g) ?? []).map(Number);
+  const sum = String(numbers.reduce((a, b) => a + b, 0));
+  return {
+    match: item.question,
+    candidates: [
+      { text: boxed(item.gold), label: "correct" },
+      {
+        text: boxed(item.gold, " Let me double-check the arithmetic.".repeat(3)),
+        label: "correct_verbose",
+      },
+      { text: boxed(off), label: "off_by_one" },
+      { text: boxed(sum), label: "sum_of_numbers" },
+      { text: `${steps} The result is ${item.gold}.`, label: "no_boxed_answer" },
+    ],
+  };
 }
 
 export class Gsm8kLiteEnv extends BaseEnv<Gsm8kItem, Gsm8kLiteConfig> {

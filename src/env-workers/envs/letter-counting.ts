@@ -12,6 +12,7 @@ import { BaseEnv, type JsonObject, mergeIntoGroup } from "../base-env";
 import { BaseEnvConfigSchema } from "../config";
 import { sampleChat } from "../runtime/sampling";
 import { scoredItemFromNode } from "../runtime/sequences";
+import type { SimulatedItem } from "../simulate";
 
 export const LETTER_PROMPT_PREFIX = "Count the letters.";
 
@@ -37,6 +38,25 @@ export function scoreLetterAnswer(response: string, count: number): number {
   const answers = [...visible.matchAll(/<answer>\s*([\s\S]*?)\s*<\/answer>/gi)];
   const last = answers.at(-1)?.[1];
   return last !== undefined && /^\d+$/.test(last) && Number(last) === count ? 1 : 0;
+}
+
+/** Toy-policy answers: the right count, off by one either way, untagged, the string length. */
+export function letterCountingSimulate(item: LetterItem): SimulatedItem {
+  const reply = (n: number) =>
+    `I go through "${item.text}" one character at a time and count '${item.letter}'.\n<answer>${n}</answer>`;
+  return {
+    match: `the letter '${item.letter}' appear in the string "${item.text}"`,
+    candidates: [
+      { text: reply(item.count), label: "correct" },
+      { text: reply(item.count + 1), label: "one_too_many" },
+      {
+        text: reply(Math.max(0, item.count - 1) === item.count ? item.count + 2 : item.count - 1),
+        label: "one_too_few",
+      },
+      { text: `The letter appears ${item.count} times.`, label: "no_answer_tags" },
+      { text: reply(item.text.length), label: "string_length" },
+    ],
+  };
 }
 
 /** String length and alphabet size for a level. */

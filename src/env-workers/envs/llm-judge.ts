@@ -12,6 +12,7 @@ import { BaseEnv, DropGroupError, type JsonObject, mergeIntoGroup } from "../bas
 import { BaseEnvConfigSchema } from "../config";
 import { sampleChat } from "../runtime/sampling";
 import { scoredItemFromNode } from "../runtime/sequences";
+import type { SimulatedItem } from "../simulate";
 
 export const JUDGE_MARKER = "JUDGE RUBRIC";
 export const POLICY_QUESTION_PREFIX = "Question for the assistant:";
@@ -65,6 +66,21 @@ export function trimmedMean(scores: number[]): number {
   const sorted = [...scores].sort((a, b) => a - b);
   const kept = sorted.length >= 3 ? sorted.slice(1, -1) : sorted;
   return kept.reduce((a, b) => a + b, 0) / kept.length;
+}
+
+/** Toy-policy answers to the policy prompt (judge prompts lack the prefix, so they never match). */
+export function llmJudgeSimulate(item: JudgeItem): SimulatedItem {
+  return {
+    match: `${POLICY_QUESTION_PREFIX} ${item.question}`,
+    candidates: [
+      {
+        text: `Here is a direct answer to "${item.question}". Key points: the main cause, how it works, and a short example.`,
+        label: "key_points",
+      },
+      { text: "It depends on many things, hard to say.", label: "vague" },
+      { text: `You asked: ${item.question} That is a good question.`, label: "restates_question" },
+    ],
+  };
 }
 
 export class LlmJudgeEnv extends BaseEnv<JudgeItem, LlmJudgeConfig> {

@@ -17,6 +17,7 @@ import { BaseEnvConfigSchema } from "../config";
 import { advantagesPerToken, processSupervisionAdvantages } from "../rewards/advantages";
 import { answersEquivalent } from "../rewards/math";
 import { scoredItemFromNode } from "../runtime/sequences";
+import type { SimCandidate, SimulatedItem } from "../simulate";
 import { calculate, formatNumber } from "./tools/calculator";
 import {
   fromOpenAiToolCalls,
@@ -66,6 +67,46 @@ export interface Episode {
 
 export function toolTaskPrompt(task: Pick<ToolTask, "expression" | "key">): string {
   return `${TOOL_TASK_PREFIX} compute ${task.expression} with the calculator tool, store the result under the key "${task.key}" with kv_set, then reply with the result inside <answer></answer> tags.`;
+}
+
+const TASK = /compute (.+?) with the calculator tool, store the result under the key "([^"]+)"/g;
+
+/**
+ * The next assistant message, good then bad, for a tool_use conversation so far: call the
+ * calculator, then store its result, then answer; the bad ones answer without the tool, skip
+ * storing, or answer off by one. Shared by `simulate` and the simulator's scripted responder.
+ */
+export function toolUseCandidates(promptText: string): SimCandidate[] {
+  const task = [...promptText.matchAll(TASK)].at(-1);
+  const expression = task?.[1] ?? "1 + 1";
+  const key = task?.[2] ?? "result";
+  const results = [...promptText.matchAll(/calculator result: (-?[\d.]+)/g)];
+  const call = (name: string, args: Record<string, unknown>) =>
+    `<tool_call>\n${JSON.stringify({ name, arguments: args })}\n</tool_call>`;
+  if (results.length === 0) {
+    return [
+      {
+        text: `I need to evaluate the expression first.\n${call("calculator", { expression })}`,
+        label: "call_calculator",
+      },
+      { text: "I can do this in my head.\n<answer>0</answer>", label: "guess_without_tools" },
+    ];
+  }
+  const value = results.at(-1)![1]!;
+  const answer = (v: string) => `The result is ${v}.\n<answer>${v}</answer>`;
+  const offByOne = { text: answer(String(Number(value) + 1)), label: "answer_off_by_one" };
+  if (!promptText.includes("kv_set result: ok")) {
+    return [
+      { text: `Now I store the result.\n${call("kv_set", { key, value })}`, label: "store_result" },
+      offByOne,
+    ];
+  }
+  return [{ text: answer(value), label: "answer_result" }, offByOne];
+}
+
+/** The toy policy answers a task from its prompt (see docs/WRITING_ENVS.md). */
+export function toolUseSimulate(task: ToolTask): SimulatedItem {
+  return { match: toolTaskPrompt(task), candidates: toolUseCandidates };
 }
 
 const KEYS = ["total", "result", "sum", "value", "answer", "memo"];

@@ -22,6 +22,7 @@ import {
 import type { BaseEnvConfig } from "../config";
 import { validateGroupForSend } from "../send-validation";
 import type { RolloutApiClient } from "./api-client";
+import { DropBackoff } from "./drop-backoff";
 import { reasonKey } from "./process";
 import { crossedMultiple, type EnvStatus, planWorkers, resolveMaxNumWorkers } from "./scheduler";
 
@@ -37,6 +38,7 @@ export type ServeEvent =
   | { type: "paused" }
   | { type: "submitted"; groups: number; status: number; ok: boolean }
   | { type: "dropped"; reason: string }
+  | { type: "backing_off"; message: string }
   | { type: "worker_error"; message: string }
   | { type: "status_error"; message: string }
   | { type: "eval"; step: number; result: EvalResult }
@@ -172,7 +174,10 @@ export async function serveEnv<Item extends JsonValue, Config extends BaseEnvCon
       });
   };
 
+  const backoff = new DropBackoff({ now });
   const drop = (reason: string) => {
+    const backingOff = backoff.dropped(reason);
+    if (backingOff) emit({ type: "backing_off", message: backingOff });
     summary.groupsDropped++;
     const key = reasonKey(reason);
     summary.dropReasons[key] = (summary.dropReasons[key] ?? 0) + 1;
@@ -225,6 +230,7 @@ export async function serveEnv<Item extends JsonValue, Config extends BaseEnvCon
         const res = await api.submitGroups(payload, envId, { signal });
         emit({ type: "submitted", groups: valid.length, status: res.status, ok: res.ok });
         if (res.ok) {
+          backoff.kept();
           summary.groupsSubmitted += valid.length;
           // Keep the cached status conservative until the next refresh: the queue only grew.
           // (status-env counts groups of this env's size; a valid group is one of them.)
@@ -341,7 +347,7 @@ export async function serveEnv<Item extends JsonValue, Config extends BaseEnvCon
           const oldestFirst = [...running.values()].sort((a, b) => a.startedAt - b.startedAt);
           cancel(oldestFirst.slice(0, running.size - Math.max(0, target)));
         }
-        while (running.size < target) {
+        while (running.size < target && backoff.maySpawn()) {
           const item =
             backlog.length > 0 ? backlog.shift()! : exhausted ? null : await env.getNextItem();
           if (item === null) {

@@ -28,7 +28,11 @@ export const responders: Responder[] = [
   fallback,
 ];
 
+export function responderFor(promptText: string): Responder {
+  return responders.find((r) => r.matches(promptText)) ?? fallback;
+}
+
 export function respond(ctx: ResponderContext): { responder: string; text: string } {
-  const responder = responders.find((r) => r.matches(ctx.promptText)) ?? fallback;
+  const responder = responderFor(ctx.promptText);
   return { responder: responder.name, text: responder.respond(ctx) };
 }
