@@ -29,12 +29,12 @@ import { canonicalGroupJson } from "../src/core/canonical-group";
 import { groupsOf, type JsonValue } from "../src/env-workers/base-env";
 import { ServerManager } from "../src/env-workers/inference/server-manager";
 import type { Tokenizer } from "../src/env-workers/inference/types";
-import { getEnvDefinition } from "../src/env-workers/registry";
 import { gzipBytes, RolloutApiClient } from "../src/env-workers/runtime/api-client";
 import { nodeGetWithBody } from "../src/env-workers/runtime/node-get-with-body";
 import { serveEnv } from "../src/env-workers/runtime/serve";
 import { validateGroupForSend } from "../src/env-workers/send-validation";
 import { getTokenizer } from "../src/env-workers/tokenizers/index";
+import { getEnvDefinition } from "../src/envs/index";
 import { startSimulator } from "../src/sim/server";
 
 const GROUP_SIZE = 8;

@@ -5,7 +5,7 @@
  */
 import { mkdirSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { envRegistry, getEnvDefinition } from "../env-workers/registry";
+import { envRegistry, getEnvDefinition } from "../envs/index";
 import { createEnv, type InferenceFlags, openInference } from "./inference";
 
 export interface EvaluateCommandOptions extends InferenceFlags {

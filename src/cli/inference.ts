@@ -5,8 +5,8 @@
 import type { BaseEnv, JsonValue } from "../env-workers/base-env";
 import { ServerManager } from "../env-workers/inference/server-manager";
 import type { ServerType } from "../env-workers/inference/types";
-import { getEnvDefinition } from "../env-workers/registry";
 import { getTokenizer } from "../env-workers/tokenizers/index";
+import { getEnvDefinition } from "../envs/index";
 import { type Simulator, startSimulator } from "../sim/server";
 import { type SimulatedEnvOptions, wireSimulation } from "./simulated-env";
 

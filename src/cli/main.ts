@@ -438,7 +438,7 @@ export function buildProgram(): Command {
     .command("envs")
     .description("list the available envs")
     .action(async () => {
-      const { envRegistry } = await import("../env-workers/registry");
+      const { envRegistry } = await import("../envs/index");
       for (const d of Object.values(envRegistry)) {
         console.log(
           `${d.name.padEnd(18)} group_size ${d.defaultConfig.group_size}  ${d.description}`,

@@ -4,8 +4,8 @@
  * process; nothing crosses the wire). Also lets the CLI see every scored group, dropped or not.
  */
 import type { BaseEnv, JsonValue } from "../env-workers/base-env";
-import type { EnvDefinition } from "../env-workers/registry";
 import type { SimulationSink } from "../env-workers/simulate";
+import type { EnvDefinition } from "../envs/index";
 
 export interface SimulatedEnvOptions {
   /** The simulator's toy policy, or null with an external inference server. */

@@ -28,6 +28,7 @@ export {
   BaseEnvConfigSchema,
   parseEnvConfig,
 } from "../env-workers/config";
+export * from "../env-workers/datasets/index";
 export { defineEnv, type EnvDefinition, type EnvOptions } from "../env-workers/define-env";
 export type {
   ChatCompletionParams,

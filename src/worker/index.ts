@@ -1,5 +1,5 @@
 /** This repository's own Worker: the example envs registered through the public factory. */
-import { builtinEnvs } from "../env-workers/registry";
+import { builtinEnvs } from "../envs/index";
 import { createWorker } from "./create-worker";
 
 const worker = createWorker({ envs: builtinEnvs.list() });

@@ -1,5 +1,5 @@
 /** The Worker under test: the example envs plus test-only ones, built by the public factory. */
-import { builtinEnvs } from "../../src/env-workers/registry";
+import { builtinEnvs } from "../../src/envs/index";
 import { createWorker } from "../../src/worker/create-worker";
 import { testEnvs } from "./test-envs";
 

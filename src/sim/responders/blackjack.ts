@@ -1,10 +1,10 @@
 /** Plays blackjack turns: basic strategy with probability correctProbability, else the opposite. */
 
-import { BLACKJACK_INTRO } from "../../env-workers/envs/blackjack";
-import { blackjackCandidates } from "../../env-workers/envs/blackjack-simulate";
+import { BLACKJACK_INTRO } from "../../envs/blackjack";
+import { blackjackCandidates } from "../../envs/blackjack-simulate";
 import type { Responder } from "./types";
 
-export { basicStrategy } from "../../env-workers/envs/blackjack-simulate";
+export { basicStrategy } from "../../envs/blackjack-simulate";
 
 export const blackjackResponder: Responder = {
   name: "blackjack",

@@ -1,6 +1,6 @@
 /** Answers gsm8k_lite prompts: reasoning + \boxed{N}; right with probability correctProbability. */
-import { GSM8K_LITE_JSONL } from "../../env-workers/data/gsm8k-lite-jsonl";
-import { GSM8K_PROBLEM_PREFIX, parseGsm8kJsonl } from "../../env-workers/envs/gsm8k-lite";
+import { GSM8K_LITE_JSONL } from "../../envs/data/gsm8k-lite-jsonl";
+import { GSM8K_PROBLEM_PREFIX, parseGsm8kJsonl } from "../../envs/gsm8k-lite";
 import type { Responder } from "./types";
 
 let goldByQuestion: Map<string, string> | null = null;

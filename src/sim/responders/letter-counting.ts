@@ -1,5 +1,5 @@
 /** Answers letter_counting prompts with a count in <answer> tags (off by one when "wrong"). */
-import { LETTER_PROMPT_PREFIX } from "../../env-workers/envs/letter-counting";
+import { LETTER_PROMPT_PREFIX } from "../../envs/letter-counting";
 import type { Responder } from "./types";
 
 const QUESTION = /the letter '(.)' appear in the string "([^"]*)"/g;

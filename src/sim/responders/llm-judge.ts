@@ -3,7 +3,7 @@
  * correctProbability, vague ones otherwise) and the judges (reply "Score: N", high for answers with
  * key points, low for vague ones, with a little deterministic noise).
  */
-import { JUDGE_MARKER, POLICY_QUESTION_PREFIX } from "../../env-workers/envs/llm-judge";
+import { JUDGE_MARKER, POLICY_QUESTION_PREFIX } from "../../envs/llm-judge";
 import type { Responder } from "./types";
 
 export const judgeResponder: Responder = {

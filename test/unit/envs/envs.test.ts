@@ -1,25 +1,18 @@
 import { describe, expect, it } from "vitest";
 import type { ScoredDataGroup } from "../../../src/core/group-types";
-import { generateGsm8kLite, toJsonl } from "../../../src/env-workers/data/gsm8k-lite-generator";
-import { GSM8K_LITE_JSONL } from "../../../src/env-workers/data/gsm8k-lite-jsonl";
-import type { BlackjackEnv } from "../../../src/env-workers/envs/blackjack";
-import {
-  BlackjackGame,
-  handTotal,
-  shuffledDeck,
-} from "../../../src/env-workers/envs/games/blackjack-game";
-import { type Gsm8kLiteEnv, parseGsm8kJsonl } from "../../../src/env-workers/envs/gsm8k-lite";
-import {
-  type LetterCountingEnv,
-  scoreLetterAnswer,
-} from "../../../src/env-workers/envs/letter-counting";
-import { parseJudgeScore, trimmedMean } from "../../../src/env-workers/envs/llm-judge";
-import type { ToolUseEnv } from "../../../src/env-workers/envs/tool-use";
-import { calculate } from "../../../src/env-workers/envs/tools/calculator";
-import { standardTools, type Tool, Toolbox } from "../../../src/env-workers/envs/tools/toolbox";
-import { envRegistry, getEnvDefinition } from "../../../src/env-workers/registry";
 import { processEnv } from "../../../src/env-workers/runtime/process";
 import { validateGroupForSend } from "../../../src/env-workers/send-validation";
+import type { BlackjackEnv } from "../../../src/envs/blackjack";
+import { generateGsm8kLite, toJsonl } from "../../../src/envs/data/gsm8k-lite-generator";
+import { GSM8K_LITE_JSONL } from "../../../src/envs/data/gsm8k-lite-jsonl";
+import { BlackjackGame, handTotal, shuffledDeck } from "../../../src/envs/games/blackjack-game";
+import { type Gsm8kLiteEnv, parseGsm8kJsonl } from "../../../src/envs/gsm8k-lite";
+import { envRegistry, getEnvDefinition } from "../../../src/envs/index";
+import { type LetterCountingEnv, scoreLetterAnswer } from "../../../src/envs/letter-counting";
+import { parseJudgeScore, trimmedMean } from "../../../src/envs/llm-judge";
+import type { ToolUseEnv } from "../../../src/envs/tool-use";
+import { calculate } from "../../../src/envs/tools/calculator";
+import { standardTools, type Tool, Toolbox } from "../../../src/envs/tools/toolbox";
 import { CharTokenizer, FakeInference } from "./fakes";
 
 const tokenizer = new CharTokenizer();

@@ -1,17 +1,13 @@
 import { describe, expect, it } from "vitest";
 import { SeededRng } from "../../../src/core/rng";
-import { GSM8K_LITE_JSONL } from "../../../src/env-workers/data/gsm8k-lite-jsonl";
-import { BLACKJACK_INTRO, describeState } from "../../../src/env-workers/envs/blackjack";
-import { BlackjackGame } from "../../../src/env-workers/envs/games/blackjack-game";
-import { parseGsm8kJsonl } from "../../../src/env-workers/envs/gsm8k-lite";
-import { letterPrompt, scoreLetterAnswer } from "../../../src/env-workers/envs/letter-counting";
-import {
-  judgePrompt,
-  POLICY_QUESTION_PREFIX,
-  parseJudgeScore,
-} from "../../../src/env-workers/envs/llm-judge";
-import { toolTaskPrompt } from "../../../src/env-workers/envs/tool-use";
 import { AccuracyReward } from "../../../src/env-workers/rewards";
+import { BLACKJACK_INTRO, describeState } from "../../../src/envs/blackjack";
+import { GSM8K_LITE_JSONL } from "../../../src/envs/data/gsm8k-lite-jsonl";
+import { BlackjackGame } from "../../../src/envs/games/blackjack-game";
+import { parseGsm8kJsonl } from "../../../src/envs/gsm8k-lite";
+import { letterPrompt, scoreLetterAnswer } from "../../../src/envs/letter-counting";
+import { judgePrompt, POLICY_QUESTION_PREFIX, parseJudgeScore } from "../../../src/envs/llm-judge";
+import { toolTaskPrompt } from "../../../src/envs/tool-use";
 import { respond } from "../../../src/sim/responders";
 import { basicStrategy } from "../../../src/sim/responders/blackjack";
 

@@ -1,9 +1,9 @@
 import { afterEach, describe, expect, it } from "vitest";
 import type { ScoredDataGroup } from "../../../src/core/group-types";
-import { getEnvDefinition } from "../../../src/env-workers/registry";
 import { apiBasePath, RolloutApiClient } from "../../../src/env-workers/runtime/api-client";
 import { nodeGetWithBody } from "../../../src/env-workers/runtime/node-get-with-body";
 import { serveEnv } from "../../../src/env-workers/runtime/serve";
+import { getEnvDefinition } from "../../../src/envs/index";
 import { CharTokenizer, FakeInference } from "../envs/fakes";
 import { startFakeAtropos } from "./fake-atropos";
 

@@ -1,8 +1,8 @@
+import { SeededRng } from "../../sdk/env";
 /**
  * Pure blackjack: a seeded shuffled deck, player hits/stands, dealer draws to 17. The player
  * always gets at least one decision (hands with a natural 21 are redealt).
  */
-import { SeededRng } from "../../../core/rng";
 
 export type Card = "A" | "2" | "3" | "4" | "5" | "6" | "7" | "8" | "9" | "10" | "J" | "Q" | "K";
 const RANKS: Card[] = ["A", "2", "3", "4", "5", "6", "7", "8", "9", "10", "J", "Q", "K"];

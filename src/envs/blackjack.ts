@@ -4,12 +4,21 @@
  * "stand". Episode reward: win +1, push 0, loss −1; an unreadable action ends the episode at −1.
  * All turns go through one ManagedServer, so earlier assistant turns stay trainable.
  */
-import { z } from "zod";
-import type { ChatMessage, ScoredDataGroup, ScoredDataItem } from "../../core/group-types";
-import { SeededRng } from "../../core/rng";
-import { BaseEnv, type JsonObject, mergeIntoGroup } from "../base-env";
-import { BaseEnvConfigSchema } from "../config";
-import { scoredItemFromNode } from "../runtime/sequences";
+
+import {
+  BaseEnv,
+  BaseEnvConfigSchema,
+  type ChatMessage,
+  defineEnv,
+  type JsonObject,
+  mergeIntoGroup,
+  type ScoredDataGroup,
+  type ScoredDataItem,
+  SeededRng,
+  scoredItemFromNode,
+  z,
+} from "../sdk/env";
+import { blackjackSimulate } from "./blackjack-simulate";
 import { BlackjackGame, handTotal, shuffledDeck } from "./games/blackjack-game";
 
 export const BLACKJACK_INTRO = "Let's play blackjack.";
@@ -118,3 +127,12 @@ export class BlackjackEnv extends BaseEnv<BlackjackItem, BlackjackConfig> {
     if (typeof state.rng_state === "number") this.rng.state = state.rng_state;
   }
 }
+
+export default defineEnv(
+  BlackjackEnv,
+  BlackjackConfigSchema,
+  "Multi-turn blackjack on a seeded deck (win/push/loss)",
+  {
+    simulate: blackjackSimulate,
+  },
+);

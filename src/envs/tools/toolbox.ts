@@ -2,7 +2,7 @@
  * A whitelist of tools with per-call timeouts. Each call is measured and never throws: errors come
  * back as `{error}` so the episode can continue and the step can be penalised.
  */
-import type { ToolDefinition } from "../../inference/types";
+import type { ToolDefinition } from "../../sdk/env";
 import { calculate, formatNumber } from "./calculator";
 
 export interface ToolResult {

@@ -1,3 +1,16 @@
+import {
+  BaseEnv,
+  BaseEnvConfigSchema,
+  defineEnv,
+  type JsonObject,
+  mergeIntoGroup,
+  type ScoredDataGroup,
+  SeededRng,
+  type SimulatedItem,
+  sampleChat,
+  scoredItemFromNode,
+  z,
+} from "../sdk/env";
 /**
  * letter_counting: "how many times does letter L appear in S?" with a curriculum. Level k draws
  * longer strings with fewer distinct letters (more repeats); the level advances when the mean
@@ -5,14 +18,6 @@
  * Level, window and RNG state are all in the checkpoint, and recordScores() only touches them,
  * so feedback from another isolate (queue consumer → EnvSession DO) works.
  */
-import { z } from "zod";
-import type { ScoredDataGroup } from "../../core/group-types";
-import { SeededRng } from "../../core/rng";
-import { BaseEnv, type JsonObject, mergeIntoGroup } from "../base-env";
-import { BaseEnvConfigSchema } from "../config";
-import { sampleChat } from "../runtime/sampling";
-import { scoredItemFromNode } from "../runtime/sequences";
-import type { SimulatedItem } from "../simulate";
 
 export const LETTER_PROMPT_PREFIX = "Count the letters.";
 
@@ -130,3 +135,12 @@ export class LetterCountingEnv extends BaseEnv<LetterItem, LetterCountingConfig>
     if (typeof state.rng_state === "number") this.rng.state = state.rng_state;
   }
 }
+
+export default defineEnv(
+  LetterCountingEnv,
+  LetterCountingConfigSchema,
+  "Count a letter in a string; 10-level curriculum",
+  {
+    simulate: letterCountingSimulate,
+  },
+);

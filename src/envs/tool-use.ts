@@ -9,15 +9,25 @@
  * answer, +0.5 when the store holds the right value). Per-token advantages come from
  * process-supervision advantages over the whole group; the group score is the terminal reward.
  */
-import { z } from "zod";
-import type { ChatMessage, ScoredDataGroup, ScoredDataItem } from "../../core/group-types";
-import { hashString, SeededRng } from "../../core/rng";
-import { BaseEnv, type JsonObject, mergeIntoGroup } from "../base-env";
-import { BaseEnvConfigSchema } from "../config";
-import { advantagesPerToken, processSupervisionAdvantages } from "../rewards/advantages";
-import { answersEquivalent } from "../rewards/math";
-import { scoredItemFromNode } from "../runtime/sequences";
-import type { SimCandidate, SimulatedItem } from "../simulate";
+import {
+  advantagesPerToken,
+  answersEquivalent,
+  BaseEnv,
+  BaseEnvConfigSchema,
+  type ChatMessage,
+  defineEnv,
+  hashString,
+  type JsonObject,
+  mergeIntoGroup,
+  processSupervisionAdvantages,
+  type ScoredDataGroup,
+  type ScoredDataItem,
+  SeededRng,
+  type SimCandidate,
+  type SimulatedItem,
+  scoredItemFromNode,
+  z,
+} from "../sdk/env";
 import { calculate, formatNumber } from "./tools/calculator";
 import {
   fromOpenAiToolCalls,
@@ -265,3 +275,12 @@ function usefulCall(call: ParsedToolCall, result: string | null, task: ToolTask)
     return call.arguments.key === task.key && String(call.arguments.value) === task.answer;
   return false;
 }
+
+export default defineEnv(
+  ToolUseEnv,
+  ToolUseConfigSchema,
+  "Multi-turn calculator + key-value tools with process rewards",
+  {
+    simulate: toolUseSimulate,
+  },
+);

@@ -1,3 +1,16 @@
+import {
+  BaseEnv,
+  BaseEnvConfigSchema,
+  DropGroupError,
+  defineEnv,
+  type JsonObject,
+  mergeIntoGroup,
+  type ScoredDataGroup,
+  type SimulatedItem,
+  sampleChat,
+  scoredItemFromNode,
+  z,
+} from "../sdk/env";
 /**
  * llm_judge (RLAIF): the policy answers open questions; `num_judges` judge calls (through the
  * InferenceClient, eval pool, different seeds) grade each answer against a rubric and end with
@@ -6,13 +19,6 @@
  * averaged; the result is mapped to [0, 1]. Too few judges for any answer → the group is dropped
  * with a reason (DropGroupError).
  */
-import { z } from "zod";
-import type { ScoredDataGroup } from "../../core/group-types";
-import { BaseEnv, DropGroupError, type JsonObject, mergeIntoGroup } from "../base-env";
-import { BaseEnvConfigSchema } from "../config";
-import { sampleChat } from "../runtime/sampling";
-import { scoredItemFromNode } from "../runtime/sequences";
-import type { SimulatedItem } from "../simulate";
 
 export const JUDGE_MARKER = "JUDGE RUBRIC";
 export const POLICY_QUESTION_PREFIX = "Question for the assistant:";
@@ -150,3 +156,12 @@ export class LlmJudgeEnv extends BaseEnv<JudgeItem, LlmJudgeConfig> {
     this.iter = Number(state.iter ?? 0);
   }
 }
+
+export default defineEnv(
+  LlmJudgeEnv,
+  LlmJudgeConfigSchema,
+  "RLAIF: several LLM judges score answers (trimmed mean)",
+  {
+    simulate: llmJudgeSimulate,
+  },
+);

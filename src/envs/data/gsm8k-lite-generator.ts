@@ -1,7 +1,7 @@
 /**
  * Template generator for the bundled gsm8k_lite dataset (GSM8K-style word problems with exact
  * integer answers). Deterministic: the same seed always yields the same problems.
- * Regenerate the bundled files with `npx tsx src/env-workers/data/write-gsm8k-lite.ts`.
+ * Regenerate the bundled files with `npx tsx src/envs/data/write-gsm8k-lite.ts`.
  */
 import { SeededRng } from "../../core/rng";
 

@@ -4,18 +4,24 @@
  * (\boxed{}, <answer>, ####) equals the gold answer, −1 otherwise; groups where every rollout is
  * correct get the threshold length penalty so shorter correct answers are preferred.
  */
-import { z } from "zod";
-import type { ScoredDataGroup } from "../../core/group-types";
-import { SeededRng } from "../../core/rng";
-import { BaseEnv, type EvalResult, type JsonObject, mergeIntoGroup } from "../base-env";
-import { BaseEnvConfigSchema } from "../config";
-import { GSM8K_LITE_JSONL } from "../data/gsm8k-lite-jsonl";
-import { AccuracyReward } from "../rewards/accuracy";
-import { applyLengthPenaltyIfAllCorrect } from "../rewards/length-penalty";
-import { extractGoldAnswer } from "../rewards/math";
-import { sampleChat } from "../runtime/sampling";
-import { scoredItemFromNode } from "../runtime/sequences";
-import type { SimulatedItem } from "../simulate";
+import {
+  AccuracyReward,
+  applyLengthPenaltyIfAllCorrect,
+  BaseEnv,
+  BaseEnvConfigSchema,
+  defineEnv,
+  type EvalResult,
+  extractGoldAnswer,
+  type JsonObject,
+  mergeIntoGroup,
+  type ScoredDataGroup,
+  SeededRng,
+  type SimulatedItem,
+  sampleChat,
+  scoredItemFromNode,
+  z,
+} from "../sdk/env";
+import { GSM8K_LITE_JSONL } from "./data/gsm8k-lite-jsonl";
 
 export const GSM8K_SYSTEM_PROMPT =
   "You are a careful math tutor. Reason step by step, then give the final answer as \\boxed{N}.";
@@ -190,3 +196,12 @@ export class Gsm8kLiteEnv extends BaseEnv<Gsm8kItem, Gsm8kLiteConfig> {
     if (this.train.length > 0) this.reshuffle();
   }
 }
+
+export default defineEnv(
+  Gsm8kLiteEnv,
+  Gsm8kLiteConfigSchema,
+  "GSM8K-style math word problems, boxed-answer accuracy (+1/−1)",
+  {
+    simulate: gsm8kSimulate,
+  },
+);

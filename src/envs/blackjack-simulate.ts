@@ -2,7 +2,7 @@
  * How the simulator's toy policy plays blackjack (kept apart from blackjack.ts, which holds the
  * game): each turn it chooses between basic strategy and the opposite move.
  */
-import type { SimCandidate, SimulatedItem } from "../simulate";
+import type { SimCandidate, SimulatedItem } from "../sdk/env";
 import { BLACKJACK_INTRO, type BlackjackItem } from "./blackjack";
 
 const STATE = /\(total (\d+)\)\. Dealer shows: (\w+)\./g;

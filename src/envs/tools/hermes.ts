@@ -1,9 +1,9 @@
+import type { ToolCall } from "../../sdk/env";
 /**
  * Hermes-format tool calls in raw model text: `<tool_call>{"name": …, "arguments": {…}}</tool_call>`.
  * Used when the inference layer did not already parse them into `tool_calls`. Unlike Atropos'
  * parser, quotes are not rewritten (apostrophes inside arguments survive).
  */
-import type { ToolCall } from "../../../core/group-types";
 
 export interface ParsedToolCall {
   name: string;
