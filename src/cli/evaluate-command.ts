@@ -5,11 +5,14 @@
  */
 import { mkdirSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { envRegistry, getEnvDefinition } from "../envs/index";
+import { envRegistry } from "../envs/index";
+import { type EnvRef, envDefinitionOf } from "./env-loader";
 import { createEnv, type InferenceFlags, openInference } from "./inference";
 
 export interface EvaluateCommandOptions extends InferenceFlags {
-  env: string;
+  env: EnvRef;
+  /** `env.*` fields from the config file and `--env.*` flags. */
+  envConfig?: Record<string, unknown>;
   out: string;
 }
 
@@ -41,17 +44,18 @@ export async function runEvaluate(
   options: EvaluateCommandOptions,
   log = console.log,
 ): Promise<number> {
-  if (!getEnvDefinition(options.env).hasEvaluation) {
+  const definition = await envDefinitionOf(options.env);
+  if (!definition.hasEvaluation) {
     const withEval = Object.values(envRegistry)
       .filter((d) => d.hasEvaluation)
       .map((d) => d.name);
     throw new Error(
-      `env '${options.env}' defines no evaluation (it overrides neither evaluate() nor evaluateWithSamples()); envs with one: ${withEval.join(", ") || "none"}`,
+      `env '${definition.name}' defines no evaluation (it overrides neither evaluate() nor evaluateWithSamples()); envs with one: ${withEval.join(", ") || "none"}`,
     );
   }
   const inference = await openInference(options);
   try {
-    const env = await createEnv(options.env, {}, inference, options.tokenizer);
+    const env = await createEnv(definition, options.envConfig ?? {}, inference, options.tokenizer);
     await env.setup();
     const started = performance.now();
     const result = await env.evaluateWithSamples();
@@ -64,7 +68,7 @@ export async function runEvaluate(
     );
     mkdirSync(options.out, { recursive: true });
     const doc = metricsDocument({
-      task: options.env,
+      task: definition.name,
       model: options.model,
       seconds,
       generationParameters,

@@ -3,10 +3,10 @@
  * (a test double), wrapped in the env runtime's ServerManager; plus env construction.
  */
 import type { BaseEnv, JsonValue } from "../env-workers/base-env";
+import type { EnvDefinition } from "../env-workers/define-env";
 import { ServerManager } from "../env-workers/inference/server-manager";
 import type { ServerType } from "../env-workers/inference/types";
 import { getTokenizer } from "../env-workers/tokenizers/index";
-import { getEnvDefinition } from "../envs/index";
 import { type Simulator, startSimulator } from "../sim/server";
 import { type SimulatedEnvOptions, wireSimulation } from "./simulated-env";
 
@@ -18,6 +18,11 @@ export interface InferenceFlags {
   tokenizer: string;
   simLatencyMs: number;
   simSeed: number;
+  /**
+   * Atropos `openai:` server configs (APIServerConfig fields). The flags above override the
+   * first; the others are extra servers (unless the simulator is used).
+   */
+  servers?: Record<string, unknown>[];
 }
 
 export interface InferenceHandle {
@@ -47,22 +52,30 @@ export async function openInference(flags: InferenceFlags): Promise<InferenceHan
     baseUrl = `${simulator.url}/v1`;
     serverType = "vllm";
   }
-  if (!simulator) await assertReachable(baseUrl, flags.apiKey);
-  const client = new ServerManager([
+  const [first = {}, ...others] = flags.servers ?? [];
+  const configs = [
     {
+      ...first,
       base_url: baseUrl,
       server_type: serverType,
       model_name: flags.model,
       tokenizer_name: flags.tokenizer,
       api_key: flags.apiKey ?? "",
     },
-  ]);
+    ...(simulator ? [] : others),
+  ];
+  if (!simulator) {
+    for (const c of configs) await assertReachable(String(c.base_url), c.api_key as string);
+  }
+  // why: the entries were checked field by field against APIServerConfig (atropos-config.ts);
+  // ServerManager validates the values.
+  const client = new ServerManager(configs as ConstructorParameters<typeof ServerManager>[0]);
   return {
     client,
     simulator,
     describe: simulator
       ? `inference simulator (test double) at ${simulator.url}`
-      : `${serverType} server at ${baseUrl} (model ${flags.model})`,
+      : `${serverType} server at ${baseUrl}${configs.length > 1 ? ` (+${configs.length - 1} more)` : ""} (model ${flags.model})`,
     close: async () => {
       await simulator?.close();
     },
@@ -102,13 +115,12 @@ async function assertReachable(baseUrl: string, apiKey: string | undefined): Pro
 }
 
 export async function createEnv(
-  name: string,
+  definition: EnvDefinition,
   config: Record<string, unknown>,
   inference: InferenceHandle,
   tokenizerName: string,
   observe: Pick<SimulatedEnvOptions, "onGroups" | "warn"> = {},
 ): Promise<BaseEnv<JsonValue>> {
-  const definition = getEnvDefinition(name);
   const tokenizer = await getTokenizer(tokenizerName);
   const env = definition.create(
     { tokenizer_name: tokenizerName, ...config },

@@ -1,13 +1,27 @@
 /**
  * atropos-edge command line. Every option can also come from an ATROPOS_EDGE_<NAME> env var or
- * a --config file (YAML/JSON, top level or a section per command); flags win, then env vars,
- * then the file, then defaults.
+ * a --config file (YAML/JSON, top level or a section per command, or Atropos' `env:`/`openai:`
+ * layout); flags win, then env vars, then the file, then defaults. The env commands also take
+ * Atropos' `--env.<field>` / `--openai.<field>` flags (docs/CONFIG.md).
  */
 import { spawn } from "node:child_process";
 import { join } from "node:path";
 import { Command } from "commander";
+import type { EnvDefinition } from "../env-workers/define-env";
+import {
+  type AtroposInput,
+  atroposOptions,
+  type DottedFlags,
+  emptyAtroposInput,
+  envConfigsFor,
+  extractDottedFlags,
+  type OptionScope,
+  splitAtroposFile,
+  withDottedFlags,
+} from "./atropos-config";
 import { loadConfigFile, type OptionDefaults, type Resolved, resolveOptions } from "./config";
 import { PROJECT_ROOT } from "./dev-process";
+import { isEnvPath, loadEnvDefinition } from "./env-loader";
 
 interface OptionSpec {
   flags: string;
@@ -22,6 +36,9 @@ const opt = (
   description: string,
   fallback: string | number | boolean | undefined,
 ): OptionSpec => ({ flags, key, description, default: fallback });
+
+const ENV_HELP =
+  "built-in env name (see `atropos-edge envs`) or path to a module whose default export is defineEnv(...)";
 
 const INFERENCE: OptionSpec[] = [
   opt(
@@ -52,29 +69,91 @@ function defaultsOf(specs: OptionSpec[]): OptionDefaults {
   return Object.fromEntries(specs.map((s) => [s.key, s.default]));
 }
 
+/** Commands that run an env: they take `--env.*` / `--openai.*` and Atropos config sections. */
+const ENV_COMMANDS = ["serve", "process", "evaluate", "start"];
+
+/** The env-side configuration of one command invocation. */
+interface EnvContext {
+  atropos: AtroposInput;
+  /** Loads `--env` values (names or paths) with the `env.*` config each one gets. */
+  loadEnvs(namesOrPaths: string[]): Promise<LoadedEnv[]>;
+  loadEnv(nameOrPath: string): Promise<LoadedEnv>;
+}
+
+interface LoadedEnv {
+  def: EnvDefinition;
+  config: Record<string, unknown>;
+}
+
+const warned = new Set<string>();
+function warn(message: string): void {
+  if (warned.has(message)) return;
+  warned.add(message);
+  console.error(`warning: ${message}`);
+}
+
 /** Adds `specs` + --config to `cmd`; the action gets fully resolved options. */
 function withOptions<S extends OptionSpec[]>(
   cmd: Command,
   specs: S,
-  action: (options: Resolved<OptionDefaults>, args: string[]) => Promise<number>,
+  action: (options: Resolved<OptionDefaults>, args: string[], env: EnvContext) => Promise<number>,
+  dotted: DottedFlags = { env: {}, openai: {} },
 ): Command {
   for (const s of specs) {
     const shown = s.default === undefined || s.default === false ? "" : ` (default: ${s.default})`;
     cmd.option(s.flags, `${s.description}${shown}`);
   }
   cmd.option("--config <file>", "YAML or JSON file with options (env: ATROPOS_EDGE_CONFIG)");
+  if (ENV_COMMANDS.includes(cmd.name())) {
+    cmd.addHelpText(
+      "after",
+      "\nAtropos-style settings: --env.<field> VALUE (env config), --openai.<field> VALUE (inference\nserver), and --config files with env:/openai: sections; see docs/CONFIG.md.",
+    );
+  }
   cmd.action(async (...received: unknown[]) => {
     const command = received[received.length - 1] as Command;
     const args = received.slice(0, -2).map(String);
     const flags = command.opts() as Record<string, unknown>;
     const configPath = (flags.config as string | undefined) ?? process.env.ATROPOS_EDGE_CONFIG;
+    const name = command.name();
+    const runsEnv = ENV_COMMANDS.includes(name);
+    const hasDotted = Object.keys(dotted.env).length + Object.keys(dotted.openai).length > 0;
+    if (hasDotted && !runsEnv) {
+      throw new Error(
+        `--env.* / --openai.* flags apply to ${ENV_COMMANDS.join(", ")}, not ${name}`,
+      );
+    }
+    const file = configPath
+      ? splitAtroposFile(loadConfigFile(configPath), configPath)
+      : { rest: {}, atropos: emptyAtroposInput() };
+    const atropos = runsEnv ? withDottedFlags(file.atropos, dotted) : emptyAtroposInput();
+    const scope: OptionScope = { command: name, optionKeys: specs.map((s) => s.key) };
+    const mapped = atroposOptions(atropos, scope, dotted);
     const resolved = resolveOptions(defaultsOf(specs), {
-      flags,
+      flags: { ...mapped.flags, ...flags },
       env: process.env,
-      file: configPath ? loadConfigFile(configPath) : {},
-      command: command.name(),
+      file: { ...file.rest, ...mapped.file },
+      command: name,
     });
-    process.exitCode = await action(resolved, args);
+    for (const w of atropos.warnings) warn(w);
+    const loadEnvs = async (namesOrPaths: string[]): Promise<LoadedEnv[]> => {
+      const defs: EnvDefinition[] = [];
+      for (const n of namesOrPaths) defs.push(await loadEnvDefinition(n, process.cwd()));
+      const warnings: string[] = [];
+      const configs = envConfigsFor(defs, atropos, scope, warnings);
+      for (const w of warnings) warn(w);
+      return defs.map((def, i) => ({ def, config: configs[i] ?? {} }));
+    };
+    const envContext: EnvContext = {
+      atropos,
+      loadEnvs,
+      loadEnv: async (nameOrPath) => {
+        const [loaded] = await loadEnvs([nameOrPath]);
+        if (!loaded) throw new Error(`cannot load env ${nameOrPath}`);
+        return loaded;
+      },
+    };
+    process.exitCode = await action(resolved, args, envContext);
   });
   return cmd;
 }
@@ -82,8 +161,9 @@ function withOptions<S extends OptionSpec[]>(
 const str = (v: unknown): string | undefined =>
   v === undefined || v === "" ? undefined : String(v);
 
-function inferenceFlags(o: Resolved<OptionDefaults>) {
+function inferenceFlags(o: Resolved<OptionDefaults>, env: EnvContext) {
   return {
+    servers: env.atropos.openai,
     inferenceUrl: str(o.inferenceUrl),
     serverType: String(o.serverType),
     model: String(o.model),
@@ -112,12 +192,15 @@ function runForeground(args: string[]): Promise<number> {
   return new Promise<number>((resolve) => child.on("exit", (code) => resolve(code ?? 0)));
 }
 
-export function buildProgram(): Command {
+/** `dotted`: the `--env.*` / `--openai.*` flags taken out of argv (extractDottedFlags). */
+export function buildProgram(dotted: DottedFlags = { env: {}, openai: {} }): Command {
   const program = new Command("atropos-edge")
     .description("atropos-edge: durable, exactly-once RL rollout API + environment runtime")
     .showHelpAfterError("(run with --help for every option)");
+  const options: typeof withOptions = (cmd, specs, action) =>
+    withOptions(cmd, specs, action, dotted);
 
-  withOptions(
+  options(
     program
       .command("start")
       .description(
@@ -126,7 +209,12 @@ export function buildProgram(): Command {
     [
       opt("--steps <n>", "steps", "trainer steps before stopping", 20),
       opt("--port <port>", "port", "port of the local API", 8787),
-      opt("--envs <list>", "envs", "comma-separated env names", "gsm8k_lite,letter_counting"),
+      opt(
+        "--envs <list>",
+        "envs",
+        "comma-separated env names or paths to env modules",
+        "gsm8k_lite,letter_counting",
+      ),
       opt("--batch-size <n>", "batchSize", "trainer batch size in sequences", 32),
       opt("--max-token-len <n>", "maxTokenLen", "trainer max token length", 2048),
       opt(
@@ -162,10 +250,23 @@ export function buildProgram(): Command {
       ),
       ...INFERENCE,
     ],
-    async (o) => {
+    async (o, _args, env) => {
       const { runStart } = await import("./start");
+      const entries = String(o.envs)
+        .split(",")
+        .map((s) => s.trim())
+        .filter(Boolean);
+      const paths = entries.filter(isEnvPath);
+      if (o.workers && paths.length > 0) {
+        throw new Error(
+          `start --workers runs built-in envs only for now (${paths[0]} is a file): leave out --workers to run it in Node`,
+        );
+      }
+      const loaded = await env.loadEnvs(entries);
       return runStart({
-        ...inferenceFlags(o),
+        ...inferenceFlags(o, env),
+        envDefinitions: loaded.map((l) => l.def),
+        envConfigs: loaded.map((l) => l.config),
         steps: Number(o.steps),
         port: Number(o.port),
         envs: String(o.envs),
@@ -181,7 +282,7 @@ export function buildProgram(): Command {
     },
   );
 
-  withOptions(
+  options(
     program.command("sim").description("run the inference simulator (a test double, not a model)"),
     [
       opt("--port <port>", "port", "listen port", 9001),
@@ -220,7 +321,7 @@ export function buildProgram(): Command {
     },
   );
 
-  withOptions(
+  options(
     program.command("dev").description("serve the API + dashboard locally (wraps scripts/dev.mjs)"),
     [
       opt("--port <port>", "port", "port", 8787),
@@ -258,12 +359,12 @@ export function buildProgram(): Command {
       ]);
     });
 
-  withOptions(
+  options(
     program
       .command("process")
       .description("offline rollouts of one env → JSONL + HTML report (no API)"),
     [
-      opt("--env <name>", "env", "env name (see `atropos-edge envs`)", undefined),
+      opt("--env <name|path>", "env", ENV_HELP, undefined),
       opt("--groups <n>", "groups", "number of groups to produce", 8),
       opt("--out <file>", "out", "output JSONL (an .html report is written next to it)", undefined),
       opt("--concurrency <n>", "concurrency", "items rolled out in parallel", 4),
@@ -271,14 +372,15 @@ export function buildProgram(): Command {
       opt("--force", "force", "overwrite --out and its .html report if they exist", false),
       ...INFERENCE,
     ],
-    async (o) => {
+    async (o, _args, envContext) => {
       const { runProcess } = await import("./process-command");
-      const env = need(o, "env", "--env");
+      const { def, config } = await envContext.loadEnv(need(o, "env", "--env"));
       return runProcess({
-        ...inferenceFlags(o),
-        env,
+        ...inferenceFlags(o, envContext),
+        env: def,
+        envConfig: config,
         groups: Number(o.groups),
-        out: str(o.out) ?? `data/${env}.jsonl`,
+        out: str(o.out) ?? `data/${def.name}.jsonl`,
         concurrency: Number(o.concurrency),
         groupSize: Number(o.groupSize) || undefined,
         force: Boolean(o.force),
@@ -286,26 +388,28 @@ export function buildProgram(): Command {
     },
   );
 
-  withOptions(
+  options(
     program
       .command("evaluate")
       .description("run an env's evaluation once → DIR/metrics.json + DIR/samples.jsonl"),
     [
-      opt("--env <name>", "env", "env name", undefined),
+      opt("--env <name|path>", "env", ENV_HELP, undefined),
       opt("--out <dir>", "out", "output directory", "eval-results"),
       ...INFERENCE,
     ],
-    async (o) => {
+    async (o, _args, envContext) => {
       const { runEvaluate } = await import("./evaluate-command");
+      const { def, config } = await envContext.loadEnv(need(o, "env", "--env"));
       return runEvaluate({
-        ...inferenceFlags(o),
-        env: need(o, "env", "--env"),
+        ...inferenceFlags(o, envContext),
+        env: def,
+        envConfig: config,
         out: String(o.out),
       });
     },
   );
 
-  withOptions(
+  options(
     program
       .command("export")
       .argument("<kind>", "sft or dpo")
@@ -385,12 +489,12 @@ export function buildProgram(): Command {
     },
   );
 
-  withOptions(
+  options(
     program
       .command("serve")
       .description("run one env from Node against a rollout API (Atropos `env.py serve`)"),
     [
-      opt("--env <name>", "env", "env name", undefined),
+      opt("--env <name|path>", "env", ENV_HELP, undefined),
       opt("--api <url>", "api", "rollout API URL", "http://127.0.0.1:8787"),
       opt("--run <name>", "run", "run name", "default"),
       opt("--token <t>", "token", "bearer token for the API", undefined),
@@ -398,11 +502,13 @@ export function buildProgram(): Command {
       opt("--max-num-workers <n>", "maxNumWorkers", "groups in flight (default: env config)", 0),
       ...INFERENCE,
     ],
-    async (o) => {
+    async (o, _args, envContext) => {
       const { runServe } = await import("./serve-command");
+      const { def, config } = await envContext.loadEnv(need(o, "env", "--env"));
       return runServe({
-        ...inferenceFlags(o),
-        env: need(o, "env", "--env"),
+        ...inferenceFlags(o, envContext),
+        env: def,
+        envConfig: config,
         api: String(o.api),
         run: String(o.run),
         token: str(o.token),
@@ -451,7 +557,8 @@ export function buildProgram(): Command {
 const isEntry = process.argv[1] && /[\\/]cli[\\/]main\.[cm]?[tj]s$/.test(process.argv[1]);
 if (isEntry || process.env.ATROPOS_EDGE_BIN === "1") {
   try {
-    await buildProgram().parseAsync(process.argv);
+    const { argv, dotted } = extractDottedFlags(process.argv);
+    await buildProgram(dotted).parseAsync(argv);
   } catch (err) {
     console.error(`error: ${err instanceof Error ? err.message : String(err)}`);
     process.exitCode = 1;

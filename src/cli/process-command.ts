@@ -4,12 +4,15 @@ import { dirname } from "node:path";
 import type { ScoredDataGroup } from "../core/group-types";
 import { groupToJsonl, processEnv } from "../env-workers/runtime/process";
 import { getTokenizer } from "../env-workers/tokenizers/index";
+import { type EnvRef, envDefinitionOf } from "./env-loader";
 import { renderGroupsReport } from "./html-report";
 import { createEnv, type InferenceFlags, openInference } from "./inference";
 import { ProgressBar } from "./progress-bar";
 
 export interface ProcessCommandOptions extends InferenceFlags {
-  env: string;
+  env: EnvRef;
+  /** `env.*` fields from the config file and `--env.*` flags. */
+  envConfig?: Record<string, unknown>;
   groups: number;
   out: string;
   concurrency: number;
@@ -34,18 +37,19 @@ export async function runProcess(
       `${existing.join(" and ")} exist${existing.length === 1 ? "s" : ""}; pass --force to overwrite or choose another --out`,
     );
   }
+  const definition = await envDefinitionOf(options.env);
   const inference = await openInference(options);
   try {
     const env = await createEnv(
-      options.env,
-      options.groupSize ? { group_size: options.groupSize } : {},
+      definition,
+      { ...options.envConfig, ...(options.groupSize ? { group_size: options.groupSize } : {}) },
       inference,
       options.tokenizer,
     );
     mkdirSync(dirname(options.out), { recursive: true });
     const file = createWriteStream(options.out);
     const groups: ScoredDataGroup[] = [];
-    const bar = new ProgressBar(`process ${options.env}`, options.groups);
+    const bar = new ProgressBar(`process ${env.name}`, options.groups);
     const progress = await processEnv(env, {
       groups: options.groups,
       concurrency: options.concurrency,
@@ -64,7 +68,7 @@ export async function runProcess(
     writeFileSync(
       report,
       renderGroupsReport(groups, {
-        title: `${options.env}: ${groups.length} groups`,
+        title: `${env.name}: ${groups.length} groups`,
         decodeToken: (id) => tokenizer.decode([id]),
       }),
     );

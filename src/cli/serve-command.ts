@@ -1,11 +1,18 @@
 /** `atropos-edge serve`: one env from Node against a (remote) rollout API — Atropos' `env.py serve`. */
+import { appendFileSync, existsSync, mkdirSync } from "node:fs";
+import { dirname, extname } from "node:path";
+import type { ScoredDataGroup } from "../core/group-types";
 import { RolloutApiClient } from "../env-workers/runtime/api-client";
 import { nodeGetWithBody } from "../env-workers/runtime/node-get-with-body";
+import { groupToJsonl } from "../env-workers/runtime/process";
 import { serveEnv } from "../env-workers/runtime/serve";
+import { type EnvRef, envDefinitionOf } from "./env-loader";
 import { createEnv, type InferenceFlags, openInference } from "./inference";
 
 export interface ServeCommandOptions extends InferenceFlags {
-  env: string;
+  env: EnvRef;
+  /** `env.*` fields from the config file and `--env.*` flags. */
+  envConfig?: Record<string, unknown>;
   api: string;
   run: string;
   token?: string;
@@ -13,24 +20,65 @@ export interface ServeCommandOptions extends InferenceFlags {
   maxNumWorkers?: number;
 }
 
+/** `path`, or the first free `stem_1.ext`, `stem_2.ext`… when it exists (never overwrite). */
+export function freshPath(path: string): string {
+  const ext = extname(path);
+  const stem = path.slice(0, path.length - ext.length);
+  let candidate = path;
+  for (let i = 1; existsSync(candidate); i++) candidate = `${stem}_${i}${ext}`;
+  return candidate;
+}
+
+/** Appends every group it submits (valid ones: serveEnv validates first) to a JSONL file. */
+class GroupSavingApiClient extends RolloutApiClient {
+  constructor(
+    options: ConstructorParameters<typeof RolloutApiClient>[0],
+    private readonly file: string,
+  ) {
+    super(options);
+    mkdirSync(dirname(file), { recursive: true });
+  }
+
+  override submitGroups(
+    groups: ScoredDataGroup | ScoredDataGroup[],
+    ...rest: Parameters<RolloutApiClient["submitGroups"]> extends [unknown, ...infer R] ? R : never
+  ) {
+    const list = Array.isArray(groups) ? groups : [groups];
+    appendFileSync(this.file, list.map(groupToJsonl).join(""));
+    return super.submitGroups(groups, ...rest);
+  }
+}
+
 export async function runServe(options: ServeCommandOptions, log = console.log): Promise<number> {
+  const definition = await envDefinitionOf(options.env);
   const inference = await openInference(options);
   const abort = new AbortController();
   const stop = () => abort.abort();
   process.once("SIGINT", stop);
   process.once("SIGTERM", stop);
   try {
-    const config: Record<string, unknown> = { rollout_server_url: options.api, run: options.run };
+    const config: Record<string, unknown> = {
+      ...options.envConfig,
+      rollout_server_url: options.api,
+      run: options.run,
+    };
     if (options.groupSize) config.group_size = options.groupSize;
     if (options.maxNumWorkers) config.max_num_workers = options.maxNumWorkers;
-    const env = await createEnv(options.env, config, inference, options.tokenizer);
-    const api = new RolloutApiClient({
-      url: options.api,
-      run: options.run,
+    const env = await createEnv(definition, config, inference, options.tokenizer);
+    const apiOptions = {
+      url: env.config.rollout_server_url,
+      run: env.config.run,
       token: options.token,
       getWithBody: nodeGetWithBody,
-    });
-    log(`serving ${options.env} → ${options.api} (run ${options.run}); ${inference.describe}`);
+    };
+    const savePath = env.config.data_path_to_save_groups;
+    const saveTo = savePath ? freshPath(savePath) : null;
+    const api = saveTo
+      ? new GroupSavingApiClient(apiOptions, saveTo)
+      : new RolloutApiClient(apiOptions);
+    log(
+      `serving ${env.name} → ${options.api} (run ${options.run}); ${inference.describe}${saveTo ? `; groups also to ${saveTo}` : ""}`,
+    );
     let submitted = 0;
     // The API is polled every second while no trainer is registered: say so once, then every 30 s.
     let waitingSince: number | null = null;

@@ -10,6 +10,7 @@ import { mkdirSync, mkdtempSync, rmSync } from "node:fs";
 import { join, resolve } from "node:path";
 import { demoTrainStep, ToyPolicyTrainer } from "../client/demo-trainer";
 import { type RunStats, TrainerClient } from "../client/trainer-client";
+import type { EnvDefinition } from "../env-workers/define-env";
 import type { FeederSummary } from "../env-workers/env-feeder";
 import { RolloutApiClient } from "../env-workers/runtime/api-client";
 import { nodeGetWithBody } from "../env-workers/runtime/node-get-with-body";
@@ -44,6 +45,10 @@ export interface StartOptions extends InferenceFlags {
   learningRate?: number;
   /** Write the per-step learning curve here (see docs/CLI.md). */
   summaryJson?: string;
+  /** The loaded `envs` (names or paths), in order; default: the built-ins named in `envs`. */
+  envDefinitions?: EnvDefinition[];
+  /** `env.*` config per env, in the same order. */
+  envConfigs?: Record<string, unknown>[];
 }
 
 interface EnvRun {
@@ -152,18 +157,23 @@ export async function runStart(
   options: StartOptions,
   out: NodeJS.WriteStream = process.stdout,
 ): Promise<number> {
-  const envNames = options.envs
-    .split(",")
-    .map((s) => s.trim())
-    .filter(Boolean);
+  const defs =
+    options.envDefinitions ??
+    options.envs
+      .split(",")
+      .map((s) => s.trim())
+      .filter(Boolean)
+      .map((name) => getEnvDefinition(name));
+  const envNames = defs.map((d) => d.name);
+  const envConfigOf = (name: string) => options.envConfigs?.[envNames.indexOf(name)] ?? {};
   if (envNames.length === 0) throw new Error("--envs needs at least one env name");
   if (options.steps < 1) throw new Error("--steps must be at least 1");
   const lr = options.learningRate ?? DEFAULT_LEARNING_RATE;
   if (!Number.isFinite(lr) || lr < 0)
     throw new Error("--learning-rate must be a number ≥ 0 (0 keeps the weights fixed)");
   // Checked before anything starts (the dev server takes ~10 s to come up).
-  for (const name of envNames) {
-    const groupSize = Number(getEnvDefinition(name).defaultConfig.group_size);
+  for (const [i, name] of envNames.entries()) {
+    const groupSize = Number(envConfigOf(name).group_size ?? defs[i]!.defaultConfig.group_size);
     if (groupSize > options.batchSize) {
       throw new Error(
         `${name}: group_size ${groupSize} > --batch-size ${options.batchSize}; raise --batch-size`,
@@ -264,7 +274,7 @@ export async function runStart(
           dev.url,
           trainer.run,
           name,
-          { max_token_length: options.maxTokenLen },
+          { ...envConfigOf(name), max_token_length: options.maxTokenLen },
           workerInference(options, inference),
         ),
       );
@@ -272,8 +282,13 @@ export async function runStart(
 
     for (const name of workersMode ? [] : envNames) {
       const env = await createEnv(
-        name,
-        { total_steps: -1, rollout_server_url: dev.url, max_token_length: options.maxTokenLen },
+        defs[envNames.indexOf(name)]!,
+        {
+          ...envConfigOf(name),
+          total_steps: -1,
+          rollout_server_url: dev.url,
+          max_token_length: options.maxTokenLen,
+        },
         inference,
         options.tokenizer,
         { onGroups: (scores) => learning.groups(name, scores) },

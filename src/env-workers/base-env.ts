@@ -119,6 +119,21 @@ export abstract class BaseEnv<
     return { metrics: await this.evaluate(), samples: [] };
   }
 
+  /** `fn` over `items`, at most config.max_eval_workers at a time, results in input order. */
+  protected async mapEval<T, R>(items: readonly T[], fn: (item: T) => Promise<R>): Promise<R[]> {
+    const results = new Array<R>(items.length);
+    let next = 0;
+    const worker = async () => {
+      while (next < items.length) {
+        const i = next++;
+        results[i] = await fn(items[i]!);
+      }
+    };
+    const workers = Math.max(1, Math.min(this.config.max_eval_workers, items.length));
+    await Promise.all(Array.from({ length: workers }, worker));
+    return results;
+  }
+
   /** JSON-serializable state that getNextItem() depends on. */
   saveCheckpoint(): JsonObject {
     return {};

@@ -1,12 +1,12 @@
 /**
- * `BaseEnvConfig`: the environment-side configuration, field for field as in Atropos
- * (`atroposlib/envs/base.py` BaseEnvConfig, snake_case so YAML/CLI files carry over), plus `run`.
+ * `BaseEnvConfig`: the environment-side configuration, with Atropos' field names (snake_case so
+ * YAML/CLI files carry over), plus `run`. Only fields something here reads; the CLI accepts
+ * Atropos' other fields with a warning (src/cli/atropos-fields.ts, docs/CONFIG.md).
  * Env-specific configs extend it with `BaseEnvConfigSchema.extend({...})`.
  */
 import { z } from "zod";
 
 export const EVAL_HANDLING = ["STOP_TRAIN", "LIMIT_TRAIN", "NONE"] as const;
-export const REASONING_EFFORTS = ["none", "minimal", "low", "medium", "high", "xhigh"] as const;
 
 export const BaseEnvConfigSchema = z
   .object({
@@ -14,7 +14,7 @@ export const BaseEnvConfigSchema = z
     group_size: z.number().int().positive().default(4),
     /** Max groups in flight at once; -1 → max_num_workers_per_node × number of inference servers. */
     max_num_workers: z.number().int().default(-1),
-    /** Concurrency an env's own evaluate() may use. */
+    /** Concurrency an env's own evaluate() may use (BaseEnv.mapEval). */
     max_eval_workers: z.number().int().positive().default(16),
     /** Workers per inference server when max_num_workers is -1. */
     max_num_workers_per_node: z.number().int().positive().default(8),
@@ -49,15 +49,8 @@ export const BaseEnvConfigSchema = z
     min_batch_allocation: z.number().min(0).max(1).nullable().default(null),
     /** Seconds before an in-flight group is abandoned (item dropped); -1 disables. */
     worker_timeout: z.number().default(600),
-    /** Ask the inference layer to inject reasoning settings into chat completions. */
-    thinking_mode: z.boolean().default(false),
-    /** Reasoning effort requested when thinking_mode is on. */
-    reasoning_effort: z.enum(REASONING_EFFORTS).nullable().default(null),
-    /** Cap on reasoning tokens (1024..32000) when thinking_mode is on. */
-    max_reasoning_tokens: z.number().int().min(1024).max(32000).nullable().default(null),
-    /** How many recent rollouts are kept for display/logging. */
-    num_rollouts_to_keep: z.number().int().min(0).default(32),
-    /** Node only: append every valid group to this JSONL (suffix _1, _2… if it exists). */
+    /** `serve` from Node: append every valid group to this JSONL (suffix _1, _2… if it exists);
+     * `process`: its output file. */
     data_path_to_save_groups: z.string().nullable().default(null),
     /** atropos-edge run name; "default" talks to the root paths, others to /runs/{run}. */
     run: z.string().min(1).default("default"),

@@ -160,25 +160,23 @@ export class Gsm8kLiteEnv extends BaseEnv<Gsm8kItem, Gsm8kLiteConfig> {
   }
 
   override async evaluateWithSamples(): Promise<EvalResult> {
-    const samples = await Promise.all(
-      this.test.map(async (item) => {
-        const res = await this.inference.chatCompletion({
-          messages: gsm8kMessages(item.question),
-          n: 1,
-          temperature: 0,
-          max_tokens: this.config.max_token_length,
-          split: "eval",
-        });
-        const response = res.choices[0]?.message.content ?? "";
-        return {
-          id: item.id,
-          question: item.question,
-          gold: item.gold,
-          response,
-          correct: this.accuracy.score(response, item.gold),
-        };
-      }),
-    );
+    const samples = await this.mapEval(this.test, async (item) => {
+      const res = await this.inference.chatCompletion({
+        messages: gsm8kMessages(item.question),
+        n: 1,
+        temperature: 0,
+        max_tokens: this.config.max_token_length,
+        split: "eval",
+      });
+      const response = res.choices[0]?.message.content ?? "";
+      return {
+        id: item.id,
+        question: item.question,
+        gold: item.gold,
+        response,
+        correct: this.accuracy.score(response, item.gold),
+      };
+    });
     const correct = samples.filter((s) => s.correct).length;
     return {
       metrics: { "eval/percent_correct": samples.length ? correct / samples.length : 0 },

@@ -115,6 +115,35 @@ describe("gsm8k_lite", () => {
   });
 });
 
+describe("max_eval_workers", () => {
+  it("bounds gsm8k_lite's concurrent eval requests and keeps samples in order", async () => {
+    let inFlight = 0;
+    let peak = 0;
+    class SlowInference extends FakeInference {
+      override async chatCompletion(params: Parameters<FakeInference["chatCompletion"]>[0]) {
+        inFlight++;
+        peak = Math.max(peak, inFlight);
+        await new Promise((r) => setTimeout(r, 5));
+        inFlight--;
+        return super.chatCompletion(params);
+      }
+    }
+    const env = create(
+      "gsm8k_lite",
+      { eval_size: 7, max_eval_workers: 2 },
+      new SlowInference(tokenizer, { correctProbability: 1 }),
+    );
+    await env.setup();
+    const result = await env.evaluateWithSamples();
+    expect(peak).toBe(2);
+    expect(result.samples).toHaveLength(7);
+    const unbounded = create("gsm8k_lite", { eval_size: 7 });
+    await unbounded.setup();
+    const expected = (await unbounded.evaluateWithSamples()).samples.map((s) => s.id);
+    expect(result.samples.map((s) => s.id)).toEqual(expected);
+  });
+});
+
 describe("letter_counting", () => {
   it("scores answers in tags and advances the curriculum through checkpointed feedback", async () => {
     expect(scoreLetterAnswer("<answer>3</answer>", 3)).toBe(1);

@@ -30,8 +30,8 @@ describe("BaseEnvConfig", () => {
       min_batch_allocation: null,
       ensure_scores_are_not_same: true,
     });
-    expect(() => parseEnvConfig(BaseEnvConfigSchema, { max_reasoning_tokens: 10 })).toThrow(
-      /max_reasoning_tokens/,
+    expect(() => parseEnvConfig(BaseEnvConfigSchema, { eval_limit_ratio: 2 })).toThrow(
+      /eval_limit_ratio/,
     );
     expect(() => parseEnvConfig(BaseEnvConfigSchema, { eval_handling: "SOMETIMES" })).toThrow(
       /eval_handling/,

@@ -5,6 +5,7 @@ import { afterAll, describe, expect, it } from "vitest";
 import { createEnv, openInference } from "../../../src/cli/inference";
 import { ToyPolicyTrainer } from "../../../src/client/demo-trainer";
 import type { ScoredDataGroup } from "../../../src/core/group-types";
+import { getEnvDefinition } from "../../../src/envs/index";
 import {
   applyGradient,
   LOGIT_BOUND,
@@ -106,7 +107,7 @@ async function learningCurve(seed: number, learningRate: number, steps: number) 
   dirs.push(dir);
   try {
     const env = await createEnv(
-      "gsm8k_lite",
+      getEnvDefinition("gsm8k_lite"),
       { group_size: 8, shuffle_seed: seed },
       inference,
       "qwen3",

@@ -1,0 +1,207 @@
+/**
+ * The real CLI (bin/atropos-edge.mjs) in a temp dir: a user env module given by path, Atropos
+ * config files and --env.* / --openai.* flags. `process` starts the simulator in-process.
+ */
+import { execFile } from "node:child_process";
+import { mkdtempSync, readFileSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join, resolve } from "node:path";
+import { describe, expect, it } from "vitest";
+
+const ROOT = resolve(import.meta.dirname, "../../..");
+const BIN = join(ROOT, "bin", "atropos-edge.mjs");
+const src = (path: string) => JSON.stringify(join(ROOT, "src", path));
+
+const TINY_ENV = `
+import { BaseEnv } from ${src("env-workers/base-env.ts")};
+import { BaseEnvConfigSchema } from ${src("env-workers/config.ts")};
+import { defineEnv } from ${src("sdk/env.ts")};
+
+class TinyEnv extends BaseEnv<number> {
+  static override envName = "tiny_env";
+  private next = 0;
+  private rollouts = 0;
+  override async getNextItem() {
+    return this.next++;
+  }
+  override async collectTrajectory(item: number): Promise<[any, number[]]> {
+    const prompt = "Say a word about " + item;
+    const res = await this.inference.chatCompletion({
+      messages: [{ role: "user", content: prompt }],
+      n: 1,
+      max_tokens: 16,
+    });
+    const promptTokens = this.tokenizer.encode(prompt);
+    const answer = this.tokenizer.encode(res.choices[0]?.message.content ?? "");
+    return [
+      {
+        tokens: [...promptTokens, ...answer],
+        masks: [...promptTokens.map(() => -100), ...answer],
+        scores: this.rollouts++ % 2 === 0 ? 1 : -1,
+      },
+      [],
+    ];
+  }
+}
+
+export default defineEnv(TinyEnv, BaseEnvConfigSchema, "a tiny test env");
+`;
+
+interface CliResult {
+  code: number;
+  stdout: string;
+  stderr: string;
+}
+
+function cli(args: string[], cwd: string, env: Record<string, string> = {}): Promise<CliResult> {
+  const clean = Object.fromEntries(
+    Object.entries(process.env).filter(([k]) => !k.startsWith("ATROPOS_EDGE_")),
+  );
+  return new Promise((done) => {
+    execFile(
+      process.execPath,
+      [BIN, ...args],
+      { cwd, env: { ...clean, ...env }, timeout: 60_000 },
+      (error, stdout, stderr) => {
+        const code = error ? Number((error as { code?: number }).code ?? 1) : 0;
+        done({ code, stdout, stderr });
+      },
+    );
+  });
+}
+
+function workdir(): string {
+  const dir = mkdtempSync(join(tmpdir(), "cli-env-config-"));
+  writeFileSync(join(dir, "tiny_env.ts"), TINY_ENV);
+  return dir;
+}
+
+const groupsIn = (file: string) =>
+  readFileSync(file, "utf8")
+    .trim()
+    .split("\n")
+    .map((l) => JSON.parse(l) as { tokens: number[][]; scores: number[] });
+
+describe("--env ./path.ts", () => {
+  it("process runs an env module from the current directory; --env.* sets its config", async () => {
+    const dir = workdir();
+    const r = await cli(
+      [
+        "process",
+        "--env",
+        "./tiny_env.ts",
+        "--groups",
+        "2",
+        "--out",
+        "out.jsonl",
+        "--env.group_size",
+        "3",
+      ],
+      dir,
+    );
+    expect(r.stderr).not.toMatch(/warning|error/);
+    expect(r.code).toBe(0);
+    expect(r.stdout).toContain("wrote 2/2 groups to out.jsonl");
+    const groups = groupsIn(join(dir, "out.jsonl"));
+    expect(groups).toHaveLength(2);
+    for (const g of groups) expect(g.tokens).toHaveLength(3);
+    expect(readFileSync(join(dir, "out.html"), "utf8")).toContain("tiny_env");
+  });
+
+  it("a bad module or default export is one error line naming the file, exit 1", async () => {
+    const dir = workdir();
+    writeFileSync(join(dir, "not_env.ts"), "export default 42;\n");
+    writeFileSync(join(dir, "broken.ts"), "export default {{;\n");
+    const notEnv = await cli(["process", "--env", "./not_env.ts"], dir);
+    expect(notEnv.code).toBe(1);
+    expect(notEnv.stderr).toBe(
+      "error: ./not_env.ts: default export must be an env made with defineEnv(...) (got number)\n",
+    );
+    const broken = await cli(["evaluate", "--env", "./broken.ts"], dir);
+    expect(broken.code).toBe(1);
+    expect(broken.stderr).toMatch(/^error: \.\/broken\.ts: cannot load the module: .+\n$/);
+    const missing = await cli(["serve", "--env", "./nope.ts"], dir);
+    expect(missing.code).toBe(1);
+    expect(missing.stderr).toMatch(/^error: \.\/nope\.ts: no such file \(looked at .+\)\n$/);
+  });
+});
+
+describe("Atropos config files and flags", () => {
+  const ATROPOS_YAML = [
+    "env:",
+    "  group_size: 3",
+    "  use_wandb: true",
+    "  wandb_name: tiny",
+    "  data_path_to_save_groups: from-file.jsonl",
+    "openai:",
+    "  - model_name: sim-policy",
+    "    server_type: vllm",
+    "    timeout: 30",
+    "    rolling_buffer_length: 100",
+    "  - base_url: http://127.0.0.1:1/v1",
+    "    model_name: other",
+    "slurm: false",
+    "process:",
+    "  groups: 2",
+    "",
+  ].join("\n");
+
+  it("accepts Atropos' layout: ignored fields warn once each, the others apply", async () => {
+    const dir = workdir();
+    writeFileSync(join(dir, "cfg.yaml"), ATROPOS_YAML);
+    const r = await cli(["process", "--env", "./tiny_env.ts", "--config", "cfg.yaml"], dir);
+    expect(r.code).toBe(0);
+    // stderr also carries the progress bar.
+    const warnings = r.stderr.split("\n").filter((l) => l.startsWith("warning:"));
+    expect(warnings).toEqual([
+      expect.stringMatching(
+        /^warning: cfg\.yaml: openai\.rolling_buffer_length is accepted and ignored \(.+\)$/,
+      ),
+      expect.stringMatching(/^warning: cfg\.yaml: slurm is accepted and ignored \(.+\)$/),
+      expect.stringMatching(/^warning: cfg\.yaml: env\.use_wandb is accepted and ignored \(.+\)$/),
+    ]);
+    // env.data_path_to_save_groups is process' --out; env.group_size reaches the env.
+    const groups = groupsIn(join(dir, "from-file.jsonl"));
+    expect(groups).toHaveLength(2);
+    for (const g of groups) expect(g.tokens).toHaveLength(3);
+  });
+
+  it("flag > env var > file", async () => {
+    const dir = workdir();
+    writeFileSync(join(dir, "cfg.yaml"), ATROPOS_YAML);
+    const r = await cli(
+      ["process", "--env", "./tiny_env.ts", "--config", "cfg.yaml", "--env.group_size=2"],
+      dir,
+      { ATROPOS_EDGE_OUT: "from-env-var.jsonl" },
+    );
+    expect(r.code).toBe(0);
+    const groups = groupsIn(join(dir, "from-env-var.jsonl"));
+    for (const g of groups) expect(g.tokens).toHaveLength(2);
+    const flagged = await cli(
+      [
+        "process",
+        "--env",
+        "./tiny_env.ts",
+        "--config",
+        "cfg.yaml",
+        "--env.data_path_to_save_groups",
+        "from-flag.jsonl",
+      ],
+      dir,
+      { ATROPOS_EDGE_OUT: "from-env-var-2.jsonl" },
+    );
+    expect(flagged.code).toBe(0);
+    expect(groupsIn(join(dir, "from-flag.jsonl"))).toHaveLength(2);
+  });
+
+  it("an unknown field is an error naming it and the file", async () => {
+    const dir = workdir();
+    writeFileSync(join(dir, "bad.yaml"), "env:\n  group_size: 2\n  gruop_size: 3\n");
+    const r = await cli(["process", "--env", "./tiny_env.ts", "--config", "bad.yaml"], dir);
+    expect(r.code).toBe(1);
+    expect(r.stderr).toMatch(/^error: bad\.yaml: unknown field env\.gruop_size \(.+\)\n$/);
+    const flag = await cli(["process", "--env", "gsm8k_lite", "--openai.base_uri", "x"], dir);
+    expect(flag.code).toBe(1);
+    expect(flag.stderr).toMatch(/^error: command line: unknown field openai\.base_uri/);
+  });
+});
