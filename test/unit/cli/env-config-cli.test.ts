@@ -13,9 +13,7 @@ const BIN = join(ROOT, "bin", "atropos-edge.mjs");
 const src = (path: string) => JSON.stringify(join(ROOT, "src", path));
 
 const TINY_ENV = `
-import { BaseEnv } from ${src("env-workers/base-env.ts")};
-import { BaseEnvConfigSchema } from ${src("env-workers/config.ts")};
-import { defineEnv } from ${src("sdk/env.ts")};
+import { BaseEnv, BaseEnvConfigSchema, defineEnv } from ${src("sdk/env.ts")};
 
 class TinyEnv extends BaseEnv<number> {
   static override envName = "tiny_env";
@@ -44,7 +42,12 @@ class TinyEnv extends BaseEnv<number> {
   }
 }
 
-export default defineEnv(TinyEnv, BaseEnvConfigSchema, "a tiny test env");
+export default defineEnv(TinyEnv, BaseEnvConfigSchema, "a tiny test env", {
+  simulate: (item: number) => ({
+    match: "Say a word about " + item,
+    candidates: [{ text: "apple" }, { text: "pear" }],
+  }),
+});
 `;
 
 interface CliResult {
