@@ -1,5 +1,5 @@
-import type { EnvFeeder } from "../env-workers/env-feeder";
 import type { RolloutItemMessage } from "../queues/messages";
+import type { EnvFeeder } from "../worker/env-feeder";
 import type { EnvSession } from "./env-session";
 import type { RunCoordinator } from "./run-coordinator";
 

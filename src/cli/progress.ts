@@ -4,7 +4,7 @@
  * with plain ANSI, wrapped (never cut) at the terminal width; otherwise one line per update.
  */
 import type { RunStats } from "../client/trainer-client";
-import type { FeederSummary } from "../env-workers/env-feeder";
+import type { FeederSummary } from "../worker/env-feeder";
 
 export interface TrainerProgress {
   step: number;

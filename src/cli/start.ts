@@ -8,14 +8,14 @@
  */
 import { mkdirSync, mkdtempSync, rmSync } from "node:fs";
 import { join, resolve } from "node:path";
-import { demoTrainStep, ToyPolicyTrainer } from "../client/demo-trainer";
 import { type RunStats, TrainerClient } from "../client/trainer-client";
 import type { EnvDefinition } from "../env-workers/define-env";
-import type { FeederSummary } from "../env-workers/env-feeder";
 import { RolloutApiClient } from "../env-workers/runtime/api-client";
 import { nodeGetWithBody } from "../env-workers/runtime/node-get-with-body";
 import { type ServeSummary, serveEnv } from "../env-workers/runtime/serve";
 import { getEnvDefinition } from "../envs/index";
+import type { FeederSummary } from "../worker/env-feeder";
+import { demoTrainStep, ToyPolicyTrainer } from "./demo-trainer";
 import { type DevProcess, PROJECT_ROOT, startDevProcess } from "./dev-process";
 import { createEnv, type InferenceFlags, type InferenceHandle, openInference } from "./inference";
 import { LearningRecorder, writeLearningSummary } from "./learning-summary";

@@ -10,7 +10,7 @@
  * no per-token distribution to report).
  *
  * Weights move only through `loadWeights` (the `/update_weights_from_disk` route); the trainer
- * computes the update itself (see src/client/demo-trainer.ts).
+ * computes the update itself (see src/cli/demo-trainer.ts).
  */
 import type { SimCandidate, SimulatedItem, SimulationSink } from "../env-workers/simulate";
 

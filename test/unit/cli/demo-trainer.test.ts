@@ -1,9 +1,5 @@
 import { describe, expect, it } from "vitest";
-import {
-  demoTrainStep,
-  groupShapeProblems,
-  grpoAdvantages,
-} from "../../../src/client/demo-trainer";
+import { demoTrainStep, groupShapeProblems, grpoAdvantages } from "../../../src/cli/demo-trainer";
 
 describe("demo trainer", () => {
   it("computes zero-mean unit-std GRPO advantages", () => {

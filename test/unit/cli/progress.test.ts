@@ -8,7 +8,7 @@ import {
   wrapLine,
 } from "../../../src/cli/progress";
 import type { RunStats } from "../../../src/client/trainer-client";
-import type { FeederSummary } from "../../../src/env-workers/env-feeder";
+import type { FeederSummary } from "../../../src/worker/env-feeder";
 
 const progress: TrainerProgress = {
   step: 17,

@@ -2,8 +2,8 @@ import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
+import { ToyPolicyTrainer } from "../../../src/cli/demo-trainer";
 import { createEnv, openInference } from "../../../src/cli/inference";
-import { ToyPolicyTrainer } from "../../../src/client/demo-trainer";
 import type { ScoredDataGroup } from "../../../src/core/group-types";
 import { getEnvDefinition } from "../../../src/envs/index";
 import {

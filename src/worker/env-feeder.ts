@@ -8,12 +8,16 @@
 import { DurableObject } from "cloudflare:workers";
 import type { Bindings } from "../api/bindings";
 import { statusForEnv } from "../api/storage/status";
+import type { BaseEnv, JsonObject, JsonValue } from "../env-workers/base-env";
+import { parseEnvConfig } from "../env-workers/config";
+import type { EnvCatalog } from "../env-workers/env-catalog";
+import {
+  crossedMultiple,
+  planWorkers,
+  resolveMaxNumWorkers,
+} from "../env-workers/runtime/scheduler";
+import { type EnvWorkerSpec, feederEnv, rolloutEnv } from "../env-workers/worker-env";
 import { MAX_MESSAGE_BYTES, messageBytes, type RolloutItemMessage } from "../queues/messages";
-import type { BaseEnv, JsonObject, JsonValue } from "./base-env";
-import { parseEnvConfig } from "./config";
-import type { EnvCatalog } from "./env-catalog";
-import { crossedMultiple, planWorkers, resolveMaxNumWorkers } from "./runtime/scheduler";
-import { type EnvWorkerSpec, feederEnv, rolloutEnv } from "./worker-env";
 
 /**
  * A feeder ticks every FEEDER_TICK_MS (default 500); its first tick after start() and the
