@@ -4,10 +4,21 @@
  * no orphans.
  */
 import { type ChildProcess, spawn } from "node:child_process";
+import { existsSync } from "node:fs";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
 
 export const PROJECT_ROOT = join(dirname(fileURLToPath(import.meta.url)), "..", "..");
+
+const WRANGLER_CONFIGS = ["wrangler.jsonc", "wrangler.json", "wrangler.toml"];
+
+/**
+ * The project whose Worker the CLI serves: the current directory when it has a wrangler config
+ * (a project made by `atropos-edge init`), else this package (its own Worker and example envs).
+ */
+export function projectRoot(cwd = process.cwd()): string {
+  return WRANGLER_CONFIGS.some((f) => existsSync(join(cwd, f))) ? cwd : PROJECT_ROOT;
+}
 
 export interface DevProcess {
   url: string;
@@ -38,7 +49,7 @@ export async function startDevProcess(options: {
 }): Promise<DevProcess> {
   const varArgs = Object.entries(options.vars ?? {}).flatMap(([k, v]) => ["--var", `${k}:${v}`]);
   if (options.inspectorPort) varArgs.push("--inspector-port", String(options.inspectorPort));
-  if (options.projectRoot) varArgs.push("--project", options.projectRoot);
+  varArgs.push("--project", options.projectRoot ?? projectRoot());
   const child = spawn(
     process.execPath,
     [

@@ -89,8 +89,12 @@ export function projectLockfile(options: {
     },
     "node_modules/atropos-edge": {
       ...atroposEdge,
+      license: ownRoot.license,
       dependencies: ownRoot.dependencies,
       peerDependencies: ownRoot.peerDependencies,
+      // npm links bins from the lockfile's entry, not from the installed package.json.
+      bin: ownRoot.bin,
+      engines: ownRoot.engines,
     },
   };
   for (const path of [...all].sort()) {

@@ -16,7 +16,7 @@ import { type ServeSummary, serveEnv } from "../env-workers/runtime/serve";
 import { getEnvDefinition } from "../envs/index";
 import type { FeederSummary } from "../worker/env-feeder";
 import { demoTrainStep, ToyPolicyTrainer } from "./demo-trainer";
-import { type DevProcess, PROJECT_ROOT, startDevProcess } from "./dev-process";
+import { type DevProcess, projectRoot, startDevProcess } from "./dev-process";
 import { createEnv, type InferenceFlags, type InferenceHandle, openInference } from "./inference";
 import { LearningRecorder, writeLearningSummary } from "./learning-summary";
 import {
@@ -185,8 +185,8 @@ export async function runStart(
   const stateDir = options.persistTo
     ? resolve(options.persistTo)
     : (() => {
-        mkdirSync(join(PROJECT_ROOT, ".wrangler"), { recursive: true });
-        return mkdtempSync(join(PROJECT_ROOT, ".wrangler", "start-"));
+        mkdirSync(join(projectRoot(), ".wrangler"), { recursive: true });
+        return mkdtempSync(join(projectRoot(), ".wrangler", "start-"));
       })();
 
   let stopRequested = false;

@@ -1,0 +1,256 @@
+/**
+ * The newcomer's path, timed: `npm pack` this package, `atropos-edge init` a project in a temp
+ * folder, install it from the npm cache only, add a brand-new env (not one of the examples), run
+ * the project's tests (Workers pool), train on it with `npm start`'s loop until 3 batches are
+ * leased and acked, and `wrangler deploy --dry-run`. Nothing is edited inside node_modules or
+ * this repository.
+ *
+ *   npm run bench:newcomer        prints each phase's time (docs/WRITING_ENVS.md quotes them)
+ *
+ * test/e2e/user-project.test.ts runs the same path and checks every phase's outcome.
+ */
+import { execFile } from "node:child_process";
+import { mkdirSync, mkdtempSync, readFileSync, writeFileSync } from "node:fs";
+import { createServer } from "node:net";
+import { tmpdir } from "node:os";
+import { join, resolve } from "node:path";
+
+const ROOT = resolve(import.meta.dirname, "..");
+
+/** The env a newcomer writes: is a word a palindrome? Only the public API. */
+export const PALINDROME_ENV = `import {
+  BaseEnv,
+  BaseEnvConfigSchema,
+  defineEnv,
+  type JsonObject,
+  mergeIntoGroup,
+  SeededRng,
+  sampleChat,
+  scoredItemFromNode,
+  z,
+} from "atropos-edge";
+
+const WORDS = ["level", "rotor", "banana", "kayak", "apple", "civic", "orange", "refer"];
+type Item = { word: string };
+type Config = z.output<typeof BaseEnvConfigSchema>;
+
+const question = (item: Item) => \`Is "\${item.word}" a palindrome? Answer yes or no.\`;
+const isPalindrome = (word: string) => [...word].reverse().join("") === word;
+
+export function scorePalindrome(item: Item, answer: string): number {
+  const said = answer.trim().toLowerCase().startsWith("yes");
+  return said === isPalindrome(item.word) ? 1 : 0;
+}
+
+class PalindromeEnv extends BaseEnv<Item, Config> {
+  static override envName = "palindrome";
+  private rng = new SeededRng(7);
+
+  override async getNextItem(): Promise<Item> {
+    return { word: this.rng.pick(WORDS) };
+  }
+
+  override async collectTrajectories(item: Item) {
+    const messages = [{ role: "user", content: question(item) }];
+    const choices = await sampleChat(this.inference, this.tokenizer, messages, {
+      n: this.config.group_size,
+      max_tokens: 8,
+    });
+    const rollouts = choices.map((c) =>
+      scoredItemFromNode(c.node, scorePalindrome(item, c.text), {
+        tokenizer: this.tokenizer,
+        messages: c.messages,
+      }),
+    );
+    return [mergeIntoGroup(rollouts), []] as const satisfies [unknown, Item[]];
+  }
+
+  override saveCheckpoint(): JsonObject {
+    return { rng: this.rng.state };
+  }
+
+  override loadCheckpoint(state: JsonObject): void {
+    if (typeof state.rng === "number") this.rng = new SeededRng(state.rng);
+  }
+}
+
+export default defineEnv(PalindromeEnv, BaseEnvConfigSchema, "Is a word a palindrome?", {
+  simulate: (item: Item) => ({
+    match: question(item),
+    candidates: [
+      { text: isPalindrome(item.word) ? "yes" : "no", label: "right" },
+      { text: isPalindrome(item.word) ? "no" : "yes", label: "wrong" },
+    ],
+  }),
+});
+`;
+
+const PALINDROME_TEST = `import { describe, expect, it } from "vitest";
+import palindrome, { scorePalindrome } from "../src/envs/palindrome";
+
+describe("palindrome env", () => {
+  it("scores yes/no against the word", () => {
+    expect(scorePalindrome({ word: "level" }, "Yes.")).toBe(1);
+    expect(scorePalindrome({ word: "level" }, "no")).toBe(0);
+    expect(scorePalindrome({ word: "apple" }, "no")).toBe(1);
+    expect(palindrome.name).toBe("palindrome");
+  });
+});
+`;
+
+export interface CommandResult {
+  code: number;
+  stdout: string;
+  stderr: string;
+}
+
+function run(cmd: string, args: string[], cwd: string, timeoutMs: number): Promise<CommandResult> {
+  return new Promise((done) => {
+    execFile(
+      cmd,
+      args,
+      {
+        cwd,
+        timeout: timeoutMs,
+        maxBuffer: 64 * 1024 * 1024,
+        env: { ...process.env, CI: "true", WRANGLER_SEND_METRICS: "false", FORCE_COLOR: "0" },
+      },
+      (error, stdout, stderr) => {
+        const code = error ? (typeof error.code === "number" ? error.code : 1) : 0;
+        done({ code, stdout: String(stdout), stderr: String(stderr) });
+      },
+    );
+  });
+}
+
+function freePort(): Promise<number> {
+  return new Promise((done, fail) => {
+    const server = createServer();
+    server.once("error", fail);
+    server.listen(0, "127.0.0.1", () => {
+      const address = server.address();
+      const port = typeof address === "object" && address ? address.port : 0;
+      server.close(() => done(port));
+    });
+  });
+}
+
+export interface NewcomerPhase {
+  name: string;
+  seconds: number;
+  result: CommandResult;
+}
+
+export interface NewcomerRun {
+  project: string;
+  phases: NewcomerPhase[];
+  /** `npm start`'s --summary-json (per-step accuracy, policy versions). */
+  summary: { envs: Record<string, { steps: unknown[] }>; policy_versions: { announced: number } };
+  bundle: string;
+}
+
+/** Walks the whole path; stops at the first phase that fails (its result says why). */
+export async function runNewcomerPath(
+  options: { workDir?: string; steps?: number; log?: (line: string) => void } = {},
+): Promise<NewcomerRun> {
+  const log = options.log ?? (() => {});
+  const work = options.workDir ?? mkdtempSync(join(tmpdir(), "atropos-edge-newcomer-"));
+  const project = join(work, "my-rl-project");
+  const phases: NewcomerPhase[] = [];
+  const phase = async (name: string, cmd: string, args: string[], cwd: string, limitS: number) => {
+    const t0 = performance.now();
+    const result = await run(cmd, args, cwd, limitS * 1000);
+    const seconds = (performance.now() - t0) / 1000;
+    phases.push({ name, seconds, result });
+    log(`${name.padEnd(8)} ${seconds.toFixed(1)} s (exit ${result.code})`);
+    if (result.code !== 0) {
+      throw new Error(`${name} failed (exit ${result.code}):\n${result.stdout}\n${result.stderr}`);
+    }
+    return result;
+  };
+
+  mkdirSync(join(work, "pack"), { recursive: true });
+  const packed = await phase(
+    "pack",
+    "npm",
+    ["pack", "--pack-destination", join(work, "pack")],
+    ROOT,
+    120,
+  );
+  const tarball = join(work, "pack", packed.stdout.trim().split("\n").at(-1)!.trim());
+  await phase(
+    "init",
+    process.execPath,
+    [join(ROOT, "bin", "atropos-edge.mjs"), "init", project, "--atropos-edge", `file:${tarball}`],
+    work,
+    60,
+  );
+  await phase("install", "npm", ["install", "--offline", "--no-audit", "--no-fund"], project, 300);
+
+  // The newcomer's own env, registered next to the example in the project's Worker.
+  writeFileSync(join(project, "src", "envs", "palindrome.ts"), PALINDROME_ENV);
+  writeFileSync(join(project, "test", "palindrome.test.ts"), PALINDROME_TEST);
+  const entry = join(project, "src", "index.ts");
+  writeFileSync(
+    entry,
+    readFileSync(entry, "utf8")
+      .replace(
+        'import addition from "./envs/addition";',
+        'import addition from "./envs/addition";\nimport palindrome from "./envs/palindrome";',
+      )
+      .replace("envs: [addition]", "envs: [addition, palindrome]"),
+  );
+
+  await phase("test", "npm", ["test"], project, 300);
+  const summaryPath = join(project, "summary.json");
+  await phase(
+    "start",
+    "npx",
+    [
+      "atropos-edge",
+      "start",
+      "--envs",
+      "./src/envs/palindrome.ts",
+      "--steps",
+      String(options.steps ?? 3),
+      "--batch-size",
+      "16",
+      "--port",
+      String(await freePort()),
+      "--summary-json",
+      summaryPath,
+      "--max-seconds",
+      "240",
+    ],
+    project,
+    300,
+  );
+  await phase(
+    "deploy",
+    "npx",
+    ["wrangler", "deploy", "--dry-run", "--outdir", "dist"],
+    project,
+    180,
+  );
+  return {
+    project,
+    phases,
+    summary: JSON.parse(readFileSync(summaryPath, "utf8")),
+    bundle: readFileSync(join(project, "dist", "index.js"), "utf8"),
+  };
+}
+
+if (import.meta.url === `file://${process.argv[1]}`) {
+  const t0 = performance.now();
+  const result = await runNewcomerPath({ log: (line) => console.log(line) });
+  const total = (performance.now() - t0) / 1000;
+  const toFirstBatch = result.phases
+    .filter((p) => p.name !== "pack" && p.name !== "deploy")
+    .reduce((sum, p) => sum + p.seconds, 0);
+  console.log(
+    `init → ${result.summary.policy_versions.announced} acked batches: ${toFirstBatch.toFixed(1)} s`,
+  );
+  console.log(
+    `whole path (pack … deploy dry-run): ${total.toFixed(1)} s; project: ${result.project}`,
+  );
+}

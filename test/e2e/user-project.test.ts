@@ -1,0 +1,24 @@
+/**
+ * atropos-edge as a package in someone else's project: pack, init, an offline install, a
+ * brand-new env, the project's own tests on the Workers pool, three leased and acked batches on
+ * the simulator, and a dry-run deploy (scripts/newcomer.ts, also `npm run bench:newcomer`).
+ */
+import { describe, expect, it } from "vitest";
+import { runNewcomerPath } from "../../scripts/newcomer";
+
+describe("a user project made by init", () => {
+  it("installs offline, runs its own env and tests, trains 3 steps and deploys dry-run", async () => {
+    const run = await runNewcomerPath({ steps: 3 });
+    const phase = (name: string) => run.phases.find((p) => p.name === name)!.result;
+
+    // The scaffold's tests and the newcomer's own test ran inside workerd.
+    expect(phase("test").stdout).toMatch(/Test Files\s+2 passed/);
+    // Three batches were leased, trained on and acked (one policy version each).
+    expect(run.summary.policy_versions.announced).toBeGreaterThanOrEqual(3);
+    expect(run.summary.envs.palindrome?.steps.length).toBeGreaterThanOrEqual(3);
+    expect(phase("start").stdout).not.toMatch(/exports no simulate/);
+    // The deploy bundle is the project's Worker with both of its envs registered.
+    expect(run.bundle).toContain('"palindrome"');
+    expect(run.bundle).toContain('"addition"');
+  }, 900_000);
+});
