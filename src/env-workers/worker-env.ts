@@ -4,7 +4,7 @@
  */
 import type { BaseEnv, JsonValue } from "./base-env";
 import type { EnvDefinition } from "./define-env";
-import type { APIServerConfig } from "./inference/config";
+import type { APIServerConfig } from "../core/server-config";
 import { ServerManager } from "./inference/server-manager";
 import type { Tokenizer } from "./inference/types";
 import { getTokenizer } from "./tokenizers";

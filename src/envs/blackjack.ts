@@ -15,10 +15,11 @@ import {
   type ScoredDataGroup,
   type ScoredDataItem,
   SeededRng,
+  type SimCandidate,
+  type SimulatedItem,
   scoredItemFromNode,
   z,
 } from "../sdk/env";
-import { blackjackSimulate } from "./blackjack-simulate";
 import { BlackjackGame, handTotal, shuffledDeck } from "./games/blackjack-game";
 
 export const BLACKJACK_INTRO = "Let's play blackjack.";
@@ -126,6 +127,33 @@ export class BlackjackEnv extends BaseEnv<BlackjackItem, BlackjackConfig> {
   override loadCheckpoint(state: JsonObject): void {
     if (typeof state.rng_state === "number") this.rng.state = state.rng_state;
   }
+}
+
+// What a simulated policy may play (see docs/WRITING_ENVS.md, simulate).
+const STATE = /\(total (\d+)\)\. Dealer shows: (\w+)\./g;
+
+export function basicStrategy(total: number, dealerCard: string): "hit" | "stand" {
+  const dealer =
+    dealerCard === "A" ? 11 : ["J", "Q", "K"].includes(dealerCard) ? 10 : Number(dealerCard);
+  if (total <= 11) return "hit";
+  if (total >= 17) return "stand";
+  return dealer >= 7 ? "hit" : "stand";
+}
+
+/** Basic strategy's move for the latest state in the conversation, then the other move. */
+export function blackjackCandidates(promptText: string): SimCandidate[] {
+  const last = [...promptText.matchAll(STATE)].at(-1);
+  const best = basicStrategy(Number(last?.[1] ?? 12), last?.[2] ?? "10");
+  const other = best === "hit" ? "stand" : "hit";
+  return [
+    { text: best, label: "basic_strategy" },
+    { text: other, label: "against_basic_strategy" },
+  ];
+}
+
+/** Every hand starts with the intro; the candidates depend only on the state in the prompt. */
+export function blackjackSimulate(_item: BlackjackItem): SimulatedItem {
+  return { match: BLACKJACK_INTRO, candidates: blackjackCandidates };
 }
 
 export default defineEnv(

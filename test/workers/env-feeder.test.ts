@@ -7,7 +7,7 @@ import { runDurableObjectAlarm, runInDurableObject } from "cloudflare:test";
 import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
 import type { Bindings } from "../../src/api/bindings";
-import { parseServerConfig } from "../../src/env-workers/inference/config";
+import { parseServerConfig } from "../../src/core/server-config";
 import type { EnvFeeder } from "../../src/worker/env-feeder";
 import { call, json, post, REGISTRATION, uniqueRun } from "./helpers";
 import { BigItemTestEnv, EvalTestEnv, evaluationControl } from "./test-envs";

@@ -17,7 +17,7 @@ import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
 import type { Bindings } from "../../src/api/bindings";
 import { submitGroupInProcess } from "../../src/api/ingest";
-import { parseServerConfig } from "../../src/env-workers/inference/config";
+import { parseServerConfig } from "../../src/core/server-config";
 import type { EnvWorkerSpec } from "../../src/env-workers/worker-env";
 import { DEAD_LETTER_QUEUE, handleQueueBatch, ROLLOUT_QUEUE } from "../../src/queues/consumer";
 import type { RolloutItemMessage } from "../../src/queues/messages";

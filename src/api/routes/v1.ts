@@ -10,7 +10,7 @@ import {
   leaseRequestSchema,
   policyRequestSchema,
 } from "../../core/schemas";
-import { APIServerConfigSchema } from "../../env-workers/inference/config";
+import { APIServerConfigSchema } from "../../core/server-config";
 import { numberVar } from "../bindings";
 import { parseJson, readBody } from "../body";
 import { type AppContext, type AppEnv, coordinator, runOf } from "../context";

@@ -9,7 +9,7 @@ import {
   type APIServerConfigInput,
   parseServerConfig,
   tokenizerNameOf,
-} from "./config";
+} from "../../core/server-config";
 import { TrackingManagedServer } from "./managed-server";
 import { type BackoffPolicy, backoffDelayMs, DEFAULT_BACKOFF, sleep, splitN } from "./retry";
 import type {

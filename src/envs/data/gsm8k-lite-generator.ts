@@ -3,7 +3,7 @@
  * integer answers). Deterministic: the same seed always yields the same problems.
  * Regenerate the bundled files with `npx tsx src/envs/data/write-gsm8k-lite.ts`.
  */
-import { SeededRng } from "../../core/rng";
+import { SeededRng } from "../../sdk/env";
 
 export interface MathProblem {
   id: string;

@@ -1,10 +1,9 @@
 /** Plays blackjack turns: basic strategy with probability correctProbability, else the opposite. */
 
-import { BLACKJACK_INTRO } from "../../envs/blackjack";
-import { blackjackCandidates } from "../../envs/blackjack-simulate";
+import { BLACKJACK_INTRO, blackjackCandidates } from "../../envs/blackjack";
 import type { Responder } from "./types";
 
-export { basicStrategy } from "../../envs/blackjack-simulate";
+export { basicStrategy } from "../../envs/blackjack";
 
 export const blackjackResponder: Responder = {
   name: "blackjack",

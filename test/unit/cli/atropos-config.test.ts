@@ -12,7 +12,7 @@ import {
 import { ATROPOS_FIELDS, withGeneratedTable } from "../../../src/cli/atropos-fields";
 import { resolveOptions } from "../../../src/cli/config";
 import { BaseEnvConfigSchema } from "../../../src/env-workers/config";
-import { APIServerConfigSchema } from "../../../src/env-workers/inference/config";
+import { APIServerConfigSchema } from "../../../src/core/server-config";
 import { getEnvDefinition } from "../../../src/envs/index";
 
 const ROOT = resolve(import.meta.dirname, "../../..");

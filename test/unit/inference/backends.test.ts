@@ -25,7 +25,7 @@ import {
 import {
   type APIServerConfigInput,
   parseServerConfig,
-} from "../../../src/env-workers/inference/config";
+} from "../../../src/core/server-config";
 import { getTokenizer } from "../../../src/env-workers/tokenizers/index";
 import { type Simulator, startSimulator } from "../../../src/sim/server";
 

@@ -1,4 +1,4 @@
-import type { APIServerConfig } from "../config";
+import type { APIServerConfig } from "../../../core/server-config";
 import type {
   ChatCompletionParams,
   ChatCompletionResult,
