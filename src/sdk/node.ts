@@ -4,6 +4,8 @@
  * and the inference simulator (a test double speaking the vLLM, SGLang and OpenAI wire formats).
  */
 export { ServerManager, type ServerManagerOptions } from "../env-workers/inference/server-manager";
+export { RolloutApiClient } from "../env-workers/runtime/api-client";
+export { nodeGetWithBody } from "../env-workers/runtime/node-get-with-body";
 export { groupToJsonl, type ProcessOptions, processEnv } from "../env-workers/runtime/process";
 export { type ServeOptions, type ServeSummary, serveEnv } from "../env-workers/runtime/serve";
 export { availableTokenizerNames, getTokenizer } from "../env-workers/tokenizers/index";
