@@ -1,8 +1,8 @@
 /**
- * The Hono application: middleware, Atropos paths at the root and under /runs/{run},
- * /v1 routes, the OpenAPI document and the dashboard's static assets.
+ * The Hono application: middleware, the API routes (src/api/routes: Atropos paths at the root and
+ * under /runs/{run}, /v1 routes, the generated OpenAPI document) and the dashboard's static assets.
  */
-import { Hono } from "hono";
+import { OpenAPIHono } from "@hono/zod-openapi";
 import type { AppEnv } from "./context";
 import { ApiError, errorBody } from "./errors";
 import { auth } from "./middleware/auth";
@@ -10,15 +10,12 @@ import { cors } from "./middleware/cors";
 import { drainUnreadBody } from "./middleware/drain-body";
 import { gzipResponse } from "./middleware/gzip-response";
 import { requestContext } from "./middleware/request-context";
-import { openApiDocument } from "./openapi";
-import { atroposRoutes } from "./routes/atropos";
-import { v1Routes } from "./routes/v1";
+import { registerRoutes } from "./routes";
 
 export function createApp() {
-  const app = new Hono<AppEnv>();
+  const app = new OpenAPIHono<AppEnv>();
   app.use("*", drainUnreadBody, requestContext, cors, gzipResponse, auth);
 
-  app.get("/openapi.json", (c) => c.json(openApiDocument()));
   app.get("/dashboard", (c) => c.redirect("/dashboard/", 302));
   app.get("/dashboard/*", async (c) => {
     if (!c.env.ASSETS) throw new ApiError("NOT_FOUND", "dashboard assets are not bound");
@@ -26,9 +23,7 @@ export function createApp() {
     return c.env.ASSETS.fetch(c.req.raw);
   });
 
-  app.route("/v1", v1Routes);
-  app.route("/runs/:run", atroposRoutes);
-  app.route("/", atroposRoutes);
+  registerRoutes(app);
 
   app.notFound((c) => {
     const error = new ApiError(

@@ -2,21 +2,9 @@
  * One error envelope for every failure: FastAPI's `detail` (what Atropos clients parse) plus a
  * machine-readable code, a human message that says what to fix, and the request id.
  */
-import type { ValidationDetail } from "../core/validation";
+import type { ErrorBody, ErrorCode, ValidationDetail } from "../core/api-schemas";
 
-export type ErrorCode =
-  | "BAD_REQUEST"
-  | "INVALID_GZIP"
-  | "VALIDATION_FAILED"
-  | "UNAUTHORIZED"
-  | "FORBIDDEN"
-  | "NOT_FOUND"
-  | "METHOD_NOT_ALLOWED"
-  | "CONFLICT"
-  | "PAYLOAD_TOO_LARGE"
-  | "UNSUPPORTED_MEDIA_TYPE"
-  | "UNAVAILABLE"
-  | "INTERNAL";
+export type { ErrorCode };
 
 const STATUS: Record<ErrorCode, number> = {
   BAD_REQUEST: 400,
@@ -45,7 +33,7 @@ export class ApiError extends Error {
   }
 }
 
-export function errorBody(error: ApiError, requestId: string): Record<string, unknown> {
+export function errorBody(error: ApiError, requestId: string): ErrorBody {
   return {
     detail: error.details ?? error.message,
     error: { code: error.code, message: error.message, request_id: requestId },

@@ -4,8 +4,18 @@
  * versions and stats. Network errors and 5xx are retried with exponential backoff + jitter; 4xx are
  * reported at once with the server's message.
  */
+
+import type { z } from "zod";
 import { abortableSleep } from "../core/abortable-sleep";
+import type {
+  GroupPage,
+  leaseResponseSchema,
+  ManifestEntry,
+  RunStats as Stats,
+} from "../core/api-schemas";
 import type { ScoredDataGroup } from "../core/group-types";
+
+export type { GroupPage };
 
 export interface TrainerClientOptions {
   url: string;
@@ -34,13 +44,7 @@ export interface TrainerRegistration {
 export type DeliveredGroup = ScoredDataGroup & Record<string, unknown>;
 
 /** What the API records about each leased group (same order as `groups`). */
-export interface LeasedGroupInfo {
-  group_id: number;
-  env_id: number | null;
-  /** The policy version the group was sampled under: staleness = current − this. */
-  policy_version: number;
-  num_seqs: number;
-}
+export type LeasedGroupInfo = ManifestEntry;
 
 export interface LeasedBatch {
   batchId: string;
@@ -194,15 +198,9 @@ export class TrainerClient {
     if (res.status === 204) {
       return { batch: null, reason: res.headers.get("x-atropos-edge-reason") ?? "no batch ready" };
     }
-    const parsed = this.parse<{
-      batch_id: string;
-      lease_id: string;
-      step: number;
-      lease_expires_at: number;
-      redelivered: boolean;
-      groups: LeasedGroupInfo[];
-      batch: DeliveredGroup[];
-    }>(res, "lease");
+    const parsed = this.parse<
+      Omit<z.infer<typeof leaseResponseSchema>, "batch"> & { batch: DeliveredGroup[] }
+    >(res, "lease");
     return {
       batch: {
         batchId: parsed.batch_id,
@@ -255,32 +253,16 @@ export class TrainerClient {
   }
 }
 
-export interface GroupPage {
-  groups: { id: number; env_id: number | null; env_name: string | null; score_mean: number }[];
-  next_cursor: number | null;
-}
-
-/** The parts of /stats the CLI reads (the API returns more). */
-export interface RunStats {
-  run: string;
-  step: number;
-  policy_version: number;
-  batch_size: number;
-  registered: boolean;
-  queue: {
-    groups: number;
-    sequences: number;
-    buffered_groups: number;
-    by_env: { env_id: number | null; name: string | null; groups: number; sequences: number }[];
-  };
-  rates: { delivered_batches_per_s: number; ingest_sequences_per_s: number };
-  envs: {
-    env_id: number;
-    name: string;
-    status: string;
-    groups_submitted: number;
-    mean_score: number | null;
-  }[];
-  policy_versions: { current: number; queued_min: number | null; queued_max: number | null };
-  blocked_reason: unknown;
-}
+/** The parts of /stats the CLI reads (the API returns more; src/core/api-schemas.ts). */
+export type RunStats = Pick<
+  Stats,
+  "run" | "step" | "policy_version" | "batch_size" | "registered" | "policy_versions"
+> & {
+  queue: Pick<Stats["queue"], "groups" | "sequences" | "buffered_groups" | "by_env">;
+  rates: Pick<Stats["rates"], "delivered_batches_per_s" | "ingest_sequences_per_s">;
+  envs: Pick<
+    Stats["envs"][number],
+    "env_id" | "name" | "status" | "groups_submitted" | "mean_score"
+  >[];
+  blocked_reason: Stats["blocked_reason"];
+};

@@ -23,9 +23,6 @@ export const laxFloat = z.preprocess((v) => {
   return v;
 }, z.number());
 
-/** JSON Schemas for the fast custom numeric types, used when generating OpenAPI. */
-export const customJsonSchemas = new Map<z.ZodType, Record<string, unknown>>();
-
 function numericArray(
   depth: 1 | 2 | 3,
   kind: NumericKind,
@@ -52,10 +49,10 @@ function numericArray(
       });
     }
   });
+  // The fast check is a custom type, so its JSON Schema (for the OpenAPI document) is metadata.
   let json: Record<string, unknown> = { type: kind === "int" ? "integer" : "number" };
   for (let i = 0; i < depth; i++) json = { type: "array", items: json };
-  customJsonSchemas.set(schema, { ...json, description });
-  return schema;
+  return schema.meta({ ...json, description });
 }
 
 const intMatrix = (d: string) => numericArray(2, "int", d) as z.ZodType<number[][]>;

@@ -3,13 +3,9 @@
  * their users already know how to read.
  */
 import type { z } from "zod";
+import type { ValidationDetail } from "./api-schemas";
 
-export interface ValidationDetail {
-  type: string;
-  loc: (string | number)[];
-  msg: string;
-  input?: unknown;
-}
+export type { ValidationDetail };
 
 function pydanticType(issue: z.core.$ZodIssue): { type: string; msg: string } {
   const params = (issue as { params?: { pydanticType?: string } }).params;

@@ -2,9 +2,10 @@
  * Builds env instances inside the Worker: inference client, tokenizer and env class from the
  * Worker's env catalog. Instances are cached per isolate so setup() (dataset loading) runs once.
  */
+
+import type { APIServerConfig } from "../core/server-config";
 import type { BaseEnv, JsonValue } from "./base-env";
 import type { EnvDefinition } from "./define-env";
-import type { APIServerConfig } from "../core/server-config";
 import { ServerManager } from "./inference/server-manager";
 import type { Tokenizer } from "./inference/types";
 import { getTokenizer } from "./tokenizers";

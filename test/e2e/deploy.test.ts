@@ -54,7 +54,13 @@ describe("scripts/deploy.mjs", () => {
     const bundle = readFileSync(join(outdir, "index.js"), "utf8");
     const exported = bundle.match(/export\s*\{([^}]*)\}\s*;?\s*(?:\/\/#[^\n]*\s*)?$/)?.[1] ?? "";
     // `local as Exported` (the entry destructures the factory's classes) or a plain name.
-    const names = exported.split(",").map((s) => s.trim().split(/\s+as\s+/).at(-1)!);
+    const names = exported.split(",").map(
+      (s) =>
+        s
+          .trim()
+          .split(/\s+as\s+/)
+          .at(-1)!,
+    );
     for (const cls of ["RunCoordinator", "EnvSession", "EnvFeeder"]) {
       expect(names).toContain(cls);
       // esbuild writes `var X = class extends DurableObject`; a failed match must not print 18 MB.

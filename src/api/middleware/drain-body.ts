@@ -5,7 +5,7 @@
 import type { MiddlewareHandler } from "hono";
 import { discardUnreadBody } from "../body";
 import type { AppEnv } from "../context";
-import { bodyLimits } from "../routes/atropos";
+import { bodyLimits } from "../request";
 
 /** Refused bodies up to this size are drained even when MAX_BODY_BYTES is smaller. */
 const DRAIN_MIN_BYTES = 16 * 1024 * 1024;

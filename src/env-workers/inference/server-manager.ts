@@ -1,15 +1,15 @@
-import { getTokenizer as defaultGetTokenizer } from "../tokenizers/index";
-import { AdaptiveSemaphore } from "./adaptive-semaphore";
-import type { FetchLike } from "./backends/http";
-import { createBackend, isRetryableError } from "./backends/index";
-import { mergeChoices } from "./backends/openai";
-import type { InferenceBackend, TokenGenerationRequest } from "./backends/types";
 import {
   type APIServerConfig,
   type APIServerConfigInput,
   parseServerConfig,
   tokenizerNameOf,
 } from "../../core/server-config";
+import { getTokenizer as defaultGetTokenizer } from "../tokenizers/index";
+import { AdaptiveSemaphore } from "./adaptive-semaphore";
+import type { FetchLike } from "./backends/http";
+import { createBackend, isRetryableError } from "./backends/index";
+import { mergeChoices } from "./backends/openai";
+import type { InferenceBackend, TokenGenerationRequest } from "./backends/types";
 import { TrackingManagedServer } from "./managed-server";
 import { type BackoffPolicy, backoffDelayMs, DEFAULT_BACKOFF, sleep, splitN } from "./retry";
 import type {

@@ -1,5 +1,6 @@
 import { readFileSync } from "node:fs";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { type APIServerConfigInput, parseServerConfig } from "../../../src/core/server-config";
 import {
   createBackend,
   InferenceHttpError,
@@ -22,10 +23,6 @@ import {
   parseVllmGenerateResponse,
   parseVllmOpenAIResponse,
 } from "../../../src/env-workers/inference/backends/vllm";
-import {
-  type APIServerConfigInput,
-  parseServerConfig,
-} from "../../../src/core/server-config";
 import { getTokenizer } from "../../../src/env-workers/tokenizers/index";
 import { type Simulator, startSimulator } from "../../../src/sim/server";
 

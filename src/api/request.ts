@@ -1,0 +1,67 @@
+/**
+ * Reading a request's body, path and query the way every route does, with the schemas the routes
+ * declare in /openapi.json, so what is documented is what is checked.
+ */
+import { z } from "zod";
+import { summarizeDetails, toValidationDetails } from "../core/validation";
+import { numberVar } from "./bindings";
+import { parseJson, readBody } from "./body";
+import type { AppContext } from "./context";
+import { ApiError } from "./errors";
+
+export function bodyLimits(c: AppContext) {
+  return {
+    maxBodyBytes: numberVar(c.env.MAX_BODY_BYTES, 64 * 1024 * 1024),
+    maxInflatedBytes: numberVar(c.env.MAX_INFLATED_BYTES, 64 * 1024 * 1024),
+  };
+}
+
+/** Reads (gzip too) and validates a JSON body; with `optional`, an empty body counts as `{}`. */
+export async function jsonBody<T extends z.ZodType>(
+  c: AppContext,
+  schema: T,
+  options: { optional?: boolean } = {},
+): Promise<z.infer<T>> {
+  const { bytes } = await readBody(c.req.raw, bodyLimits(c));
+  const json = options.optional && bytes.byteLength === 0 ? {} : parseJson(bytes);
+  const parsed = schema.safeParse(json);
+  if (!parsed.success) {
+    const details = toValidationDetails(parsed.error, json);
+    throw new ApiError("VALIDATION_FAILED", summarizeDetails(details), details);
+  }
+  return parsed.data;
+}
+
+/** A JSON response from text that is already JSON (stored or streamed payloads). */
+export function rawJson(body: string, status = 200): Response {
+  return new Response(body, { status, headers: { "content-type": "application/json" } });
+}
+
+/** An integer path parameter (group id, env id, step). */
+export const intPathParam = z
+  .string()
+  .regex(/^\d{1,15}$/)
+  .describe("A non-negative integer.");
+
+export function intParam(c: AppContext, name: string): number {
+  const value = c.req.param(name) ?? "";
+  if (!intPathParam.safeParse(value).success) {
+    throw new ApiError("BAD_REQUEST", `path parameter '${name}' must be a non-negative integer`);
+  }
+  return Number(value);
+}
+
+/** A numeric query parameter; absent or empty means "not given". */
+export const numberQuery = z
+  .string()
+  .optional()
+  .describe("A number; absent or empty means not given.");
+
+export function queryNumber(c: AppContext, name: string): number | undefined {
+  const value = c.req.query(name);
+  if (value === undefined || value === "") return undefined;
+  const n = Number(value);
+  if (!Number.isFinite(n))
+    throw new ApiError("BAD_REQUEST", `query parameter '${name}' must be a number`);
+  return n;
+}

@@ -1,0 +1,53 @@
+import { z } from "zod";
+import { deliveredGroupSchema } from "../../../core/api-schemas";
+import { coordinator, runOf } from "../../context";
+import { streamGroups } from "../../delivery";
+import { defineRoute, jsonContent } from "../define";
+
+export const batch = defineRoute(
+  {
+    method: "get",
+    path: "/batch",
+    "x-scope": "trainer",
+    summary: "Pull the next batch (Atropos)",
+    description:
+      "At-least-once: the next pull acknowledges this batch. `batch` is null when no batch can be formed (`X-Atropos-Edge-Reason` says why); before /register the answer is an error status with an empty batch, as in Atropos.",
+    responses: {
+      200: {
+        description: "A batch (headers `x-batch-id`, `x-batch-step`), null, or not registered.",
+        content: jsonContent(
+          z.union([
+            z.object({ batch: z.array(deliveredGroupSchema).nullable() }),
+            z.object({
+              status: z.literal("error"),
+              message: z.string(),
+              batch: z.array(z.unknown()).max(0),
+            }),
+          ]),
+        ),
+      },
+    },
+  },
+  async (c) => {
+    const run = runOf(c);
+    const outcome = await coordinator(c, run).compatBatch(run);
+    if (outcome.kind === "not_registered") {
+      return c.json({
+        status: "error",
+        message: "Trainer not registered. Call /register first.",
+        batch: [],
+      });
+    }
+    if (outcome.kind === "none") {
+      c.header("X-Atropos-Edge-Reason", outcome.reason.replace(/[^\x20-\x7e]/g, "?"));
+      return c.json({ batch: null });
+    }
+    return new Response(streamGroups(c.env, outcome.groups, '{"batch":[', "]}"), {
+      headers: {
+        "content-type": "application/json",
+        "x-batch-id": outcome.batchId,
+        "x-batch-step": String(outcome.step),
+      },
+    });
+  },
+);

@@ -1,0 +1,43 @@
+import { groupDetailSchema } from "../../../core/api-schemas";
+import { runOf } from "../../context";
+import { canonicalPayload } from "../../delivery";
+import { ApiError } from "../../errors";
+import { intParam, intPathParam } from "../../request";
+import { type GroupRefRow, groupRef } from "../../storage/payloads";
+import { defineRoute, errors, jsonContent, runParams } from "../define";
+import { GROUP_COLUMNS, GROUP_JOINS } from "./list-groups";
+
+export const getGroup = defineRoute(
+  {
+    method: "get",
+    path: "/runs/{run}/groups/{id}",
+    "x-scope": "read",
+    summary: "One group with its payload",
+    request: { params: runParams.extend({ id: intPathParam }) },
+    responses: {
+      200: {
+        description: "The group's row and its payload.",
+        content: jsonContent(groupDetailSchema),
+      },
+      ...errors({ 404: "No such group in the run." }),
+    },
+  },
+  async (c) => {
+    const run = runOf(c);
+    const id = intParam(c, "id");
+    const row = await c.env.DB.prepare(
+      `SELECT ${GROUP_COLUMNS}, g.payload_key, g.payload_encoding, g.payload_offset, g.payload_bytes ${GROUP_JOINS} WHERE g.run = ?1 AND g.id = ?2`,
+    )
+      .bind(run, id)
+      .first<Record<string, unknown> & GroupRefRow>();
+    if (!row) throw new ApiError("NOT_FOUND", `group ${id} does not exist in run '${run}'`);
+    const { payload_key, payload_encoding, payload_offset, payload_bytes, ...meta } = row;
+    const payload = await canonicalPayload(c.env, groupRef(row));
+    return new Response(
+      `{"group":${JSON.stringify(meta)},"payload":${payload},"token_texts":null}`,
+      {
+        headers: { "content-type": "application/json" },
+      },
+    );
+  },
+);

@@ -1,0 +1,46 @@
+/**
+ * atropos-edge's own API: exactly-once lease/ack delivery, policy versions, observability, env
+ * checkpoints and env workers. Everything is scoped to a run: /v1/runs/{run}/…
+ */
+import type { ApiRoute } from "../define";
+import { ackBatch } from "./ack-batch";
+import { envScores } from "./env-scores";
+import { getCheckpoint } from "./get-checkpoint";
+import { getEnvWorker } from "./get-env-worker";
+import { getGroup } from "./get-group";
+import { getPolicy } from "./get-policy";
+import { leaseBatch } from "./lease-batch";
+import { listBatches } from "./list-batches";
+import { listCheckpoints } from "./list-checkpoints";
+import { listEvals } from "./list-evals";
+import { listGroups } from "./list-groups";
+import { listRuns } from "./list-runs";
+import { reportEval } from "./report-eval";
+import { saveCheckpoint } from "./save-checkpoint";
+import { setPolicy } from "./set-policy";
+import { startEnvWorker } from "./start-env-worker";
+import { stats } from "./stats";
+import { stopEnvWorker } from "./stop-env-worker";
+import { timeseries } from "./timeseries";
+
+export const v1Routes: readonly ApiRoute[] = [
+  listRuns,
+  leaseBatch,
+  ackBatch,
+  setPolicy,
+  getPolicy,
+  stats,
+  timeseries,
+  listGroups,
+  getGroup,
+  listBatches,
+  envScores,
+  listEvals,
+  reportEval,
+  saveCheckpoint,
+  listCheckpoints,
+  getCheckpoint,
+  startEnvWorker,
+  getEnvWorker,
+  stopEnvWorker,
+];

@@ -1,0 +1,38 @@
+import { z } from "zod";
+import { evalReportSchema } from "../../../core/schemas";
+import { runOf } from "../../context";
+import { intParam, intPathParam, jsonBody } from "../../request";
+import { bodyErrors, defineRoute, jsonContent, jsonRequest, runParams } from "../define";
+
+export const reportEval = defineRoute(
+  {
+    method: "post",
+    path: "/runs/{run}/envs/{envId}/evals",
+    "x-scope": "env",
+    summary: "Report evaluation metrics for a step",
+    description: "A second report for the same step replaces the first.",
+    request: {
+      params: runParams.extend({ envId: intPathParam }),
+      body: jsonRequest(evalReportSchema),
+    },
+    responses: {
+      200: {
+        description: "Stored.",
+        content: jsonContent(z.object({ status: z.literal("stored"), step: z.number().int() })),
+      },
+      ...bodyErrors(),
+    },
+  },
+  async (c) => {
+    const run = runOf(c);
+    const envId = intParam(c, "envId");
+    const body = await jsonBody(c, evalReportSchema);
+    await c.env.DB.prepare(
+      `INSERT INTO evals (run, env_id, step, metrics, created_at) VALUES (?1, ?2, ?3, ?4, ?5)
+     ON CONFLICT (run, env_id, step) DO UPDATE SET metrics = excluded.metrics, created_at = excluded.created_at`,
+    )
+      .bind(run, envId, body.step, JSON.stringify(body.metrics), Date.now())
+      .run();
+    return c.json({ status: "stored", step: body.step });
+  },
+);

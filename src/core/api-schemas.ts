@@ -1,0 +1,288 @@
+/**
+ * Response shapes of the rollout API. The routes declare them (so /openapi.json documents them)
+ * and the trainer client takes its types from them, so the server and its clients share one
+ * definition of stats, group listings and batch manifests.
+ */
+import { z } from "zod";
+
+export const errorCodeSchema = z.enum([
+  "BAD_REQUEST",
+  "INVALID_GZIP",
+  "VALIDATION_FAILED",
+  "UNAUTHORIZED",
+  "FORBIDDEN",
+  "NOT_FOUND",
+  "METHOD_NOT_ALLOWED",
+  "CONFLICT",
+  "PAYLOAD_TOO_LARGE",
+  "UNSUPPORTED_MEDIA_TYPE",
+  "UNAVAILABLE",
+  "INTERNAL",
+]);
+export type ErrorCode = z.infer<typeof errorCodeSchema>;
+
+/** One FastAPI/pydantic-style 422 `detail` entry. */
+export const validationDetailSchema = z.object({
+  type: z.string(),
+  loc: z.array(z.union([z.string(), z.number()])),
+  msg: z.string(),
+  input: z.unknown().optional(),
+});
+export type ValidationDetail = z.infer<typeof validationDetailSchema>;
+
+export const errorBodySchema = z
+  .object({
+    detail: z
+      .union([z.string(), z.array(validationDetailSchema)])
+      .describe("FastAPI's `detail`: the message, or for a 422 the list of invalid fields."),
+    error: z.object({
+      code: errorCodeSchema,
+      message: z.string().describe("What went wrong and what to change."),
+      request_id: z.string(),
+    }),
+  })
+  .meta({ id: "Error" });
+export type ErrorBody = z.infer<typeof errorBodySchema>;
+
+/** Per group of a leased batch, in batch order: what staleness and bookkeeping need. */
+export const manifestEntrySchema = z.object({
+  group_id: z.number().int(),
+  env_id: z.number().int().nullable(),
+  policy_version: z.number().int().describe("The policy version the group was sampled under."),
+  num_seqs: z.number().int(),
+});
+export type ManifestEntry = z.infer<typeof manifestEntrySchema>;
+
+/** A delivered group: Atropos' ScoredData keys, env_id stamped by the API. */
+export const deliveredGroupSchema = z.record(z.string(), z.unknown()).meta({ id: "Group" });
+
+export const leaseResponseSchema = z.object({
+  batch_id: z.string(),
+  lease_id: z.string(),
+  step: z.number().int(),
+  lease_expires_at: z.number(),
+  redelivered: z.boolean(),
+  groups: z.array(manifestEntrySchema),
+  batch: z.array(deliveredGroupSchema),
+});
+
+export const ackResponseSchema = z.object({
+  batch_id: z.string(),
+  status: z.literal("acked"),
+  already_acked: z.boolean(),
+  step: z.number().int(),
+});
+
+export const policyResponseSchema = z.object({ policy_version: z.number().int() });
+
+export const runSummarySchema = z.object({
+  name: z.string(),
+  step: z.number().int(),
+  policy_version: z.number().int(),
+  batch_size: z.number().int(),
+  registered: z.boolean(),
+  created_at: z.number(),
+});
+
+/** A row of the group browser (GET /v1/runs/{run}/groups). */
+export const groupRowSchema = z.object({
+  id: z.number().int(),
+  env_id: z.number().int().nullable(),
+  env_name: z.string().nullable(),
+  status: z.enum(["buffered", "queued", "leased", "delivered"]),
+  num_seqs: z.number().int(),
+  total_tokens: z.number().int(),
+  completion_tokens: z.number().int(),
+  score_mean: z.number(),
+  score_min: z.number(),
+  score_max: z.number(),
+  policy_version: z.number().int(),
+  created_at: z.number(),
+  batch_id: z.string().nullable(),
+  step: z.number().int().nullable(),
+});
+export type GroupRow = z.infer<typeof groupRowSchema>;
+
+export const groupPageSchema = z.object({
+  groups: z.array(groupRowSchema),
+  next_cursor: z.number().int().nullable(),
+});
+export type GroupPage = z.infer<typeof groupPageSchema>;
+
+export const groupDetailSchema = z.object({
+  group: groupRowSchema,
+  payload: deliveredGroupSchema,
+  token_texts: z.null(),
+});
+
+export const batchRowSchema = z.object({
+  batch_id: z.string(),
+  step: z.number().int(),
+  status: z.string(),
+  num_groups: z.number().int(),
+  num_seqs: z.number().int(),
+  created_at: z.number(),
+  lease_expires_at: z.number().nullable(),
+  acked_at: z.number().nullable(),
+  max_staleness: z.number().int().nullable(),
+  policy_version_at_formation: z.number().int().nullable(),
+  groups: z.array(
+    z.object({
+      id: z.number().int(),
+      env_id: z.number().int().nullable(),
+      policy_version: z.number().int().nullable(),
+      num_seqs: z.number().int().nullable(),
+    }),
+  ),
+});
+
+export const batchPageSchema = z.object({
+  batches: z.array(batchRowSchema),
+  next_cursor: z.number().int().nullable(),
+});
+
+const statsEnvSchema = z.object({
+  env_id: z.number().int(),
+  name: z.string(),
+  desired_name: z.string(),
+  group_size: z.number().int(),
+  weight: z.number(),
+  min_batch_allocation: z.number().nullable(),
+  max_token_length: z.number().int(),
+  connected: z.boolean(),
+  status: z.string(),
+  heartbeat_age_s: z.number(),
+  groups_submitted: z.number().int(),
+  sequences_submitted: z.number().int(),
+  mean_score: z.number().nullable(),
+  mean_completion_tokens: z.number().nullable(),
+  items_in_flight: z.number().int().nullable(),
+  items_succeeded: z.number().int().nullable(),
+  items_failed: z.number().int().nullable(),
+  worker_status: z.string().nullable().describe("Set for envs run by an env worker."),
+});
+
+export const runStatsSchema = z.object({
+  run: z.string(),
+  now: z.number(),
+  step: z.number().int(),
+  policy_version: z.number().int(),
+  batch_size: z.number().int(),
+  max_token_len: z.number().int(),
+  registered: z.boolean(),
+  queue: z.object({
+    groups: z.number().int(),
+    sequences: z.number().int(),
+    buffered_groups: z.number().int(),
+    buffered_sequences: z.number().int(),
+    oldest_queued_at: z.number().nullable(),
+    oldest_queued_age_s: z.number().nullable(),
+    by_env: z.array(
+      z.object({
+        env_id: z.number().int().nullable(),
+        name: z.string().nullable(),
+        groups: z.number().int(),
+        sequences: z.number().int(),
+      }),
+    ),
+  }),
+  leases: z.object({ outstanding: z.number().int(), expired: z.number().int() }),
+  rates: z.object({
+    window_s: z.number(),
+    ingest_groups_per_s: z.number(),
+    ingest_sequences_per_s: z.number(),
+    delivered_batches_per_s: z.number(),
+    delivered_sequences_per_s: z.number(),
+  }),
+  batch_formation: z.object({
+    samples: z.number().int(),
+    last_ms: z.number().nullable(),
+    p50_ms: z.number().nullable(),
+    p99_ms: z.number().nullable(),
+  }),
+  envs: z.array(statsEnvSchema),
+  dead_letters: z.object({
+    count: z.number().int(),
+    recent: z.array(
+      z.object({
+        id: z.number().int(),
+        env_id: z.number().int().nullable(),
+        error: z.string(),
+        created_at: z.number(),
+      }),
+    ),
+  }),
+  blocked_reason: z.string().nullable().describe("Why no batch can be formed now, if none can."),
+  policy_versions: z.object({
+    current: z.number().int(),
+    queued_min: z.number().int().nullable(),
+    queued_max: z.number().int().nullable(),
+  }),
+});
+export type RunStats = z.infer<typeof runStatsSchema>;
+
+export const timeseriesSchema = z.object({
+  bucket_s: z.number().int(),
+  points: z.array(
+    z.object({
+      t: z.number(),
+      ingest_groups: z.number().int(),
+      ingest_sequences: z.number().int(),
+      delivered_batches: z.number().int(),
+      delivered_sequences: z.number().int(),
+      mean_score: z.number().nullable(),
+    }),
+  ),
+});
+
+export const scoreHistogramSchema = z.object({
+  bins: z.array(z.object({ lo: z.number(), hi: z.number(), count: z.number().int() })),
+  samples: z.number().int(),
+});
+
+export const evalListSchema = z.object({
+  evals: z.array(
+    z.object({
+      step: z.number().int(),
+      metrics: z.record(z.string(), z.number()),
+      created_at: z.number(),
+    }),
+  ),
+});
+
+export const checkpointSchema = z.object({
+  step: z.number().int(),
+  state: z.record(z.string(), z.unknown()),
+  saved_at: z.number(),
+});
+
+/** An env worker as its feeder describes it. */
+export const envWorkerSchema = z
+  .object({
+    run: z.string(),
+    name: z.string(),
+    env: z.string(),
+    env_id: z.number().int().nullable(),
+    status: z.string(),
+  })
+  .catchall(z.unknown());
+
+export const statusEnvSchema = z.object({
+  current_step: z.number().int(),
+  queue_size: z.number().int(),
+  unallocated_fraction: z.number(),
+  self_queue_size: z.number().int(),
+  max_group_size: z.number().int(),
+  env_weight: z.number(),
+});
+
+export const registerEnvResponseSchema = z.object({
+  status: z.string(),
+  env_id: z.number().int().optional(),
+  wandb_name: z.string().optional(),
+  checkpoint_dir: z.string().optional(),
+  starting_step: z.number().int().optional(),
+  checkpoint_interval: z.number().int().optional(),
+  num_steps: z.number().int().optional(),
+  resumed: z.boolean().optional(),
+});
