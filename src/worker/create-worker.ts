@@ -9,9 +9,9 @@ import { EnvSession } from "../api/env-session";
 import { RunCoordinator } from "../api/run-coordinator";
 import type { EnvDefinition } from "../env-workers/define-env";
 import { EnvCatalog } from "../env-workers/env-catalog";
-import { handleQueueBatch } from "../queues/consumer";
 import type { RolloutItemMessage } from "../queues/messages";
 import { EnvFeeder } from "./env-feeder";
+import { handleQueueBatch } from "./queue-handler";
 
 export interface WorkerOptions {
   /** Envs that env workers on this Worker can run (`POST /v1/runs/{run}/env-workers`). */

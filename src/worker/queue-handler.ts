@@ -14,7 +14,7 @@ import { parseEnvConfig } from "../env-workers/config";
 import type { EnvCatalog } from "../env-workers/env-catalog";
 import { validateGroupForSend } from "../env-workers/send-validation";
 import { rolloutEnv } from "../env-workers/worker-env";
-import type { RolloutItemMessage } from "./messages";
+import type { RolloutItemMessage } from "../queues/messages";
 
 export const ROLLOUT_QUEUE = "rollout-items";
 export const DEAD_LETTER_QUEUE = "rollout-items-dlq";
