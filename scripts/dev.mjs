@@ -5,6 +5,7 @@
  *                [--project DIR]          (a user project made by `atropos-edge init`; default: the
  *                                          current directory when it has a wrangler config, else
  *                                          this package)
+ *                [--entry FILE]           (serve this Worker entry instead of the config's `main`)
  * `npm run dev -- --watch [same options] [-- other wrangler dev flags]`
  *
  * Applies the D1 migrations to the local state, then serves the Worker (API, queues, DOs,
@@ -18,7 +19,7 @@
  * while editing; both share the same state directory layout.
  */
 import { spawn, spawnSync } from "node:child_process";
-import { existsSync, rmSync } from "node:fs";
+import { existsSync, readdirSync, rmSync } from "node:fs";
 import { createRequire } from "node:module";
 import { createServer } from "node:net";
 import { dirname, join, resolve } from "node:path";
@@ -47,6 +48,7 @@ const port = Number(option("port", process.env.PORT ?? "8787"));
 const persistTo = resolve(option("persist-to", join(root, ".wrangler", "state")));
 const ip = option("ip", "127.0.0.1");
 const watch = flag("watch");
+const entry = option("entry");
 const inspectorPort = option("inspector-port");
 const vars = { DEPLOYMENT: "local" };
 for (let v = option("var"); v !== undefined; v = option("var")) {
@@ -123,7 +125,13 @@ async function serveWithMiniflare() {
   const bundleDir = join(persistTo, "bundle");
   rmSync(bundleDir, { recursive: true, force: true });
   process.stdout.write("dev: bundling the Worker (as wrangler deploy does)…\n");
-  run(["deploy", "--dry-run", "--outdir", bundleDir], "Bundling the Worker");
+  run(
+    ["deploy", ...(entry ? [resolve(entry)] : []), "--dry-run", "--outdir", bundleDir],
+    "Bundling the Worker",
+  );
+  // wrangler names the bundle after the entry file.
+  const script = readdirSync(bundleDir).find((f) => f.endsWith(".js"));
+  if (!script) fail(`wrangler wrote no bundle into ${bundleDir}`);
 
   const config = unstable_readConfig({ config: configPath });
   const { workerOptions } = unstable_getMiniflareWorkerOptions(config);
@@ -141,7 +149,7 @@ async function serveWithMiniflare() {
         // The name keys Durable Object storage: the same as wrangler dev's, so state is shared.
         name: config.name,
         modules: true,
-        scriptPath: join(bundleDir, "index.js"),
+        scriptPath: join(bundleDir, script),
         modulesRoot: bundleDir,
         bindings: { ...workerOptions.bindings, ...vars },
         // Clients talk to the Worker itself. Miniflare's entry worker imitates Cloudflare's edge
@@ -223,6 +231,7 @@ async function serveWithWranglerDev() {
     [
       wrangler,
       "dev",
+      ...(entry ? [resolve(entry)] : []),
       "--ip",
       ip,
       "--port",

@@ -2,7 +2,8 @@
  * The newcomer's path, timed: `npm pack` this package, `atropos-edge init` a project in a temp
  * folder, install it from the npm cache only, add a brand-new env (not one of the examples), run
  * the project's tests (Workers pool), train on it with `npm start`'s loop until 3 batches are
- * leased and acked, and `wrangler deploy --dry-run`. Nothing is edited inside node_modules or
+ * leased and acked, run it once more on the Worker's queue path (`start --workers`), and
+ * `wrangler deploy --dry-run`. Nothing is edited inside node_modules or
  * this repository.
  *
  *   npm run bench:newcomer        prints each phase's time (docs/WRITING_ENVS.md quotes them)
@@ -225,6 +226,29 @@ export async function runNewcomerPath(
     project,
     300,
   );
+  // The same env on the Worker's queue path: EnvFeeder DO, queue consumers, the Worker bundled
+  // with an entry that registers it.
+  await phase(
+    "workers",
+    "npx",
+    [
+      "atropos-edge",
+      "start",
+      "--workers",
+      "--envs",
+      "./src/envs/palindrome.ts",
+      "--steps",
+      "2",
+      "--batch-size",
+      "8",
+      "--port",
+      String(await freePort()),
+      "--max-seconds",
+      "240",
+    ],
+    project,
+    300,
+  );
   await phase(
     "deploy",
     "npx",
@@ -245,7 +269,7 @@ if (import.meta.url === `file://${process.argv[1]}`) {
   const result = await runNewcomerPath({ log: (line) => console.log(line) });
   const total = (performance.now() - t0) / 1000;
   const toFirstBatch = result.phases
-    .filter((p) => p.name !== "pack" && p.name !== "deploy")
+    .filter((p) => ["init", "install", "test", "start"].includes(p.name))
     .reduce((sum, p) => sum + p.seconds, 0);
   console.log(
     `init → ${result.summary.policy_versions.announced} acked batches: ${toFirstBatch.toFixed(1)} s`,

@@ -46,10 +46,13 @@ export async function startDevProcess(options: {
   inspectorPort?: number;
   /** The project whose wrangler config and Worker entry are served (default: see dev.mjs). */
   projectRoot?: string;
+  /** A Worker entry to serve instead of the config's `main` (its bindings stay the config's). */
+  entry?: string;
 }): Promise<DevProcess> {
   const varArgs = Object.entries(options.vars ?? {}).flatMap(([k, v]) => ["--var", `${k}:${v}`]);
   if (options.inspectorPort) varArgs.push("--inspector-port", String(options.inspectorPort));
   varArgs.push("--project", options.projectRoot ?? projectRoot());
+  if (options.entry) varArgs.push("--entry", options.entry);
   const child = spawn(
     process.execPath,
     [

@@ -5,7 +5,7 @@
  * Atropos' `--env.<field>` / `--openai.<field>` flags (docs/CONFIG.md).
  */
 import { spawn } from "node:child_process";
-import { join } from "node:path";
+import { join, resolve } from "node:path";
 import { Command } from "commander";
 import type { EnvDefinition } from "../env-workers/define-env";
 import {
@@ -256,16 +256,11 @@ export function buildProgram(dotted: DottedFlags = { env: {}, openai: {} }): Com
         .split(",")
         .map((s) => s.trim())
         .filter(Boolean);
-      const paths = entries.filter(isEnvPath);
-      if (o.workers && paths.length > 0) {
-        throw new Error(
-          `start --workers runs built-in envs only for now (${paths[0]} is a file): leave out --workers to run it in Node`,
-        );
-      }
       const loaded = await env.loadEnvs(entries);
       return runStart({
         ...inferenceFlags(o, env),
         envDefinitions: loaded.map((l) => l.def),
+        envModules: entries.map((e) => (isEnvPath(e) ? resolve(e) : null)),
         envConfigs: loaded.map((l) => l.config),
         steps: Number(o.steps),
         port: Number(o.port),

@@ -6,7 +6,7 @@
  * demo trainer lease → check shapes / compute GRPO advantages → bump the policy version → ack,
  * until --steps or Ctrl-C.
  */
-import { mkdirSync, mkdtempSync, rmSync } from "node:fs";
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { join, resolve } from "node:path";
 import { type RunStats, TrainerClient } from "../client/trainer-client";
 import type { EnvDefinition } from "../env-workers/define-env";
@@ -16,7 +16,7 @@ import { type ServeSummary, serveEnv } from "../env-workers/runtime/serve";
 import { getEnvDefinition } from "../envs/index";
 import type { FeederSummary } from "../worker/env-feeder";
 import { demoTrainStep, ToyPolicyTrainer } from "./demo-trainer";
-import { type DevProcess, projectRoot, startDevProcess } from "./dev-process";
+import { type DevProcess, PROJECT_ROOT, projectRoot, startDevProcess } from "./dev-process";
 import { createEnv, type InferenceFlags, type InferenceHandle, openInference } from "./inference";
 import { LearningRecorder, writeLearningSummary } from "./learning-summary";
 import {
@@ -47,6 +47,8 @@ export interface StartOptions extends InferenceFlags {
   summaryJson?: string;
   /** The loaded `envs` (names or paths), in order; default: the built-ins named in `envs`. */
   envDefinitions?: EnvDefinition[];
+  /** Where each env came from, in the same order: a module path, or null for a built-in. */
+  envModules?: (string | null)[];
   /** `env.*` config per env, in the same order. */
   envConfigs?: Record<string, unknown>[];
 }
@@ -98,6 +100,36 @@ async function readJson<T>(res: Response, what: string): Promise<T> {
   const text = await res.text();
   if (!res.ok) throw new Error(`${what}: HTTP ${res.status} ${text.slice(0, 500)}`);
   return JSON.parse(text) as T;
+}
+
+/**
+ * A Worker entry registering exactly the envs of this run, for `--workers` with envs given by
+ * path: the project's own entry may not know them. Bindings stay the project's wrangler config.
+ */
+function writeWorkerEntry(
+  stateDir: string,
+  envNames: string[],
+  modules: (string | null)[],
+): string {
+  const file = join(stateDir, "worker-entry.ts");
+  const imports = modules.map((m, i) =>
+    m === null ? "" : `import env${i} from ${JSON.stringify(resolve(m))};\n`,
+  );
+  const envs = modules.map((m, i) =>
+    m === null ? `builtinEnvs.get(${JSON.stringify(envNames[i])})` : `env${i}`,
+  );
+  writeFileSync(
+    file,
+    `// Written by atropos-edge start --workers: the envs of this run on the package's factory.
+import { builtinEnvs } from ${JSON.stringify(join(PROJECT_ROOT, "src", "envs", "index.ts"))};
+import { createWorker } from ${JSON.stringify(join(PROJECT_ROOT, "src", "sdk", "worker.ts"))};
+${imports.join("")}
+const worker = createWorker({ envs: [${envs.join(", ")}] });
+export const { RunCoordinator, EnvSession, EnvFeeder } = worker.durableObjects;
+export default worker.handler;
+`,
+  );
+  return file;
 }
 
 async function startWorkerEnv(
@@ -256,7 +288,11 @@ export async function runStart(
       });
     }
     out.write(`starting the dev server on 127.0.0.1:${options.port} (state: ${stateDir})…\n`);
-    dev = await startDevProcess({ port: options.port, persistTo: stateDir });
+    const entry =
+      workersMode && options.envModules?.some((m) => m !== null)
+        ? writeWorkerEntry(stateDir, envNames, options.envModules)
+        : undefined;
+    dev = await startDevProcess({ port: options.port, persistTo: stateDir, entry });
     out.write(
       `API ${dev.url} (dashboard ${dev.url}/dashboard/) · ${inference.describe} · envs ${envNames.join(", ")}${workersMode ? " on the Worker's queue path" : " in Node"}\n`,
     );

@@ -17,6 +17,9 @@ describe("a user project made by init", () => {
     expect(run.summary.policy_versions.announced).toBeGreaterThanOrEqual(3);
     expect(run.summary.envs.palindrome?.steps.length).toBeGreaterThanOrEqual(3);
     expect(phase("start").stdout).not.toMatch(/exports no simulate/);
+    // On the Worker's queue path too: the env by path, bundled into the Worker start serves.
+    expect(phase("workers").stdout).toMatch(/steps trained\s+2\/2/);
+    expect(phase("workers").stdout).toMatch(/palindrome on the Worker's queue path/);
     // The deploy bundle is the project's Worker with both of its envs registered.
     expect(run.bundle).toContain('"palindrome"');
     expect(run.bundle).toContain('"addition"');
