@@ -22,9 +22,15 @@ export interface SendValidationOptions {
   abortOnMaxLength?: boolean;
 }
 
+/**
+ * `permanent`: the group breaks a structural rule no sample can satisfy (an env bug), as opposed
+ * to a drop that depends on what was sampled (size, identical scores, length).
+ */
 export type SendValidationResult =
   | { ok: true; group: ScoredDataGroup }
-  | { ok: false; reason: string };
+  | { ok: false; reason: string; permanent?: true };
+
+const invalid = (reason: string) => ({ ok: false, reason, permanent: true }) as const;
 
 export function expectedGroupSize(group: ScoredDataGroup, defaultSize: number): number {
   const override = group.group_overrides?.group_size;
@@ -40,31 +46,30 @@ export function validateGroupForSend(
   if (!group) return { ok: false, reason: "group is null" };
   const tokens = group.tokens;
   if (!Array.isArray(tokens) || !Array.isArray(group.masks) || !Array.isArray(group.scores)) {
-    return { ok: false, reason: "group lacks tokens, masks or scores" };
+    return invalid("group lacks tokens, masks or scores");
   }
   const expected = expectedGroupSize(group, options.groupSize);
   if (tokens.length !== expected) {
     return { ok: false, reason: `group has ${tokens.length} sequences, expected ${expected}` };
   }
   if (group.masks.length !== tokens.length || group.scores.length !== tokens.length) {
-    return {
-      ok: false,
-      reason: `tokens/masks/scores counts differ (${tokens.length}/${group.masks.length}/${group.scores.length})`,
-    };
+    return invalid(
+      `tokens/masks/scores counts differ (${tokens.length}/${group.masks.length}/${group.scores.length})`,
+    );
   }
   for (let i = 0; i < tokens.length; i++) {
     const seq = tokens[i]!;
-    if (seq.length === 0) return { ok: false, reason: `sequence ${i} is empty` };
+    if (seq.length === 0) return invalid(`sequence ${i} is empty`);
     if (group.masks[i]!.length !== seq.length) {
-      return { ok: false, reason: `sequence ${i}: masks length differs from tokens length` };
+      return invalid(`sequence ${i}: masks length differs from tokens length`);
     }
     const lp = group.inference_logprobs?.[i];
     if (group.inference_logprobs && (!lp || lp.length !== seq.length)) {
-      return { ok: false, reason: `sequence ${i}: inference_logprobs length differs from tokens` };
+      return invalid(`sequence ${i}: inference_logprobs length differs from tokens`);
     }
   }
   if (!group.scores.every((s) => typeof s === "number" && Number.isFinite(s))) {
-    return { ok: false, reason: "scores must be finite numbers" };
+    return invalid("scores must be finite numbers");
   }
   if (options.ensureScoresAreNotSame && group.scores.length > 1) {
     const first = group.scores[0];
@@ -91,7 +96,7 @@ export function validateGroupForSend(
     distill_logprobs: group.distill_logprobs ?? null,
   };
   if (options.includeMessages && (out.messages === undefined || out.messages === null)) {
-    if (!options.tokenizer) return { ok: false, reason: "include_messages needs a tokenizer" };
+    if (!options.tokenizer) return invalid("include_messages needs a tokenizer");
     const decoder = options.tokenizer;
     out.messages = tokens.map((seq): ChatMessage[] => [
       { role: "user", content: decoder.decode(seq) },

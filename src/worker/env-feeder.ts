@@ -11,6 +11,7 @@ import { statusForEnv } from "../api/storage/status";
 import type { BaseEnv, JsonObject, JsonValue } from "../env-workers/base-env";
 import { parseEnvConfig } from "../env-workers/config";
 import type { EnvCatalog } from "../env-workers/env-catalog";
+import { countDrop } from "../env-workers/runtime/rollout-core";
 import {
   crossedMultiple,
   planWorkers,
@@ -35,6 +36,25 @@ interface InFlight {
   issuedAt: number;
 }
 
+/** A backlog item a rollout asked for, with the id derived from its parent's. */
+export interface BacklogItem {
+  itemId: string;
+  item: JsonValue;
+}
+
+/** What a queue consumer (or the dead-letter consumer) reports for one item. */
+export interface ItemReport {
+  /** false: the item failed (a permanent error, or retries exhausted). */
+  ok: boolean;
+  /** The env dropped the item on purpose (DropGroupError) or returned no group: its reason. */
+  dropped?: string;
+  /** Reasons of the item's groups that failed send-side validation. */
+  rejected?: string[];
+  scores?: number[];
+  /** JSON of BacklogItem[] (kept a string: RPC arguments stay small and flat). */
+  backlogJson?: string;
+}
+
 export interface FeederState {
   run: string;
   name: string;
@@ -45,9 +65,12 @@ export interface FeederState {
   issued: number;
   succeeded: number;
   failed: number;
+  /** Items dropped: by the env (DropGroupError, no group), past worker_timeout, or too large. */
   dropped: number;
   /** Groups dropped by send-side validation (identical scores, wrong size, too long). */
   rejected: number;
+  /** Dropped items and rejected groups by reason (numbers in reasons replaced by N). */
+  dropReasons?: Record<string, number>;
   checkpoint: JsonObject | null;
   lastError: string | null;
   /** Run step seen on the previous tick (evaluation triggers on crossing steps_per_eval). */
@@ -69,6 +92,8 @@ export interface FeederSummary {
   dropped: number;
   /** Groups dropped by send-side validation (identical scores, wrong size, too long). */
   rejected: number;
+  /** Dropped items and rejected groups by reason. */
+  drop_reasons: Record<string, number>;
   last_error: string | null;
   eval_running: boolean;
   evaluations: number;
@@ -87,10 +112,17 @@ function summarize(state: FeederState, evalRunning: boolean): FeederSummary {
     failed: state.failed,
     dropped: state.dropped,
     rejected: state.rejected,
+    drop_reasons: { ...(state.dropReasons ?? {}) },
     last_error: state.lastError,
     eval_running: evalRunning,
     evaluations: state.evaluations ?? 0,
   };
+}
+
+/** States saved before drop reasons were counted have none yet. */
+function countReason(state: FeederState, reason: string): void {
+  state.dropReasons ??= {};
+  countDrop(state.dropReasons, reason);
 }
 
 export class EnvFeeder extends DurableObject<Bindings> {
@@ -151,6 +183,7 @@ export class EnvFeeder extends DurableObject<Bindings> {
       failed: previous?.failed ?? 0,
       dropped: previous?.dropped ?? 0,
       rejected: previous?.rejected ?? 0,
+      dropReasons: previous?.dropReasons ?? {},
       checkpoint: previous?.spec.envName === spec.envName ? previous.checkpoint : null,
       lastError: null,
     };
@@ -264,7 +297,7 @@ export class EnvFeeder extends DurableObject<Bindings> {
         // queue delivery delay and consumer retries.
         if (now - f.issuedAt > cfg.worker_timeout * 1000 * 2) {
           delete state.inFlight[id];
-          state.dropped++;
+          this.drop(state, "worker timeout");
         }
       }
     }
@@ -307,7 +340,7 @@ export class EnvFeeder extends DurableObject<Bindings> {
       const bytes = messageBytes(message);
       if (bytes > MAX_MESSAGE_BYTES) {
         // Queue messages are capped at 128 KB: the env must send ids or seeds, not data.
-        state.dropped++;
+        this.drop(state, "item too large for a queue message");
         state.lastError = `item of ${state.spec.envName} is ${bytes} bytes as a queue message (limit ${MAX_MESSAGE_BYTES}); make getNextItem() return ids or seeds, not data`;
         continue;
       }
@@ -357,24 +390,22 @@ export class EnvFeeder extends DurableObject<Bindings> {
    * Outcome of one item, from a queue consumer (or the dead-letter consumer). Returns whether the
    * item was in flight: a redelivered message reports again, and is not counted twice.
    */
-  async report(
-    itemId: string,
-    outcome: { ok: boolean; rejected?: number; scores?: number[]; backlogJson?: string },
-  ): Promise<boolean> {
+  async report(itemId: string, outcome: ItemReport): Promise<boolean> {
     const state = await this.load();
     if (!state) return false;
     const entry = state.inFlight[itemId];
     // Unknown: already reported (duplicate delivery) or dropped past worker_timeout (counted).
     if (!entry) return false;
     delete state.inFlight[itemId];
-    const backlog = JSON.parse(outcome.backlogJson ?? "[]") as {
-      itemId: string;
-      item: JsonValue;
-    }[];
+    const backlog = JSON.parse(outcome.backlogJson ?? "[]") as BacklogItem[];
     for (const b of backlog) state.inFlight[b.itemId] = { item: b.item, issuedAt: Date.now() };
-    if (outcome.ok) state.succeeded++;
-    else state.failed++;
-    state.rejected += outcome.rejected ?? 0;
+    if (!outcome.ok) state.failed++;
+    else if (outcome.dropped !== undefined) this.drop(state, outcome.dropped);
+    else state.succeeded++;
+    for (const reason of outcome.rejected ?? []) {
+      state.rejected++;
+      countReason(state, reason);
+    }
     if (outcome.ok && outcome.scores?.length) {
       // Curriculum feedback happens here, where the iterator state lives.
       const env = await this.instance(state);
@@ -390,6 +421,11 @@ export class EnvFeeder extends DurableObject<Bindings> {
       if (next === null || next > soon) await this.ctx.storage.setAlarm(soon);
     }
     return true;
+  }
+
+  private drop(state: FeederState, reason: string): void {
+    state.dropped++;
+    countReason(state, reason);
   }
 
   private async reportStats(state: FeederState): Promise<void> {

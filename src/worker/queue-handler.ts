@@ -1,20 +1,28 @@
 /**
- * Queue consumer: one invocation runs a few rollout items. Per item: collectTrajectories →
- * postprocessHistories → Atropos' send-side validation → an idempotent in-process submission.
- * Failures retry with exponential backoff; after max_retries the item lands on the dead-letter
- * queue, whose consumer records it (visible in the run's stats) and tells the feeder.
+ * Queue consumer: one invocation runs a few rollout items through the shared rollout core
+ * (runtime/rollout-core.ts), submitting valid groups in process and idempotently. Per class:
+ * a drop is acked and reported to the feeder with its reason; a retryable failure retries with
+ * exponential backoff, and after max_retries lands on the dead-letter queue, whose consumer records
+ * it (visible in the run's stats) and tells the feeder; a permanent failure is recorded as a dead
+ * letter at once and acked.
  * Delivery is at least once, so every step is idempotent per item id: group submissions are keyed
  * item:{id}:{i}, backlog items get ids derived from their parent's, the feeder counts an item once
  * and a dead letter is recorded once.
  */
 import type { Bindings } from "../api/bindings";
 import { submitGroupInProcess } from "../api/ingest";
-import { groupsOf, type JsonValue } from "../env-workers/base-env";
-import { parseEnvConfig } from "../env-workers/config";
+import type { BaseEnv, JsonValue } from "../env-workers/base-env";
+import { type BaseEnvConfig, parseEnvConfig } from "../env-workers/config";
+import type { EnvDefinition } from "../env-workers/define-env";
 import type { EnvCatalog } from "../env-workers/env-catalog";
-import { validateGroupForSend } from "../env-workers/send-validation";
+import {
+  type RolloutItemResult,
+  rolloutFailure,
+  runRolloutItem,
+} from "../env-workers/runtime/rollout-core";
 import { rolloutEnv } from "../env-workers/worker-env";
 import type { RolloutItemMessage } from "../queues/messages";
+import type { BacklogItem } from "./env-feeder";
 
 export const ROLLOUT_QUEUE = "rollout-items";
 export const DEAD_LETTER_QUEUE = "rollout-items-dlq";
@@ -23,83 +31,72 @@ function feeder(env: Bindings, name: string) {
   return env.ENV_FEEDER.get(env.ENV_FEEDER.idFromName(name));
 }
 
-async function withTimeout<T>(promise: Promise<T>, seconds: number, what: string): Promise<T> {
-  if (seconds <= 0) return promise;
-  let timer: ReturnType<typeof setTimeout> | undefined;
-  const timeout = new Promise<never>((_, reject) => {
-    timer = setTimeout(
-      () => reject(new Error(`${what} exceeded worker_timeout (${seconds} s)`)),
-      seconds * 1000,
-    );
-  });
-  try {
-    return await Promise.race([promise, timeout]);
-  } finally {
-    clearTimeout(timer);
-  }
-}
-
-export interface ItemOutcome {
+/** Per-item counts of the submitted groups (a redelivered item's groups are duplicates). */
+export interface SubmitCounts {
   submitted: number;
   duplicates: number;
-  dropped: string[];
-  scores: number[];
-  /** Items collectTrajectories asked to run next; not yet enqueued (see enqueueBacklog). */
-  backlog: { itemId: string; item: JsonValue }[];
 }
 
-/** Runs one item up to its submission. Throws on failures worth retrying. */
-export async function runRolloutItem(
+export type ItemResult = RolloutItemResult<JsonValue, SubmitCounts>;
+
+/** Runs one item through the shared rollout core; never throws (failures come back classified). */
+export async function rollOutItem(
   env: Bindings,
   msg: RolloutItemMessage,
   envs: EnvCatalog,
-): Promise<ItemOutcome> {
-  const def = envs.get(msg.spec.envName);
-  const cfg = parseEnvConfig(def.configSchema, msg.spec.config);
-  const instance = await rolloutEnv(msg.spec, def);
-  const [collected, backlogItems] = await withTimeout(
-    instance.collectTrajectories(msg.item as JsonValue),
-    cfg.worker_timeout,
-    `collectTrajectories(${msg.spec.envName})`,
-  );
-  const processed = groupsOf(await instance.postprocessHistories(collected));
-  const run = await env.DB.prepare("SELECT max_token_len FROM runs WHERE name = ?1")
-    .bind(msg.run)
-    .first<{ max_token_len: number }>();
-  const outcome: ItemOutcome = {
-    submitted: 0,
-    duplicates: 0,
-    dropped: [],
-    scores: [],
-    backlog: [],
-  };
-  for (const [i, group] of processed.entries()) {
-    // Curriculum feedback needs every scored group, including those dropped below (e.g. an
-    // all-correct group with identical scores is exactly the signal to advance difficulty).
-    if (Array.isArray(group.scores)) outcome.scores.push(...group.scores);
-    const checked = validateGroupForSend(group, {
+): Promise<ItemResult> {
+  let cfg: BaseEnvConfig;
+  let def: EnvDefinition;
+  try {
+    def = envs.get(msg.spec.envName);
+    cfg = parseEnvConfig(def.configSchema, msg.spec.config);
+  } catch (error) {
+    // An unknown env or a bad config stays wrong however often the item is retried.
+    return rolloutFailure(error, [], "permanent");
+  }
+  let instance: BaseEnv<JsonValue>;
+  let maxTokenLen: number;
+  try {
+    instance = await rolloutEnv(msg.spec, def);
+    const run = await env.DB.prepare("SELECT max_token_len FROM runs WHERE name = ?1")
+      .bind(msg.run)
+      .first<{ max_token_len: number }>();
+    maxTokenLen = run?.max_token_len ?? -1;
+  } catch (error) {
+    return rolloutFailure(error);
+  }
+  return runRolloutItem(instance, msg.item as JsonValue, {
+    validation: {
       groupSize: cfg.group_size,
       ensureScoresAreNotSame: cfg.ensure_scores_are_not_same,
-      maxTokenLen: run?.max_token_len ?? -1,
+      maxTokenLen,
       includeMessages: cfg.include_messages,
+      tokenizer: instance.tokenizer,
       abortOnMaxLength: true,
-    });
-    if (!checked.ok) {
-      outcome.dropped.push(checked.reason);
-      continue;
-    }
-    const result = await submitGroupInProcess(
-      env,
-      msg.run,
-      { ...checked.group, env_id: msg.envId, policy_version: msg.policyVersion },
-      `item:${msg.itemId}:${i}`,
-    );
-    if (result.status === "duplicate") outcome.duplicates++;
-    else outcome.submitted++;
-  }
-  // Derived ids: a redelivered parent re-sends the same backlog items, whose groups then dedupe.
-  outcome.backlog = backlogItems.map((item, j) => ({ itemId: `${msg.itemId}.b${j}`, item }));
-  return outcome;
+    },
+    collectTimeoutSeconds: cfg.worker_timeout,
+    // The feeder feeds the result's scores to the curriculum on its own instance.
+    recordScores: false,
+    submit: async (groups) => {
+      const counts: SubmitCounts = { submitted: 0, duplicates: 0 };
+      for (const { group, index } of groups) {
+        const result = await submitGroupInProcess(
+          env,
+          msg.run,
+          { ...group, env_id: msg.envId, policy_version: msg.policyVersion },
+          `item:${msg.itemId}:${index}`,
+        );
+        if (result.status === "duplicate") counts.duplicates++;
+        else counts.submitted++;
+      }
+      return counts;
+    },
+  });
+}
+
+/** Derived ids: a redelivered parent re-sends the same backlog items, whose groups then dedupe. */
+export function backlogOf(msg: RolloutItemMessage, items: JsonValue[]): BacklogItem[] {
+  return items.map((item, j) => ({ itemId: `${msg.itemId}.b${j}`, item }));
 }
 
 /**
@@ -109,7 +106,7 @@ export async function runRolloutItem(
 export async function enqueueBacklog(
   env: Bindings,
   msg: RolloutItemMessage,
-  backlog: ItemOutcome["backlog"],
+  backlog: BacklogItem[],
 ): Promise<void> {
   for (let i = 0; i < backlog.length; i += 100) {
     await env.ROLLOUT_ITEMS.sendBatch(
@@ -120,21 +117,32 @@ export async function enqueueBacklog(
   }
 }
 
-/** One row per item, however often the dead-letter queue delivers it (the error names the id). */
-async function recordDeadLetter(env: Bindings, msg: RolloutItemMessage, attempts: number) {
+/**
+ * One row per item, however often it is dead-lettered (every row's error starts with the item's
+ * id), and the feeder counts the item as failed once.
+ */
+async function recordDeadLetter(
+  env: Bindings,
+  msg: RolloutItemMessage,
+  attempts: number,
+  why: string,
+) {
+  const prefix = `item ${msg.itemId}: `;
   await env.DB.prepare(
     `INSERT INTO dead_letters (run, env_name, env_id, item, error, attempts, created_at)
      SELECT ?1, ?2, ?3, ?4, ?5, ?6, ?7
-     WHERE NOT EXISTS (SELECT 1 FROM dead_letters WHERE run = ?1 AND error = ?5)`,
+     WHERE NOT EXISTS (SELECT 1 FROM dead_letters WHERE run = ?1 AND substr(error, 1, ?8) = ?9)`,
   )
     .bind(
       msg.run,
       msg.spec.envName,
       msg.envId,
       JSON.stringify(msg.item).slice(0, 10_000),
-      `item ${msg.itemId}: retries exhausted (see the Worker logs for each attempt's error)`,
+      `${prefix}${why}`.slice(0, 2000),
       attempts,
       Date.now(),
+      prefix.length,
+      prefix,
     )
     .run();
   await feeder(env, msg.feeder).report(msg.itemId, { ok: false });
@@ -148,7 +156,12 @@ export async function handleQueueBatch(
 ): Promise<void> {
   if (batch.queue.startsWith(DEAD_LETTER_QUEUE)) {
     for (const message of batch.messages) {
-      await recordDeadLetter(env, message.body, message.attempts);
+      await recordDeadLetter(
+        env,
+        message.body,
+        message.attempts,
+        "retries exhausted (see the Worker logs for each attempt's error)",
+      );
       message.ack();
     }
     return;
@@ -162,31 +175,44 @@ export async function handleQueueBatch(
   await Promise.all(
     [...firstOfItem.values()].map(async (message) => {
       const msg = message.body;
-      try {
-        const outcome = await runRolloutItem(env, msg, envs);
+      const result = await rollOutItem(env, msg, envs);
+      if (result.kind === "submitted" || result.kind === "dropped") {
+        const backlog = backlogOf(msg, result.backlog);
+        const envDrop = result.kind === "dropped" && result.by === "env";
         await feeder(env, msg.feeder).report(msg.itemId, {
-          // The item ran; groups that failed send-side validation are rejections, not failures.
           ok: true,
-          rejected: outcome.dropped.length,
-          scores: outcome.scores,
-          backlogJson: JSON.stringify(outcome.backlog),
+          // The env dropped the item on purpose (or returned no group): a drop, never a retry.
+          dropped: envDrop ? result.reason : undefined,
+          // Groups that failed send-side validation are rejections, not failures.
+          rejected: envDrop ? [] : result.drops,
+          scores: result.scores,
+          backlogJson: JSON.stringify(backlog),
         });
-        await enqueueBacklog(env, msg, outcome.backlog);
+        await enqueueBacklog(env, msg, backlog);
         message.ack();
-      } catch (error) {
-        console.error(
-          JSON.stringify({
-            level: "error",
-            msg: "rollout item failed",
-            item_id: msg.itemId,
-            env: msg.spec.envName,
-            attempt: message.attempts,
-            error: error instanceof Error ? error.message : String(error),
-          }),
-        );
+        return;
+      }
+      // Never returned here (the consumer passes no cancel check); narrows the type.
+      if (result.kind === "cancelled") return message.ack();
+      console.error(
+        JSON.stringify({
+          level: "error",
+          msg: "rollout item failed",
+          item_id: msg.itemId,
+          env: msg.spec.envName,
+          attempt: message.attempts,
+          class: result.kind,
+          error: result.message,
+        }),
+      );
+      if (result.kind === "retryable") {
         // Exponential backoff: 2, 4, 8, … seconds (capped at 5 minutes).
         message.retry({ delaySeconds: Math.min(300, 2 ** message.attempts) });
+        return;
       }
+      // Permanent: retrying cannot help, so the item is dead-lettered now, not after max_retries.
+      await recordDeadLetter(env, msg, message.attempts, `permanent error: ${result.message}`);
+      message.ack();
     }),
   );
 }

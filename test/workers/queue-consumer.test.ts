@@ -1,7 +1,8 @@
 /**
  * Queue-consumer fault cases inside workerd (local D1, R2, Durable Objects): a consumer failing
- * mid-item is retried with backoff, duplicate deliveries store one group, and exhausted retries
- * land in dead_letters (run stats) and the feeder's failed counter.
+ * mid-item is retried with backoff, duplicate deliveries store one group, exhausted retries and
+ * permanent errors land in dead_letters (run stats) and the feeder's failed counter, and an item
+ * the env drops on purpose is acked and counted as a drop with its reason.
  *
  * Inference is not involved here (the test env scores canned rollouts); the inference-fault path
  * with the real simulator over HTTP is test/e2e/env-worker-faults.test.ts.
@@ -175,7 +176,60 @@ describe("queue consumer faults", () => {
       succeeded: 1,
       failed: 0,
       rejected: 1,
+      drop_reasons: { "all scores identical (N)": 1 },
     });
+  });
+
+  it("acks an item the env drops on purpose, counting it as a drop with its reason, without a retry or a dead letter", async () => {
+    const { run, envId, feeder } = await newRun("dropgroup");
+    const itemId = crypto.randomUUID();
+    await seedFeeder(run, feeder, envId, [itemId]);
+    const body = message(run, feeder, envId, itemId, { key: itemId, failures: 0, throws: "drop" });
+
+    const result = await deliver(ROLLOUT_QUEUE, [body], 1);
+    expect(result.explicitAcks).toEqual([`${itemId}-a1-0`]);
+    expect(result.retries).toEqual([]);
+    expect(attemptsByKey.get(itemId)).toBe(1);
+    expect(await storedGroups(run)).toEqual([]);
+    const summary = await describeFeeder(feeder);
+    expect(summary).toMatchObject({
+      in_flight: 0,
+      succeeded: 0,
+      failed: 0,
+      dropped: 1,
+      rejected: 0,
+      drop_reasons: { "too few judges answered (N of N)": 1 },
+    });
+    expectEveryItemAccounted(summary);
+    const stats = await json<{ dead_letters: { count: number } }>(call(`/v1/runs/${run}/stats`));
+    expect(stats.dead_letters.count).toBe(0);
+  });
+
+  it("dead-letters an item that fails with a bug at once, without wasting retries", async () => {
+    const { run, envId, feeder } = await newRun("bug");
+    const itemId = crypto.randomUUID();
+    await seedFeeder(run, feeder, envId, [itemId]);
+    const body = message(run, feeder, envId, itemId, { key: itemId, failures: 0, throws: "bug" });
+
+    const result = await deliver(ROLLOUT_QUEUE, [body], 1);
+    expect(result.explicitAcks).toEqual([`${itemId}-a1-0`]);
+    expect(result.retries).toEqual([]);
+    const stats = await json<{ dead_letters: { count: number; recent: { error: string }[] } }>(
+      call(`/v1/runs/${run}/stats`),
+    );
+    expect(stats.dead_letters.count).toBe(1);
+    expect(stats.dead_letters.recent[0]!.error).toMatch(
+      new RegExp(`^item ${itemId}: permanent error: .*null`),
+    );
+    const summary = await describeFeeder(feeder);
+    expect(summary).toMatchObject({ in_flight: 0, succeeded: 0, failed: 1, dropped: 0 });
+    expectEveryItemAccounted(summary);
+
+    // A redelivery (at least once) neither fails the item twice nor adds a row.
+    await deliver(ROLLOUT_QUEUE, [body], 1);
+    expect(await describeFeeder(feeder)).toMatchObject({ failed: 1 });
+    const again = await json<{ dead_letters: { count: number } }>(call(`/v1/runs/${run}/stats`));
+    expect(again.dead_letters.count).toBe(1);
   });
 
   it("acks and retries per message: one failing item does not hold back the others", async () => {

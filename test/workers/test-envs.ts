@@ -4,7 +4,12 @@
  * module instance (the pool runs tests and the Worker in one isolate) to steer them.
  */
 import type { ScoredDataGroup } from "../../src/core/group-types";
-import { BaseEnv, type EvalResult, type TrajectoriesResult } from "../../src/env-workers/base-env";
+import {
+  BaseEnv,
+  DropGroupError,
+  type EvalResult,
+  type TrajectoriesResult,
+} from "../../src/env-workers/base-env";
 import { type BaseEnvConfig, BaseEnvConfigSchema } from "../../src/env-workers/config";
 import { defineEnv } from "../../src/env-workers/define-env";
 
@@ -56,7 +61,13 @@ export class IdleTestEnv extends BaseEnv<number, BaseEnvConfig> {
 
 export const GROUP_SIZE = 4;
 
-export type FaultItem = { key: string; failures: number; identicalScores?: boolean };
+export type FaultItem = {
+  key: string;
+  failures: number;
+  identicalScores?: boolean;
+  /** Throw on every attempt: a deliberate drop, or a bug (TypeError). */
+  throws?: "drop" | "bug";
+};
 
 /** Attempts per item key, across env instances (the isolate-wide rollout cache reuses one). */
 export const attemptsByKey = new Map<string, number>();
@@ -76,6 +87,11 @@ export class FaultyTestEnv extends BaseEnv<FaultItem, BaseEnvConfig> {
   override async collectTrajectories(item: FaultItem): Promise<TrajectoriesResult<FaultItem>> {
     const attempt = (attemptsByKey.get(item.key) ?? 0) + 1;
     attemptsByKey.set(item.key, attempt);
+    if (item.throws === "drop") throw new DropGroupError("too few judges answered (1 of 3)");
+    if (item.throws === "bug") {
+      const missing = null as unknown as { length: number };
+      return [null, [missing.length as unknown as FaultItem]];
+    }
     if (attempt <= item.failures) throw new Error(`simulated consumer crash (attempt ${attempt})`);
     const tokens = Array.from({ length: GROUP_SIZE }, (_, s) => [
       101,

@@ -4,9 +4,10 @@
  * JSONL-ready dict. Failed or dropped groups consume their item and the next item is tried.
  */
 import type { ScoredDataGroup } from "../../core/group-types";
-import { type BaseEnv, DropGroupError, groupsOf, type JsonValue } from "../base-env";
+import type { BaseEnv, JsonValue } from "../base-env";
 import type { BaseEnvConfig } from "../config";
-import { type SendValidationOptions, validateGroupForSend } from "../send-validation";
+import type { SendValidationOptions } from "../send-validation";
+import { countDrop, runRolloutItem } from "./rollout-core";
 
 export interface ProcessProgress {
   produced: number;
@@ -37,11 +38,6 @@ export interface ProcessOptions {
 export function groupToJsonl(group: ScoredDataGroup): string {
   const { env_id: _envId, ...rest } = group;
   return `${JSON.stringify(rest)}\n`;
-}
-
-/** Reason labels without numbers, so counts aggregate ("group has 3 sequences…" → one key). */
-export function reasonKey(reason: string): string {
-  return reason.replace(/-?\d+(\.\d+)?/g, "N");
 }
 
 export async function processEnv<Item extends JsonValue, Config extends BaseEnvConfig>(
@@ -88,41 +84,24 @@ export async function processEnv<Item extends JsonValue, Config extends BaseEnvC
       const item = await nextItem();
       if (item === null) return;
       progress.itemsUsed++;
-      try {
-        const [result, more] = await env.collectTrajectories(item);
-        backlog.push(...more);
-        const groups = groupsOf(await env.postprocessHistories(result));
-        if (groups.length > 0)
-          env.recordScores(
-            item,
-            groups.flatMap((g) => g.scores),
-          );
-        if (groups.length === 0) {
-          progress.dropped++;
-          progress.dropReasons["no group returned"] =
-            (progress.dropReasons["no group returned"] ?? 0) + 1;
-        }
-        for (const group of groups) {
-          const checked = validateGroupForSend(group, validation);
-          if (!checked.ok) {
-            progress.dropped++;
-            const key = reasonKey(checked.reason);
-            progress.dropReasons[key] = (progress.dropReasons[key] ?? 0) + 1;
-            continue;
+      const result = await runRolloutItem(env, item, {
+        validation,
+        submit: async (valid) => {
+          for (const { group } of valid) {
+            if (progress.produced >= options.groups) break;
+            const index = progress.produced++;
+            await options.onGroup(group, index);
           }
-          if (progress.produced >= options.groups) break;
-          const index = progress.produced++;
-          await options.onGroup(checked.group, index);
-        }
-      } catch (err) {
-        const dropped = err instanceof DropGroupError;
-        if (dropped) progress.dropped++;
-        else progress.failures++;
-        const message = err instanceof Error ? err.message : String(err);
-        const key = dropped ? reasonKey(message) : `error: ${reasonKey(message).slice(0, 120)}`;
-        progress.dropReasons[key] = (progress.dropReasons[key] ?? 0) + 1;
-      } finally {
-        await env.cleanup();
+        },
+      });
+      if (result.kind === "cancelled") continue;
+      backlog.push(...result.backlog);
+      if (result.kind === "submitted" || result.kind === "dropped") {
+        progress.dropped += result.drops.length;
+        for (const reason of result.drops) countDrop(progress.dropReasons, reason);
+      } else {
+        progress.failures++;
+        countDrop(progress.dropReasons, `error: ${result.message.slice(0, 120)}`);
       }
       options.onProgress?.({ ...progress, dropReasons: { ...progress.dropReasons } });
     }

@@ -11,19 +11,11 @@
  */
 
 import { abortableSleep } from "../../core/abortable-sleep";
-import {
-  type BaseEnv,
-  DropGroupError,
-  type EvalResult,
-  groupsOf,
-  type JsonObject,
-  type JsonValue,
-} from "../base-env";
+import type { BaseEnv, EvalResult, JsonObject, JsonValue } from "../base-env";
 import type { BaseEnvConfig } from "../config";
-import { validateGroupForSend } from "../send-validation";
 import type { RolloutApiClient } from "./api-client";
 import { DropBackoff } from "./drop-backoff";
-import { reasonKey } from "./process";
+import { countDrop, runRolloutItem } from "./rollout-core";
 import { crossedMultiple, type EnvStatus, planWorkers, resolveMaxNumWorkers } from "./scheduler";
 
 export interface CheckpointStore {
@@ -39,7 +31,8 @@ export type ServeEvent =
   | { type: "submitted"; groups: number; status: number; ok: boolean }
   | { type: "dropped"; reason: string }
   | { type: "backing_off"; message: string }
-  | { type: "worker_error"; message: string }
+  /** errorClass: absent for evaluation failures. */
+  | { type: "worker_error"; message: string; errorClass?: "retryable" | "permanent" }
   | { type: "status_error"; message: string }
   | { type: "eval"; step: number; result: EvalResult }
   | { type: "checkpoint"; step: number };
@@ -179,8 +172,7 @@ export async function serveEnv<Item extends JsonValue, Config extends BaseEnvCon
     const backingOff = backoff.dropped(reason);
     if (backingOff) emit({ type: "backing_off", message: backingOff });
     summary.groupsDropped++;
-    const key = reasonKey(reason);
-    summary.dropReasons[key] = (summary.dropReasons[key] ?? 0) + 1;
+    countDrop(summary.dropReasons, reason);
     emit({ type: "dropped", reason });
   };
 
@@ -195,65 +187,60 @@ export async function serveEnv<Item extends JsonValue, Config extends BaseEnvCon
 
   const runWorker = async (w: Worker<Item>) => {
     try {
-      const [result, more] = await env.collectTrajectories(w.item);
-      if (w.cancelled) return;
-      backlog.push(...more);
-      const groups = groupsOf(await env.postprocessHistories(result));
-      if (w.cancelled) return;
-      if (groups.length === 0) return drop("no group returned");
-      env.recordScores(
-        w.item,
-        groups.flatMap((g) => g.scores),
-      );
-      const valid = [];
-      for (const group of groups) {
-        const checked = validateGroupForSend(group, {
+      const result = await runRolloutItem(env, w.item, {
+        validation: {
           groupSize: config.group_size,
           ensureScoresAreNotSame: config.ensure_scores_are_not_same,
           maxTokenLen,
           includeMessages: config.include_messages,
           tokenizer: env.tokenizer,
-        });
-        if (checked.ok) valid.push(checked.group);
-        else drop(checked.reason);
-      }
-      if (valid.length === 0) return;
-      const payload = valid.length === 1 ? valid[0]! : valid;
-      // The slot bounds generation, not the API round trip: give it back while submitting, unless
-      // as many submissions as slots are already pending (then the API is the bottleneck: wait).
-      const released = submitting < maxWorkers && running.delete(w.id);
-      if (released) {
-        submitting++;
-        wakeLoop();
-      }
-      try {
-        const res = await api.submitGroups(payload, envId, { signal });
-        emit({ type: "submitted", groups: valid.length, status: res.status, ok: res.ok });
+        },
+        cancelled: () => w.cancelled,
+        submit: async (valid) => {
+          const payload = valid.length === 1 ? valid[0]!.group : valid.map((v) => v.group);
+          // The slot bounds generation, not the API round trip: give it back while submitting,
+          // unless as many submissions as slots are pending (then the API is the bottleneck).
+          const released = submitting < maxWorkers && running.delete(w.id);
+          if (released) {
+            submitting++;
+            wakeLoop();
+          }
+          try {
+            return await api.submitGroups(payload, envId, { signal });
+          } finally {
+            if (released) submitting--;
+          }
+        },
+      });
+      if (result.kind === "cancelled") return;
+      if (result.kind === "submitted") {
+        const res = result.submitted;
+        emit({ type: "submitted", groups: result.groups, status: res.status, ok: res.ok });
         if (res.ok) {
           backoff.kept();
-          summary.groupsSubmitted += valid.length;
+          summary.groupsSubmitted += result.groups;
           // Keep the cached status conservative until the next refresh: the queue only grew.
           // (status-env counts groups of this env's size; a valid group is one of them.)
           if (lastStatus) {
             const s = lastStatus.status;
             lastStatus.status = {
               ...s,
-              queue_size: s.queue_size + valid.length,
-              self_queue_size: s.self_queue_size + valid.length,
+              queue_size: s.queue_size + result.groups,
+              self_queue_size: s.self_queue_size + result.groups,
             };
           }
         } else summary.submitFailures++;
-      } finally {
-        if (released) submitting--;
+      } else if (w.cancelled || signal?.aborted) return;
+      backlog.push(...result.backlog);
+      if (result.kind === "submitted" || result.kind === "dropped") {
+        for (const reason of result.drops) drop(reason);
+      } else {
+        // No retry here: inference and the API client already retried transient failures.
+        summary.workerErrors++;
+        emit({ type: "worker_error", message: result.message, errorClass: result.kind });
       }
-    } catch (err) {
-      if (w.cancelled || signal?.aborted) return;
-      if (err instanceof DropGroupError) return drop(err.message);
-      summary.workerErrors++;
-      emit({ type: "worker_error", message: err instanceof Error ? err.message : String(err) });
     } finally {
       if (running.delete(w.id)) wakeLoop();
-      await env.cleanup().catch(() => {});
     }
   };
 

@@ -69,6 +69,7 @@ function feeder(envId: number, name: string): FeederSummary {
     last_error: null,
     eval_running: false,
     evaluations: 0,
+    drop_reasons: {},
   };
 }
 

@@ -83,6 +83,22 @@ describe("validateGroupForSend", () => {
     });
   });
 
+  it("marks structural failures permanent and sample-dependent drops not", () => {
+    const permanent = (g: Parameters<typeof validateGroupForSend>[0]) => {
+      const res = validateGroupForSend(g, opts);
+      return !res.ok && res.permanent === true;
+    };
+    expect(permanent(group([1, 0], { masks: [[1], [1, 2, 3]] }))).toBe(true);
+    expect(permanent(group([1, 0], { inference_logprobs: [[0, 0, 0], [0]] }))).toBe(true);
+    expect(permanent(group([1, Number.NaN]))).toBe(true);
+    expect(permanent(group([1, 0], { tokens: [[], [1, 2, 3]], masks: [[], [1, 2, 3]] }))).toBe(
+      true,
+    );
+    expect(permanent(group([1, 1]))).toBe(false);
+    expect(permanent(group([1, 0, 1]))).toBe(false);
+    expect(permanent(null)).toBe(false);
+  });
+
   it("synthesises messages from tokens when include_messages is set", () => {
     const tok = new CharTokenizer();
     const g = {
