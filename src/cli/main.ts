@@ -22,6 +22,7 @@ import {
 import { loadConfigFile, type OptionDefaults, type Resolved, resolveOptions } from "./config";
 import { PROJECT_ROOT } from "./dev-process";
 import { isEnvPath, loadEnvDefinition } from "./env-loader";
+import { registerTokenizeCommands } from "./tokenize-command";
 
 interface OptionSpec {
   flags: string;
@@ -551,6 +552,7 @@ export function buildProgram(dotted: DottedFlags = { env: {}, openai: {} }): Com
         );
       }
     });
+  registerTokenizeCommands(program);
   return program;
 }
 
