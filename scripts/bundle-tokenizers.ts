@@ -15,6 +15,7 @@ import { tmpdir } from "node:os";
 import path from "node:path";
 import { brotliCompressSync, constants } from "node:zlib";
 import {
+  adjustChatTemplate,
   FAMILY_SOURCES,
   TOKENIZER_FAMILIES,
   type TokenizerFamily,
@@ -39,13 +40,9 @@ function compress(data: Buffer): Buffer {
 
 /** The config as used at run time: the only edit is an optional generation-prompt fix. */
 function adjustConfig(family: TokenizerFamily, raw: Buffer): { data: Buffer; patched?: string } {
-  const suffix = FAMILY_SOURCES[family].generationPromptSuffix;
-  if (!suffix) return { data: raw };
+  if (!FAMILY_SOURCES[family].generationPromptSuffix) return { data: raw };
   const config = JSON.parse(raw.toString("utf8")) as { chat_template?: string };
-  const template = config.chat_template ?? "";
-  if (!template.endsWith(suffix))
-    throw new Error(`${family}: chat template has an unexpected shape`);
-  config.chat_template = `${template.slice(0, -suffix.length)}{% if add_generation_prompt %}${suffix}{% endif %}`;
+  config.chat_template = adjustChatTemplate(family, config.chat_template ?? "");
   return {
     data: Buffer.from(`${JSON.stringify(config, null, 2)}\n`),
     patched: "chat_template: the trailing assistant header only with add_generation_prompt",

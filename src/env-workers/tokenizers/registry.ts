@@ -79,6 +79,18 @@ export const FAMILY_SOURCES: Record<TokenizerFamily, FamilySource> = {
   },
 };
 
+/**
+ * The chat template as used at run time (the bundled config already has it; Workers apply it to
+ * the package's file): the only edit is the optional generation-prompt fix.
+ */
+export function adjustChatTemplate(family: TokenizerFamily, template: string): string {
+  const suffix = FAMILY_SOURCES[family].generationPromptSuffix;
+  if (!suffix) return template;
+  if (!template.endsWith(suffix))
+    throw new Error(`${family}: chat template has an unexpected shape`);
+  return `${template.slice(0, -suffix.length)}{% if add_generation_prompt %}${suffix}{% endif %}`;
+}
+
 /** Aliases and exact (lower-cased) HF repository names known to use each bundled tokenizer. */
 const KNOWN_MODEL_NAMES: Record<string, TokenizerFamily> = {
   "qwen2.5": "qwen2_5",
