@@ -56,7 +56,7 @@ export async function runRolloutItem(
 ): Promise<ItemOutcome> {
   const def = envs.get(msg.spec.envName);
   const cfg = parseEnvConfig(def.configSchema, msg.spec.config);
-  const instance = await rolloutEnv(msg.spec, def);
+  const instance = await rolloutEnv(msg.spec, def, env.PAYLOADS);
   const [collected, backlogItems] = await withTimeout(
     instance.collectTrajectories(msg.item as JsonValue),
     cfg.worker_timeout,

@@ -7,11 +7,13 @@ import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
 import type { Bindings } from "../../src/api/bindings";
 import { getTokenizer } from "../../src/env-workers/tokenizers/index";
+import { rolloutEnv } from "../../src/env-workers/worker-env";
 import qwen3Golden from "../fixtures/tokenizers/qwen3.json";
 import tokenizerJson from "../fixtures/tokenizers/tiny/tokenizer.json";
 import tokenizerConfig from "../fixtures/tokenizers/tiny/tokenizer_config.json";
 import golden from "../fixtures/tokenizers/tiny.json";
 import { uniqueRun } from "./helpers";
+import { testEnvs } from "./test-envs";
 
 const bucket = (env as unknown as Bindings).PAYLOADS;
 
@@ -43,6 +45,24 @@ describe("tokenizers in a Worker", () => {
     const tokenizer = await getTokenizer("mistral-nemo", { bucket });
     expect(tokenizer.encode(golden.texts[0]!.text, { addSpecialTokens: false })).toEqual(
       golden.texts[0]!.ids,
+    );
+  });
+
+  it("gives a rollout env the tokenizer its tokenizer_name names in R2", async () => {
+    const prefix = `tokenizers/${uniqueRun("env-tok")}`;
+    await bucket.put(`${prefix}/tokenizer.json`, JSON.stringify(tokenizerJson));
+    await bucket.put(`${prefix}/tokenizer_config.json`, JSON.stringify(tokenizerConfig));
+    const env = await rolloutEnv(
+      {
+        envName: testEnvs[2]!.name,
+        config: { group_size: 2, tokenizer_name: `r2://${prefix}` },
+        inference: [{ base_url: "http://127.0.0.1:9/v1", model_name: "m" }] as never,
+      },
+      testEnvs[2]!,
+      bucket,
+    );
+    expect(env.tokenizer.encode(golden.texts[1]!.text, { addSpecialTokens: false })).toEqual(
+      golden.texts[1]!.ids,
     );
   });
 
