@@ -59,7 +59,7 @@ const INFERENCE: OptionSpec[] = [
   opt(
     "--tokenizer <name>",
     "tokenizer",
-    "tokenizer short name (qwen3, llama3) or model name",
+    "bundled tokenizer or model name (atropos-edge tokenizers), a directory, a URL or an HF id",
     "qwen3",
   ),
   opt("--sim-latency-ms <ms>", "simLatencyMs", "simulator latency per request", 0),
