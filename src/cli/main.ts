@@ -22,6 +22,7 @@ import {
 import { loadConfigFile, type OptionDefaults, type Resolved, resolveOptions } from "./config";
 import { PROJECT_ROOT } from "./dev-process";
 import { isEnvPath, loadEnvDefinition } from "./env-loader";
+import { registerTokenizeCommands } from "./tokenize-command";
 
 interface OptionSpec {
   flags: string;
@@ -58,7 +59,7 @@ const INFERENCE: OptionSpec[] = [
   opt(
     "--tokenizer <name>",
     "tokenizer",
-    "tokenizer short name (qwen3, llama3) or model name",
+    "bundled tokenizer or model name (atropos-edge tokenizers), a directory, a URL or an HF id",
     "qwen3",
   ),
   opt("--sim-latency-ms <ms>", "simLatencyMs", "simulator latency per request", 0),
@@ -546,6 +547,7 @@ export function buildProgram(dotted: DottedFlags = { env: {}, openai: {} }): Com
         );
       }
     });
+  registerTokenizeCommands(program);
   return program;
 }
 

@@ -8,7 +8,7 @@ import type { BaseEnv, JsonValue } from "./base-env";
 import type { EnvDefinition } from "./define-env";
 import { ServerManager } from "./inference/server-manager";
 import type { Tokenizer } from "./inference/types";
-import { getTokenizer } from "./tokenizers";
+import { getTokenizer, type R2Reader } from "./tokenizers";
 
 export interface EnvWorkerSpec {
   envName: string;
@@ -57,15 +57,23 @@ export async function feederEnv(
   return env;
 }
 
-/** A fully equipped env for rollouts (cached per isolate and spec). */
-export function rolloutEnv(spec: EnvWorkerSpec, def: EnvDefinition): Promise<BaseEnv<JsonValue>> {
+/**
+ * A fully equipped env for rollouts (cached per isolate and spec). `bucket` (env.PAYLOADS) lets
+ * the tokenizer come from R2: `tokenizers/<family>/` for a bundled name, or an `r2://` name.
+ */
+export function rolloutEnv(
+  spec: EnvWorkerSpec,
+  def: EnvDefinition,
+  bucket?: R2Reader,
+): Promise<BaseEnv<JsonValue>> {
   const key = JSON.stringify(spec);
   let env = cache.get(key);
   if (!env) {
     env = (async () => {
       const parsed = def.configSchema.parse(spec.config);
-      const tokenizer = await getTokenizer(parsed.tokenizer_name);
-      const inference = new ServerManager(spec.inference, { getTokenizer });
+      const load = (name: string) => getTokenizer(name, { bucket });
+      const tokenizer = await load(parsed.tokenizer_name);
+      const inference = new ServerManager(spec.inference, { getTokenizer: load });
       const instance = def.create(spec.config, inference, tokenizer);
       await instance.setup();
       return instance;

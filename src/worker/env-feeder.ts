@@ -364,7 +364,11 @@ export class EnvFeeder extends DurableObject<Bindings> {
   private startEvaluation(state: FeederState, step: number): void {
     const envId = state.envId;
     this.evaluation = (async () => {
-      const env = await rolloutEnv(state.spec, this.envs.get(state.spec.envName));
+      const env = await rolloutEnv(
+        state.spec,
+        this.envs.get(state.spec.envName),
+        this.env.PAYLOADS,
+      );
       const { metrics } = await env.evaluateWithSamples();
       if (this.state !== state) return; // the run was reset meanwhile
       await this.env.DB.prepare(

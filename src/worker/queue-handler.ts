@@ -57,7 +57,7 @@ export async function rollOutItem(
   let instance: BaseEnv<JsonValue>;
   let maxTokenLen: number;
   try {
-    instance = await rolloutEnv(msg.spec, def);
+    instance = await rolloutEnv(msg.spec, def, env.PAYLOADS);
     const run = await env.DB.prepare("SELECT max_token_len FROM runs WHERE name = ?1")
       .bind(msg.run)
       .first<{ max_token_len: number }>();

@@ -1,6 +1,6 @@
 /**
  * A table-driven decoder for byte-level BPE tokenizers (Qwen, Llama 3), producing exactly what
- * @lenml/tokenizers' `decode(ids, { clean_up_tokenization_spaces: false })` produces.
+ * @huggingface/tokenizers' `decode(ids, { clean_up_tokenization_spaces: false })` produces.
  *
  * Why: the library maps ids to token strings, joins them, spreads the result into code points,
  * looks every one up in an object and only then UTF-8 decodes; for a ~1k-token completion that
@@ -12,14 +12,14 @@
  * Otherwise `decode` returns null and the caller uses the library.
  */
 
-/** The parts of a @lenml/tokenizers PreTrainedTokenizer the table is built from. */
+/** The parts of a byte-level tokenizer.json (see byteLevelSource in hf-tokenizer.ts) the table is built from. */
 export interface ByteLevelSource {
   model: { vocab: readonly (string | null | undefined)[] };
   /** Token strings dropped by `skip_special_tokens` (the library filters by string). */
   special_tokens: readonly string[];
   decoder: {
     config: { type?: unknown };
-    /** GPT-2 byte alphabet: character → byte (the library stores the byte as a numeric string). */
+    /** GPT-2 byte alphabet: character → byte. */
     byte_decoder?: Record<string, number | string>;
     /** Tokens the library emits verbatim (between separately decoded byte runs). */
     added_tokens?: readonly { content: string }[];

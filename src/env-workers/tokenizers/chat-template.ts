@@ -6,6 +6,8 @@ export interface ChatTemplateOptions {
   addGenerationPrompt?: boolean;
   tools?: ToolDefinition[];
   enableThinking?: boolean;
+  /** Extra template variables (HF's chat_template_kwargs), e.g. `date_string`. */
+  variables?: Record<string, unknown>;
 }
 
 export interface ChatTemplateContext {
@@ -34,6 +36,7 @@ export class ChatTemplate {
     const tools = options.tools && options.tools.length > 0 ? options.tools : undefined;
     const rendered = tools && !this.handlesTools ? withHermesToolPrompt(messages, tools) : messages;
     const variables: Record<string, unknown> = {
+      ...options.variables,
       messages: rendered.map(normaliseMessage),
       add_generation_prompt: options.addGenerationPrompt ?? false,
       bos_token: this.context.bosToken ?? "",

