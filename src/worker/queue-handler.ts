@@ -148,6 +148,30 @@ async function recordDeadLetter(
   await feeder(env, msg.feeder).report(msg.itemId, { ok: false });
 }
 
+/**
+ * An item issued before its run's current data began must not write into it: the run was reset
+ * (its row is recreated on the next registration, later than the item) or is gone. Without this
+ * a message still on the queue at reset time would land its group under a re-registered env id.
+ */
+async function predatesRun(env: Bindings, msg: RolloutItemMessage): Promise<boolean> {
+  const run = await env.DB.prepare("SELECT created_at FROM runs WHERE name = ?1")
+    .bind(msg.run)
+    .first<{ created_at: number }>();
+  return run === null || run.created_at > msg.issuedAt;
+}
+
+function logStaleItem(msg: RolloutItemMessage): void {
+  console.log(
+    JSON.stringify({
+      level: "info",
+      msg: "rollout item dropped: issued before the run was reset",
+      item_id: msg.itemId,
+      run: msg.run,
+      env: msg.spec.envName,
+    }),
+  );
+}
+
 export async function handleQueueBatch(
   batch: MessageBatch<RolloutItemMessage>,
   env: Bindings,
@@ -156,6 +180,11 @@ export async function handleQueueBatch(
 ): Promise<void> {
   if (batch.queue.startsWith(DEAD_LETTER_QUEUE)) {
     for (const message of batch.messages) {
+      if (await predatesRun(env, message.body)) {
+        logStaleItem(message.body);
+        message.ack();
+        continue;
+      }
       await recordDeadLetter(
         env,
         message.body,
@@ -175,6 +204,10 @@ export async function handleQueueBatch(
   await Promise.all(
     [...firstOfItem.values()].map(async (message) => {
       const msg = message.body;
+      if (await predatesRun(env, msg)) {
+        logStaleItem(msg);
+        return message.ack();
+      }
       const result = await rollOutItem(env, msg, envs);
       if (result.kind === "submitted" || result.kind === "dropped") {
         const backlog = backlogOf(msg, result.backlog);

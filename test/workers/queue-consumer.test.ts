@@ -333,6 +333,40 @@ describe("queue consumer faults", () => {
     const again = await json<{ dead_letters: { count: number } }>(call(`/v1/runs/${run}/stats`));
     expect(again.dead_letters.count).toBe(1);
   });
+
+  it("drops items issued before a reset instead of writing them into the run's new data", async () => {
+    const { run, envId, feeder } = await newRun("stale");
+    const live = crypto.randomUUID();
+    const dead = crypto.randomUUID();
+    const issuedBefore = [
+      message(run, feeder, envId, live, { key: live, failures: 0 }),
+      message(run, feeder, envId, dead, { key: dead, failures: 0 }),
+    ];
+    // Issued a moment before the reset, still on the queue when it happens.
+    for (const m of issuedBefore) m.issuedAt = Date.now() - 1;
+    await new Promise((resolve) => setTimeout(resolve, 5));
+    expect(await (await call(`/runs/${run}/reset_data`)).text()).toBe("Reset successful");
+
+    // Gone run: nothing is written, not even a dead letter.
+    const whileGone = await deliver(ROLLOUT_QUEUE, [issuedBefore[0]!], 1);
+    expect(whileGone.explicitAcks).toEqual([`${live}-a1-0`]);
+
+    // A new trainer and env 0 registered after the reset get none of the old items' data.
+    const { envIds } = await setupRun(run, 8, [GROUP_SIZE]);
+    expect(envIds[0]).toBe(envId);
+    const later = await deliver(ROLLOUT_QUEUE, [issuedBefore[0]!], 2);
+    expect(later.explicitAcks).toEqual([`${live}-a2-0`]);
+    const deadLetter = await deliver(DEAD_LETTER_QUEUE, [issuedBefore[1]!], 1);
+    expect(deadLetter.explicitAcks).toEqual([`${dead}-a1-0`]);
+    expect(await storedGroups(run)).toEqual([]);
+    const stats = await json<{ dead_letters: { count: number } }>(call(`/v1/runs/${run}/stats`));
+    expect(stats.dead_letters.count).toBe(0);
+
+    // An item issued after the new registration is rolled out as usual.
+    const fresh = crypto.randomUUID();
+    await deliver(ROLLOUT_QUEUE, [message(run, feeder, envId, fresh, { key: fresh, failures: 0 })]);
+    expect(await storedGroups(run)).toHaveLength(1);
+  });
 });
 
 /** Every issued item is in flight, succeeded, failed or dropped: exactly one of them. */
