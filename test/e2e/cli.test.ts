@@ -2,15 +2,27 @@
  * `atropos-edge start --steps 3` against fresh state: npm run dev + simulator + envs + demo
  * trainer, finishing with exit 0, a summary, and no process left behind.
  */
-import { execFileSync, spawn } from "node:child_process";
+import { spawn } from "node:child_process";
+import { readdirSync, readFileSync } from "node:fs";
 import { createServer } from "node:http";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import { freePort, ROOT } from "./harness";
 
+/** Command lines of live processes containing `text`, read from /proc (no procps needed). */
 function processesMentioning(text: string): string[] {
-  const out = execFileSync("ps", ["-eo", "pid,args"], { encoding: "utf8" });
-  return out.split("\n").filter((l) => l.includes(text) && !l.includes("ps -eo"));
+  const found: string[] = [];
+  const own = String(process.pid);
+  for (const pid of readdirSync("/proc").filter((name) => /^\d+$/.test(name) && name !== own)) {
+    let args: string;
+    try {
+      args = readFileSync(`/proc/${pid}/cmdline`, "utf8").replaceAll("\0", " ").trim();
+    } catch {
+      continue; // exited while we looked
+    }
+    if (args.includes(text)) found.push(`${pid} ${args}`);
+  }
+  return found;
 }
 
 /** Runs the CLI in its own process group; kills the group if it outlives the bound. */
@@ -95,6 +107,21 @@ describe("atropos-edge start", () => {
       ).exec(output);
       expect(summary, output).not.toBeNull();
       expect(lastBlock).toContain(summary![1]);
+      // The counts add up: every item that ran stored its group or had it rejected; an item
+      // still in flight at the stop may have stored its group before reporting.
+      const counts =
+        /submitted (\d+) groups .*in flight (\d+), ran (\d+) \((\d+) groups? rejected\)/.exec(
+          summary![1]!,
+        );
+      expect(counts, summary![1]).not.toBeNull();
+      const [submitted, inFlight, ran, rejected] = counts!.slice(1).map(Number) as [
+        number,
+        number,
+        number,
+        number,
+      ];
+      expect(submitted).toBeGreaterThanOrEqual(ran - rejected);
+      expect(submitted).toBeLessThanOrEqual(ran - rejected + inFlight);
     }
     await new Promise((r) => setTimeout(r, 500));
     expect(processesMentioning(`--port ${port}`)).toEqual([]);
