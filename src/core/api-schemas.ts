@@ -83,6 +83,7 @@ export const runSummarySchema = z.object({
   registered: z.boolean(),
   created_at: z.number(),
 });
+export type RunSummary = z.infer<typeof runSummarySchema>;
 
 /** A row of the group browser (GET /v1/runs/{run}/groups). */
 export const groupRowSchema = z.object({
@@ -114,11 +115,12 @@ export const groupDetailSchema = z.object({
   payload: deliveredGroupSchema,
   token_texts: z.null(),
 });
+export type GroupDetail = z.infer<typeof groupDetailSchema>;
 
 export const batchRowSchema = z.object({
   batch_id: z.string(),
   step: z.number().int(),
-  status: z.string(),
+  status: z.enum(["leased", "acked"]),
   num_groups: z.number().int(),
   num_seqs: z.number().int(),
   created_at: z.number(),
@@ -136,12 +138,26 @@ export const batchRowSchema = z.object({
   ),
 });
 
+export type BatchRow = z.infer<typeof batchRowSchema>;
+
 export const batchPageSchema = z.object({
   batches: z.array(batchRowSchema),
   next_cursor: z.number().int().nullable(),
 });
+export type BatchPage = z.infer<typeof batchPageSchema>;
 
-const statsEnvSchema = z.object({
+/** An env's liveness as the API sees it (heartbeats), and an env worker's own state. */
+export const envLivenessSchema = z.enum(["active", "stale", "disconnected"]);
+export const workerStatusSchema = z.enum([
+  "running",
+  "paused",
+  "evaluating",
+  "waiting_for_trainer",
+  "stopped",
+]);
+export type WorkerStatus = z.infer<typeof workerStatusSchema>;
+
+export const statsEnvSchema = z.object({
   env_id: z.number().int(),
   name: z.string(),
   desired_name: z.string(),
@@ -150,7 +166,7 @@ const statsEnvSchema = z.object({
   min_batch_allocation: z.number().nullable(),
   max_token_length: z.number().int(),
   connected: z.boolean(),
-  status: z.string(),
+  status: envLivenessSchema,
   heartbeat_age_s: z.number(),
   groups_submitted: z.number().int(),
   sequences_submitted: z.number().int(),
@@ -159,8 +175,9 @@ const statsEnvSchema = z.object({
   items_in_flight: z.number().int().nullable(),
   items_succeeded: z.number().int().nullable(),
   items_failed: z.number().int().nullable(),
-  worker_status: z.string().nullable().describe("Set for envs run by an env worker."),
+  worker_status: workerStatusSchema.nullable().describe("Set for envs run by an env worker."),
 });
+export type EnvStats = z.infer<typeof statsEnvSchema>;
 
 export const runStatsSchema = z.object({
   run: z.string(),
@@ -234,11 +251,13 @@ export const timeseriesSchema = z.object({
     }),
   ),
 });
+export type TimeSeries = z.infer<typeof timeseriesSchema>;
 
 export const scoreHistogramSchema = z.object({
   bins: z.array(z.object({ lo: z.number(), hi: z.number(), count: z.number().int() })),
   samples: z.number().int(),
 });
+export type ScoreHistogram = z.infer<typeof scoreHistogramSchema>;
 
 export const evalListSchema = z.object({
   evals: z.array(
@@ -249,6 +268,7 @@ export const evalListSchema = z.object({
     }),
   ),
 });
+export type EvalList = z.infer<typeof evalListSchema>;
 
 export const checkpointSchema = z.object({
   step: z.number().int(),

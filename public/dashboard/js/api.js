@@ -3,51 +3,25 @@
 import { getToken } from "./auth.js";
 
 /**
- * @typedef {{name: string, step: number, policy_version: number, batch_size: number, registered: boolean, created_at: number}} RunSummary
- * @typedef {{env_id: number | null, name: string | null, groups: number, sequences: number}} QueueByEnv
- * @typedef {{env_id: number, name: string, desired_name: string, group_size: number, weight: number,
- *   min_batch_allocation: number | null, max_token_length: number, connected: boolean,
- *   status: "active" | "stale" | "disconnected", heartbeat_age_s: number | null,
- *   groups_submitted: number, sequences_submitted: number, mean_score: number | null,
- *   mean_completion_tokens: number | null, items_in_flight: number | null,
- *   items_succeeded: number | null, items_failed: number | null,
- *   worker_status: "running" | "paused" | "evaluating" | "waiting_for_trainer" | "stopped" | null}} EnvStats
- * @typedef {{run: string, now: number, step: number, policy_version: number, batch_size: number,
- *   max_token_len: number, registered: boolean,
- *   queue: {groups: number, sequences: number, buffered_groups: number, buffered_sequences: number,
- *     oldest_queued_at: number | null, oldest_queued_age_s: number | null, by_env: QueueByEnv[]},
- *   leases: {outstanding: number, expired: number},
- *   rates: {window_s: number, ingest_groups_per_s: number, ingest_sequences_per_s: number,
- *     delivered_batches_per_s: number, delivered_sequences_per_s: number},
- *   batch_formation: {samples: number, last_ms: number | null, p50_ms: number | null, p99_ms: number | null},
- *   envs: EnvStats[],
- *   dead_letters: {count: number, recent: {id: string | number, env_id: number | null, error: string, created_at: number}[]},
- *   blocked_reason: string | null,
- *   policy_versions: {current: number, queued_min: number | null, queued_max: number | null}}} RunStats
- * @typedef {{t: number, ingest_groups: number, ingest_sequences: number, delivered_batches: number,
- *   delivered_sequences: number, mean_score: number | null}} TimePoint
- * @typedef {{bucket_s: number, points: TimePoint[]}} TimeSeries
- * @typedef {{bins: {lo: number, hi: number, count: number}[], samples: number}} ScoreHistogram
- * @typedef {{evals: {step: number, metrics: Record<string, number>, created_at: number}[]}} EvalResults
- * @typedef {"buffered" | "queued" | "leased" | "delivered"} GroupStatus
- * @typedef {string | number} Id group and batch ids (integers today; treated as opaque)
- * @typedef {{id: Id, env_id: number | null, env_name: string | null, status: GroupStatus,
- *   num_seqs: number, total_tokens: number, completion_tokens: number, score_mean: number | null,
- *   score_min: number | null, score_max: number | null, policy_version: number | null,
- *   created_at: number, batch_id: Id | null, step: number | null}} GroupMeta
- * @typedef {{groups: GroupMeta[], next_cursor: Id | null}} GroupPage
- * @typedef {{tokens: number[][], masks: number[][], scores: number[],
- *   advantages: number[][] | null, ref_logprobs: number[][] | null,
- *   messages: Record<string, unknown>[][] | null, generation_params: Record<string, unknown> | null,
- *   inference_logprobs: number[][] | null, overrides: Record<string, unknown>[] | null,
- *   group_overrides: Record<string, unknown> | null, images: unknown, env_id: number | null,
- *   distill_token_ids: number[][][] | null, distill_logprobs: number[][][] | null}} GroupPayload
+ * The API's response shapes, from the same zod schemas that document and check them
+ * (src/core/api-schemas.ts); `npm run typecheck` checks this file against them. Type-only imports:
+ * the browser never loads those modules.
+ * @typedef {import("../../../src/core/api-schemas").RunSummary} RunSummary
+ * @typedef {import("../../../src/core/api-schemas").RunStats} RunStats
+ * @typedef {import("../../../src/core/api-schemas").EnvStats} EnvStats
+ * @typedef {RunStats["queue"]["by_env"][number]} QueueByEnv
+ * @typedef {import("../../../src/core/api-schemas").TimeSeries} TimeSeries
+ * @typedef {TimeSeries["points"][number]} TimePoint
+ * @typedef {import("../../../src/core/api-schemas").ScoreHistogram} ScoreHistogram
+ * @typedef {import("../../../src/core/api-schemas").EvalList} EvalResults
+ * @typedef {import("../../../src/core/api-schemas").GroupRow} GroupMeta
+ * @typedef {GroupMeta["status"]} GroupStatus
+ * @typedef {import("../../../src/core/api-schemas").GroupPage} GroupPage
+ * @typedef {import("../../../src/core/schemas").ScoredDataInput} GroupPayload
  * @typedef {{group: GroupMeta, payload: GroupPayload, token_texts: string[][] | null}} GroupDetail
- * @typedef {{batch_id: Id, step: number, status: "leased" | "acked", num_groups: number,
- *   num_seqs: number, created_at: number, lease_expires_at: number | null, acked_at: number | null,
- *   max_staleness: number | null, policy_version_at_formation: number | null,
- *   groups: {id: Id, env_id: number | null, policy_version: number | null, num_seqs: number | null}[]}} BatchInfo
- * @typedef {{batches: BatchInfo[], next_cursor: Id | null}} BatchPage
+ * @typedef {import("../../../src/core/api-schemas").BatchRow} BatchInfo
+ * @typedef {import("../../../src/core/api-schemas").BatchPage} BatchPage
+ * @typedef {string | number} Id group and batch ids (treated as opaque)
  */
 
 /** The server refused the request for lack of a valid token. */

@@ -40,11 +40,11 @@ const stats: RunStats = {
   },
   rates: { delivered_batches_per_s: 1.36, ingest_sequences_per_s: 50.5 },
   envs: [
-    { env_id: 0, name: "gsm8k_lite", status: "connected", groups_submitted: 25, mean_score: 0.5 },
+    { env_id: 0, name: "gsm8k_lite", status: "active", groups_submitted: 25, mean_score: 0.5 },
     {
       env_id: 1,
       name: "letter_counting",
-      status: "connected",
+      status: "active",
       groups_submitted: 131,
       mean_score: 0.375,
     },

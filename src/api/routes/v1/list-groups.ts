@@ -1,5 +1,5 @@
 import { z } from "zod";
-import { groupPageSchema } from "../../../core/api-schemas";
+import { type GroupPage, type GroupRow, groupPageSchema } from "../../../core/api-schemas";
 import { runOf } from "../../context";
 import { ApiError } from "../../errors";
 import { numberQuery, queryNumber } from "../../request";
@@ -69,11 +69,11 @@ export const listGroups = defineRoute(
       `SELECT ${GROUP_COLUMNS} ${GROUP_JOINS} WHERE ${where.join(" AND ")} ORDER BY g.id DESC LIMIT ${limit + 1}`,
     )
       .bind(...params)
-      .all<{ id: number }>();
+      .all<GroupRow>();
     const page = results.slice(0, limit);
     return c.json({
       groups: page,
       next_cursor: results.length > limit ? page[page.length - 1]!.id : null,
-    });
+    } satisfies GroupPage);
   },
 );

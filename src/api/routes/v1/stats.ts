@@ -1,4 +1,4 @@
-import { runStatsSchema } from "../../../core/api-schemas";
+import { type RunStats, runStatsSchema, type WorkerStatus } from "../../../core/api-schemas";
 import { numberVar } from "../../bindings";
 import { coordinator, runOf } from "../../context";
 import { envStatus, getRun, listEnvs, queueCounts } from "../../storage/runs";
@@ -177,16 +177,19 @@ export const stats = defineRoute(
           items_succeeded: w ? Number(w.items_succeeded) : null,
           items_failed: w ? Number(w.items_failed) : null,
           // Envs run by an EnvFeeder (queue path) report their own state; others have none.
-          worker_status: (w?.worker_status as string | null | undefined) ?? null,
+          worker_status: (w?.worker_status as WorkerStatus | null | undefined) ?? null,
         };
       }),
-      dead_letters: { count: Number(first(7).n ?? 0), recent: rows(8) },
+      dead_letters: {
+        count: Number(first(7).n ?? 0),
+        recent: rows(8) as unknown as RunStats["dead_letters"]["recent"],
+      },
       blocked_reason: diagnosis,
       policy_versions: {
         current: runRow?.policyVersion ?? 0,
         queued_min: (first(6).lo as number | null) ?? null,
         queued_max: (first(6).hi as number | null) ?? null,
       },
-    });
+    } satisfies RunStats);
   },
 );
