@@ -14,6 +14,12 @@ import type {
   RunStats as Stats,
 } from "../core/api-schemas";
 import type { ScoredDataGroup } from "../core/group-types";
+import {
+  ApiResponseError,
+  type HttpAnswer,
+  HttpClient,
+  parseJsonAnswer,
+} from "../core/http-client";
 
 export type { GroupPage };
 
@@ -59,36 +65,24 @@ export interface LeasedBatch {
 
 export type LeaseResult = { batch: LeasedBatch; reason: null } | { batch: null; reason: string };
 
-export class TrainerApiError extends Error {
-  constructor(
-    message: string,
-    readonly status: number,
-    readonly body: string,
-  ) {
-    super(message);
-    this.name = "TrainerApiError";
-  }
-}
-
-const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+/** The API answered with an error status; `status` and the raw `body` say what it refused. */
+export { ApiResponseError as TrainerApiError };
 
 export class TrainerClient {
   readonly url: string;
   readonly run: string;
-  private readonly token: string | undefined;
-  private readonly attempts: number;
-  private readonly baseDelayMs: number;
-  private readonly maxDelayMs: number;
-  private readonly doFetch: typeof fetch;
+  private readonly http: HttpClient;
 
   constructor(options: TrainerClientOptions) {
     this.url = options.url.replace(/\/+$/, "");
     this.run = options.run ?? "default";
-    this.token = options.token;
-    this.attempts = Math.max(1, options.attempts ?? 4);
-    this.baseDelayMs = options.baseDelayMs ?? 250;
-    this.maxDelayMs = options.maxDelayMs ?? 5000;
-    this.doFetch = options.fetch ?? ((input, init) => fetch(input, init));
+    this.http = new HttpClient({
+      token: options.token,
+      attempts: options.attempts ?? 4,
+      baseDelayMs: options.baseDelayMs ?? 250,
+      maxDelayMs: options.maxDelayMs ?? 5000,
+      fetch: options.fetch,
+    });
   }
 
   /** Atropos paths: root for run "default", /runs/{run} otherwise. */
@@ -105,57 +99,21 @@ export class TrainerClient {
     url: string,
     body?: unknown,
   ): Promise<{ status: number; text: string; headers: Headers }> {
-    const headers: Record<string, string> = { "Accept-Encoding": "gzip" };
-    if (body !== undefined) headers["Content-Type"] = "application/json";
-    if (this.token) headers.Authorization = `Bearer ${this.token}`;
-    let lastError: unknown;
-    for (let attempt = 0; attempt < this.attempts; attempt++) {
-      if (attempt > 0) {
-        const cap = Math.min(this.maxDelayMs, this.baseDelayMs * 2 ** (attempt - 1));
-        await sleep(cap / 2 + Math.random() * (cap / 2));
-      }
-      try {
-        const res = await this.doFetch(url, {
-          method,
-          headers,
-          body: body === undefined ? undefined : JSON.stringify(body),
-        });
-        const text = await res.text();
-        if (res.status >= 500 && attempt < this.attempts - 1) {
-          lastError = new TrainerApiError(`${method} ${url}: HTTP ${res.status}`, res.status, text);
-          continue;
-        }
-        return { status: res.status, text, headers: res.headers };
-      } catch (err) {
-        lastError = err;
-      }
-    }
-    const detail = lastError instanceof Error ? lastError.message : String(lastError);
-    throw new Error(
-      `${method} ${url} failed after ${this.attempts} attempts (${detail}); is the API running? (npm run dev)`,
-    );
-  }
-
-  private parse<T>(res: { status: number; text: string }, what: string): T {
-    if (res.status >= 400) {
-      let message = res.text.slice(0, 300);
-      try {
-        const parsed = JSON.parse(res.text) as { error?: { message?: string }; detail?: unknown };
-        message = parsed.error?.message ?? JSON.stringify(parsed.detail ?? parsed).slice(0, 300);
-      } catch {
-        // not JSON: keep the text
-      }
-      throw new TrainerApiError(`${what}: HTTP ${res.status}: ${message}`, res.status, res.text);
-    }
     try {
-      return JSON.parse(res.text) as T;
-    } catch {
-      throw new TrainerApiError(
-        `${what}: response is not JSON: ${res.text.slice(0, 200)}`,
-        res.status,
-        res.text,
+      return await this.http.send(method, url, {
+        json: body,
+        headers: { "Accept-Encoding": "gzip" },
+      });
+    } catch (err) {
+      const detail = err instanceof Error ? err.message : String(err);
+      throw new Error(
+        `${method} ${url} failed after ${this.http.attempts} attempts (${detail}); is the API running? (npm run dev)`,
       );
     }
+  }
+
+  private parse<T>(res: HttpAnswer, what: string): T {
+    return parseJsonAnswer<T>(res, what);
   }
 
   /** POST /register; returns the trainer uuid. */

@@ -2,13 +2,20 @@
  * Rollout-API client speaking the Atropos env wire (docs/API.md, docs/COMPATIBILITY.md) with web-standard APIs
  * only (fetch, CompressionStream, Web Crypto), so it runs in Node and in Workers.
  *
- * Beyond the Python env: an `Idempotency-Key` on every submission (SHA-256 of env id + body, so a
- * retried POST can be deduplicated server-side), optional `Authorization: Bearer`, and no data
- * silently lost on a 4xx: the caller gets `{ok: false, status, body}`.
+ * Beyond the Python env: an `Idempotency-Key` on every submission (random, kept across that
+ * submission's retries, so a retried POST is deduplicated server-side), optional
+ * `Authorization: Bearer`, and no data silently lost on a 4xx: the caller gets
+ * `{ok: false, status, body}`. Auth and retries come from the shared HTTP client (core).
  */
 
 import { abortableSleep } from "../../core/abortable-sleep";
 import type { ScoredDataGroup } from "../../core/group-types";
+import {
+  ApiResponseError,
+  type HttpAnswer,
+  HttpClient,
+  parseJsonAnswer,
+} from "../../core/http-client";
 import type { EnvStatus } from "./scheduler";
 
 export interface RegisterEnvRequest {
@@ -71,16 +78,8 @@ export interface ApiClientOptions {
   sleep?: (ms: number, signal?: AbortSignal) => Promise<void>;
 }
 
-export class ApiError extends Error {
-  constructor(
-    message: string,
-    readonly status: number,
-    readonly body: string,
-  ) {
-    super(message);
-    this.name = "ApiError";
-  }
-}
+/** The API answered with an error status; `status` and the raw `body` say what it refused. */
+export { ApiResponseError as ApiError };
 
 /** Base path: `{url}` for run "default", `{url}/runs/{run}` otherwise. */
 export function apiBasePath(url: string, run = "default"): string {
@@ -97,88 +96,31 @@ export async function gzipBytes(data: Uint8Array): Promise<Uint8Array> {
 
 export class RolloutApiClient {
   readonly base: string;
-  private readonly options: Required<
-    Pick<ApiClientOptions, "attempts" | "baseDelayMs" | "maxDelayMs" | "gzipThreshold">
-  > &
-    ApiClientOptions;
-  private readonly doFetch: typeof fetch;
+  private readonly options: ApiClientOptions & { gzipThreshold: number };
+  private readonly http: HttpClient;
   private readonly sleep: (ms: number, signal?: AbortSignal) => Promise<void>;
 
   constructor(options: ApiClientOptions) {
-    this.options = {
-      attempts: 3,
-      baseDelayMs: 500,
-      maxDelayMs: 10_000,
-      gzipThreshold: 1024,
-      ...options,
-    };
+    this.options = { gzipThreshold: 1024, ...options };
     this.base = apiBasePath(options.url, options.run);
-    this.doFetch = options.fetch ?? ((input, init) => fetch(input, init));
     this.sleep = options.sleep ?? abortableSleep;
+    this.http = new HttpClient({
+      token: options.token,
+      attempts: options.attempts ?? 3,
+      baseDelayMs: options.baseDelayMs ?? 500,
+      maxDelayMs: options.maxDelayMs ?? 10_000,
+      fetch: options.fetch,
+      sleep: this.sleep,
+    });
   }
 
-  private headers(extra: Record<string, string> = {}): Record<string, string> {
-    const h: Record<string, string> = { ...extra };
-    if (this.options.token) h.Authorization = `Bearer ${this.options.token}`;
-    return h;
-  }
-
-  /** Retries network errors and 5xx with exponential backoff + jitter; returns the last response. */
-  private async withRetry<T extends { status: number }>(
-    attempt: () => Promise<T>,
-    signal?: AbortSignal,
-  ): Promise<T> {
-    let lastError: unknown;
-    for (let i = 0; i < this.options.attempts; i++) {
-      if (i > 0) {
-        const cap = Math.min(this.options.maxDelayMs, this.options.baseDelayMs * 2 ** (i - 1));
-        await this.sleep(cap / 2 + Math.random() * (cap / 2), signal);
-      }
-      try {
-        const res = await attempt();
-        if (res.status < 500 || i === this.options.attempts - 1) return res;
-        lastError = new ApiError(`HTTP ${res.status}`, res.status, "");
-      } catch (err) {
-        if (signal?.aborted) throw err;
-        lastError = err;
-      }
-    }
-    throw lastError instanceof Error ? lastError : new Error(String(lastError));
-  }
-
-  private async request(
+  private request(
     method: "GET" | "POST",
     path: string,
     body?: unknown,
     signal?: AbortSignal,
-  ): Promise<{ status: number; text: string }> {
-    return this.withRetry(async () => {
-      const res = await this.doFetch(`${this.base}${path}`, {
-        method,
-        headers: this.headers(body === undefined ? {} : { "Content-Type": "application/json" }),
-        body: body === undefined ? undefined : JSON.stringify(body),
-        signal,
-      });
-      return { status: res.status, text: await res.text() };
-    }, signal);
-  }
-
-  private static json<T>(res: { status: number; text: string }, what: string): T {
-    if (res.status >= 400)
-      throw new ApiError(
-        `${what}: HTTP ${res.status}: ${res.text.slice(0, 300)}`,
-        res.status,
-        res.text,
-      );
-    try {
-      return JSON.parse(res.text) as T;
-    } catch {
-      throw new ApiError(
-        `${what}: response is not JSON: ${res.text.slice(0, 200)}`,
-        res.status,
-        res.text,
-      );
-    }
+  ): Promise<HttpAnswer> {
+    return this.http.send(method, `${this.base}${path}`, { json: body, signal });
   }
 
   /** POST /register-env until `status: "success"` (the trainer has started), polling every pollMs. */
@@ -187,7 +129,7 @@ export class RolloutApiClient {
     opts: { pollMs?: number; signal?: AbortSignal; onWait?: () => void } = {},
   ): Promise<RegisterEnvResponse> {
     for (;;) {
-      const res = RolloutApiClient.json<{ status?: string } & Partial<RegisterEnvResponse>>(
+      const res = parseJsonAnswer<{ status?: string } & Partial<RegisterEnvResponse>>(
         await this.request("POST", "/register-env", body, opts.signal),
         "register-env",
       );
@@ -198,33 +140,30 @@ export class RolloutApiClient {
   }
 
   async info(signal?: AbortSignal): Promise<ServerInfo> {
-    return RolloutApiClient.json(await this.request("GET", "/info", undefined, signal), "info");
+    return parseJsonAnswer(await this.request("GET", "/info", undefined, signal), "info");
   }
 
   /** GET /status-env with a JSON body `{"env_id"}`, as the Python env sends it. */
   async statusEnv(envId: number, signal?: AbortSignal): Promise<EnvStatus> {
     const body = JSON.stringify({ env_id: envId });
     const getWithBody = this.options.getWithBody;
-    const res = await this.withRetry(async () => {
-      if (getWithBody) {
-        return getWithBody(
-          `${this.base}/status-env`,
-          body,
-          this.headers({ "Content-Type": "application/json" }),
+    const res = getWithBody
+      ? await this.http.withRetry(
+          () =>
+            getWithBody(
+              `${this.base}/status-env`,
+              body,
+              this.http.headers({ "Content-Type": "application/json" }),
+              signal,
+            ),
           signal,
-        );
-      }
-      const r = await this.doFetch(`${this.base}/status-env?env_id=${envId}`, {
-        headers: this.headers(),
-        signal,
-      });
-      return { status: r.status, text: await r.text() };
-    }, signal);
-    return RolloutApiClient.json(res, "status-env");
+        )
+      : await this.http.send("GET", `${this.base}/status-env?env_id=${envId}`, { signal });
+    return parseJsonAnswer(res, "status-env");
   }
 
   async disconnectEnv(envId: number, signal?: AbortSignal): Promise<void> {
-    RolloutApiClient.json(
+    parseJsonAnswer(
       await this.request("POST", "/disconnect-env", { env_id: envId }, signal),
       "disconnect-env",
     );
@@ -256,20 +195,15 @@ export class RolloutApiClient {
     // One key per submission, kept across its retries: the key decides what is a retry, so
     // an identical group sent again later is stored again (docs/API.md, "Submitting groups").
     const idempotencyKey = opts.idempotencyKey ?? crypto.randomUUID().replaceAll("-", "");
-    const headers = this.headers({
-      "Content-Type": "application/json",
-      "Idempotency-Key": idempotencyKey,
-      ...(gzipped ? { "Content-Encoding": "gzip" } : {}),
+    const res = await this.http.send("POST", `${this.base}${path}`, {
+      bytes: bytes as Uint8Array<ArrayBuffer>,
+      headers: {
+        "Content-Type": "application/json",
+        "Idempotency-Key": idempotencyKey,
+        ...(gzipped ? { "Content-Encoding": "gzip" } : {}),
+      },
+      signal: opts.signal,
     });
-    const res = await this.withRetry(async () => {
-      const r = await this.doFetch(`${this.base}${path}`, {
-        method: "POST",
-        headers,
-        body: bytes as Uint8Array<ArrayBuffer>,
-        signal: opts.signal,
-      });
-      return { status: r.status, text: await r.text() };
-    }, opts.signal);
     let body: unknown = res.text;
     try {
       body = JSON.parse(res.text);
