@@ -65,14 +65,27 @@ async function importDefault(file: string): Promise<unknown> {
 
 /** Resolves `--env`; errors are one line naming the file and what was expected. */
 export async function loadEnvDefinition(nameOrPath: string, cwd: string): Promise<EnvDefinition> {
-  if (!isEnvPath(nameOrPath)) return getEnvDefinition(nameOrPath);
+  if (!isEnvPath(nameOrPath)) {
+    try {
+      return getEnvDefinition(nameOrPath);
+    } catch (error) {
+      // The catalog lists the built-ins; a user's own env is reached by its file.
+      throw new Error(
+        `${firstLine(error)}; for your own env pass its file, e.g. --env ./src/envs/${nameOrPath}.ts`,
+      );
+    }
+  }
   const file = isAbsolute(nameOrPath) ? nameOrPath : resolve(cwd, nameOrPath);
   if (!existsSync(file)) throw new Error(`${nameOrPath}: no such file (looked at ${file})`);
   let exported: unknown;
   try {
     exported = await importDefault(file);
   } catch (error) {
-    throw new Error(`${nameOrPath}: cannot load the module: ${firstLine(error)}`);
+    // A Worker entry (or anything importing cloudflare:*) cannot run in Node: point at the env.
+    const hint = /cloudflare:/.test(firstLine(error))
+      ? " (it imports Worker-only modules: pass the env's own file, the one whose default export is defineEnv(...), not the Worker entry)"
+      : "";
+    throw new Error(`${nameOrPath}: cannot load the module: ${firstLine(error)}${hint}`);
   }
   if (!isEnvDefinition(exported)) {
     throw new Error(

@@ -127,6 +127,21 @@ describe("--env ./path.ts", () => {
     expect(missing.code).toBe(1);
     expect(missing.stderr).toMatch(/^error: \.\/nope\.ts: no such file \(looked at .+\)\n$/);
   });
+
+  it("says what to pass instead of a Worker entry or an unknown env name", async () => {
+    const dir = workdir();
+    writeFileSync(
+      join(dir, "entry.ts"),
+      'import { DurableObject } from "cloudflare:workers";\nexport default { DurableObject };\n',
+    );
+    const entry = await cli(["process", "--env", "./entry.ts"], dir);
+    expect(entry.code).toBe(1);
+    expect(entry.stderr).toContain("pass the env's own file");
+    const unknown = await cli(["process", "--env", "count_vowels"], dir);
+    expect(unknown.code).toBe(1);
+    expect(unknown.stderr).toContain('unknown env "count_vowels"');
+    expect(unknown.stderr).toContain("--env ./src/envs/count_vowels.ts");
+  });
 });
 
 describe("Atropos config files and flags", () => {
