@@ -75,6 +75,16 @@ interface WorkerEnvRun {
   url: string;
   summary: FeederSummary | null;
   pollError: string | null;
+  /** reported_at of the feeder's back-off reason last printed. */
+  backoffPrinted?: number;
+}
+
+/** The feeder's back-off reason when it is a new report (every 10 s while it lasts), else null. */
+function newBackoffReport(env: WorkerEnvRun): string | null {
+  const backingOff = env.summary?.backing_off;
+  if (!backingOff || backingOff.reported_at === env.backoffPrinted) return null;
+  env.backoffPrinted = backingOff.reported_at;
+  return `${env.name}: ${backingOff.message}`;
 }
 
 const WORKER_INSTANCE = "0";
@@ -376,6 +386,10 @@ export async function runStart(
         ...workerEnvs.map(pollWorkerEnv),
       ]).finally(() => {
         polling = false;
+        for (const e of workerEnvs) {
+          const line = newBackoffReport(e);
+          if (line) out.write(`\n${line}\n`);
+        }
       });
     }, 1000);
 
