@@ -71,7 +71,7 @@ export const DEFAULT_LEARNING_RATE = 0.3;
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 /** An env running on the Worker's queue path, seen through its EnvFeeder's status endpoint. */
-interface WorkerEnvRun {
+export interface WorkerEnvRun {
   name: string;
   /** …/v1/runs/{run}/env-workers/{env}/0 */
   url: string;
@@ -84,7 +84,7 @@ interface WorkerEnvRun {
 }
 
 /** The feeder's back-off reason when it is a new report (every 10 s while it lasts), else null. */
-function newBackoffReport(env: WorkerEnvRun): string | null {
+export function newBackoffReport(env: WorkerEnvRun): string | null {
   const backingOff = env.summary?.backing_off;
   if (!backingOff || backingOff.reported_at === env.backoffPrinted) return null;
   env.backoffPrinted = backingOff.reported_at;
