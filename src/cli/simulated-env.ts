@@ -38,3 +38,29 @@ export function wireSimulation(
     return result;
   };
 }
+
+/**
+ * Worker envs roll out in workerd, out of reach of the simulator in this process, so no
+ * simulate() hook runs per item. Instead the candidates of the first `count` items of an instance
+ * with the same config are registered up front: the items the EnvFeeder hands out, for envs whose
+ * item order depends only on their config and seed. (An env whose items follow its scores, like a
+ * curriculum, drifts from them; prompts nobody registered get the generic mix.) Returns how many
+ * items were registered.
+ */
+export async function registerItemsAhead(
+  env: BaseEnv<JsonValue>,
+  definition: EnvDefinition,
+  sink: SimulationSink,
+  count: number,
+): Promise<number> {
+  if (!definition.simulate) return 0;
+  await env.setup();
+  let registered = 0;
+  while (registered < count) {
+    const item = await env.getNextItem();
+    if (item === null) break;
+    sink.register(definition.name, definition.simulate(item));
+    registered++;
+  }
+  return registered;
+}

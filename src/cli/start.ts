@@ -14,6 +14,7 @@ import { RolloutApiClient } from "../env-workers/runtime/api-client";
 import { nodeGetWithBody } from "../env-workers/runtime/node-get-with-body";
 import { type ServeSummary, serveEnv } from "../env-workers/runtime/serve";
 import { getEnvDefinition } from "../envs/index";
+import { MAX_REGISTRATIONS } from "../sim/policy";
 import type { FeederSummary } from "../worker/env-feeder";
 import { demoTrainStep, ToyPolicyTrainer } from "./demo-trainer";
 import { type DevProcess, PROJECT_ROOT, projectRoot, startDevProcess } from "./dev-process";
@@ -27,6 +28,7 @@ import {
   summaryLines,
   type TrainerProgress,
 } from "./progress";
+import { registerItemsAhead } from "./simulated-env";
 
 export interface StartOptions extends InferenceFlags {
   steps: number;
@@ -69,12 +71,24 @@ export const DEFAULT_LEARNING_RATE = 0.3;
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 /** An env running on the Worker's queue path, seen through its EnvFeeder's status endpoint. */
-interface WorkerEnvRun {
+export interface WorkerEnvRun {
   name: string;
   /** …/v1/runs/{run}/env-workers/{env}/0 */
   url: string;
   summary: FeederSummary | null;
   pollError: string | null;
+  /** reported_at of the feeder's back-off reason last printed. */
+  backoffPrinted?: number;
+  /** The feeder's dropped + rejected count already passed to the learning curve. */
+  dropsRecorded?: number;
+}
+
+/** The feeder's back-off reason when it is a new report (every 10 s while it lasts), else null. */
+export function newBackoffReport(env: WorkerEnvRun): string | null {
+  const backingOff = env.summary?.backing_off;
+  if (!backingOff || backingOff.reported_at === env.backoffPrinted) return null;
+  env.backoffPrinted = backingOff.reported_at;
+  return `${env.name}: ${backingOff.message}`;
 }
 
 const WORKER_INSTANCE = "0";
@@ -297,6 +311,11 @@ export async function runStart(
       `API ${dev.url} (dashboard ${dev.url}/dashboard/) · ${inference.describe} · envs ${envNames.join(", ")}${workersMode ? " on the Worker's queue path" : " in Node"}\n`,
     );
 
+    if (workersMode && options.summaryJson) {
+      out.write(
+        "note: with --workers, --summary-json counts the rollouts of the groups that reach a batch (a dropped group's scores stay in the Worker; dropped_groups come from the env workers): run without --workers for accuracy over every rollout\n",
+      );
+    }
     trainer = new TrainerClient({ url: dev.url });
     await trainer.register({
       batch_size: options.batchSize,
@@ -305,6 +324,18 @@ export async function runStart(
     });
 
     for (const name of workersMode ? envNames : []) {
+      const sim = inference.simulator;
+      if (sim) {
+        const def = defs[envNames.indexOf(name)]!;
+        const mirror = await createEnv(
+          def,
+          { ...envConfigOf(name), max_token_length: options.maxTokenLen },
+          inference,
+          options.tokenizer,
+        );
+        const ahead = Math.floor(MAX_REGISTRATIONS / envNames.length);
+        await registerItemsAhead(mirror, def, sim.policy, ahead);
+      }
       workerEnvs.push(
         await startWorkerEnv(
           dev.url,
@@ -376,6 +407,14 @@ export async function runStart(
         ...workerEnvs.map(pollWorkerEnv),
       ]).finally(() => {
         polling = false;
+        for (const e of workerEnvs) {
+          const line = newBackoffReport(e);
+          if (line) out.write(`\n${line}\n`);
+          // The feeder counts drops per item report: they go to the step in progress.
+          const drops = (e.summary?.dropped ?? 0) + (e.summary?.rejected ?? 0);
+          for (let i = e.dropsRecorded ?? 0; i < drops; i++) learning.dropped(e.name);
+          e.dropsRecorded = Math.max(e.dropsRecorded ?? 0, drops);
+        }
       });
     }, 1000);
 
@@ -407,6 +446,14 @@ export async function runStart(
         ? { mean: stale.reduce((a, b) => a + b, 0) / stale.length, max: Math.max(...stale) }
         : null;
       learning.stepStaleness(progress.step + 1, stale);
+      if (workersMode) {
+        // Worker envs' groups are scored in workerd: the curve sees those that reach a batch.
+        batch.manifest.forEach((g, i) => {
+          const env = workerEnvs.find((e) => e.summary?.env_id === g.env_id);
+          const scores = batch.groups[i]?.scores;
+          if (env && scores) learning.groups(env.name, [scores]);
+        });
+      }
       policyTrainer?.step(batch.groups);
       policyVersion++;
       if (policyTrainer) {

@@ -140,7 +140,7 @@ interface Registration {
   simulated: SimulatedItem;
 }
 
-const MAX_REGISTRATIONS = 4096;
+export const MAX_REGISTRATIONS = 4096;
 const MAX_LOGGED_SAMPLES = 200_000;
 
 export class ToyPolicy implements SimulationSink {

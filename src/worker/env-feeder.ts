@@ -11,6 +11,7 @@ import { statusForEnv } from "../api/storage/status";
 import type { BaseEnv, JsonObject, JsonValue } from "../env-workers/base-env";
 import { parseEnvConfig } from "../env-workers/config";
 import type { EnvCatalog } from "../env-workers/env-catalog";
+import { DropBackoff, type DropBackoffState } from "../env-workers/runtime/drop-backoff";
 import { countDrop } from "../env-workers/runtime/rollout-core";
 import {
   crossedMultiple,
@@ -51,6 +52,8 @@ export interface ItemReport {
   /** Reasons of the item's groups that failed send-side validation. */
   rejected?: string[];
   scores?: number[];
+  /** Groups of the item that were submitted; any resets the drop back-off. */
+  submitted?: number;
   /** JSON of BacklogItem[] (kept a string: RPC arguments stay small and flat). */
   backlogJson?: string;
 }
@@ -76,6 +79,17 @@ export interface FeederState {
   /** Run step seen on the previous tick (evaluation triggers on crossing steps_per_eval). */
   lastStep?: number | null;
   evaluations?: number;
+  /** Consecutive drops and rate limit (states saved before the back-off existed have none). */
+  backoff?: DropBackoffState;
+  /** While backing off: why, as last reported (every 10 s of continued drops). */
+  backingOff?: BackingOff | null;
+}
+
+export interface BackingOff {
+  /** e.g. "all scores identical (0) in the last 200 groups: your reward gives …" */
+  message: string;
+  /** When the message was (re)issued, ms since the epoch: a new value is a new report. */
+  reported_at: number;
 }
 
 /** What callers outside the object see (RPC-serialisable). */
@@ -97,6 +111,8 @@ export interface FeederSummary {
   last_error: string | null;
   eval_running: boolean;
   evaluations: number;
+  /** Set while the feeder issues at most 1 item/s because every recent group was dropped. */
+  backing_off: BackingOff | null;
 }
 
 function summarize(state: FeederState, evalRunning: boolean): FeederSummary {
@@ -116,6 +132,7 @@ function summarize(state: FeederState, evalRunning: boolean): FeederSummary {
     last_error: state.lastError,
     eval_running: evalRunning,
     evaluations: state.evaluations ?? 0,
+    backing_off: state.backingOff ?? null,
   };
 }
 
@@ -123,6 +140,27 @@ function summarize(state: FeederState, evalRunning: boolean): FeederSummary {
 function countReason(state: FeederState, reason: string): void {
   state.dropReasons ??= {};
   countDrop(state.dropReasons, reason);
+}
+
+/**
+ * Runs `use` on the feeder's drop back-off (the Node runtime's rule: after 200 consecutive drops,
+ * at most 1 item/s and the reason every 10 s), kept in the persisted state so that it survives
+ * the object being evicted between ticks.
+ */
+function withBackoff<T>(state: FeederState, use: (backoff: DropBackoff) => T): T {
+  const backoff = new DropBackoff({ state: state.backoff });
+  const result = use(backoff);
+  state.backoff = backoff.snapshot();
+  if (!backoff.active) state.backingOff = null;
+  return result;
+}
+
+/** A dropped item or rejected group, as the back-off counts it. */
+function backoffDrop(state: FeederState, reason: string): void {
+  withBackoff(state, (backoff) => {
+    const message = backoff.dropped(reason);
+    if (message) state.backingOff = { message, reported_at: Date.now() };
+  });
 }
 
 export class EnvFeeder extends DurableObject<Bindings> {
@@ -184,6 +222,8 @@ export class EnvFeeder extends DurableObject<Bindings> {
       dropped: previous?.dropped ?? 0,
       rejected: previous?.rejected ?? 0,
       dropReasons: previous?.dropReasons ?? {},
+      backoff: previous?.backoff,
+      backingOff: previous?.backingOff ?? null,
       checkpoint: previous?.spec.envName === spec.envName ? previous.checkpoint : null,
       lastError: null,
     };
@@ -324,6 +364,7 @@ export class EnvFeeder extends DurableObject<Bindings> {
     const env = await this.instance(state);
     const messages: RolloutItemMessage[] = [];
     for (let i = 0; i < free; i++) {
+      if (!withBackoff(state, (backoff) => backoff.maySpawn())) break;
       const item = await env.getNextItem();
       if (item === null) break;
       const itemId = crypto.randomUUID();
@@ -403,12 +444,18 @@ export class EnvFeeder extends DurableObject<Bindings> {
     delete state.inFlight[itemId];
     const backlog = JSON.parse(outcome.backlogJson ?? "[]") as BacklogItem[];
     for (const b of backlog) state.inFlight[b.itemId] = { item: b.item, issuedAt: Date.now() };
+    // Reports from consumers older than `submitted`: an ok item without drops kept its group.
+    const kept =
+      outcome.submitted ??
+      (outcome.ok && outcome.dropped === undefined && !outcome.rejected?.length ? 1 : 0);
+    if (kept > 0) withBackoff(state, (backoff) => backoff.kept());
     if (!outcome.ok) state.failed++;
     else if (outcome.dropped !== undefined) this.drop(state, outcome.dropped);
     else state.succeeded++;
     for (const reason of outcome.rejected ?? []) {
       state.rejected++;
       countReason(state, reason);
+      backoffDrop(state, reason);
     }
     if (outcome.ok && outcome.scores?.length) {
       // Curriculum feedback happens here, where the iterator state lives.
@@ -430,6 +477,7 @@ export class EnvFeeder extends DurableObject<Bindings> {
   private drop(state: FeederState, reason: string): void {
     state.dropped++;
     countReason(state, reason);
+    backoffDrop(state, reason);
   }
 
   private async reportStats(state: FeederState): Promise<void> {

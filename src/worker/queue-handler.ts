@@ -219,6 +219,7 @@ export async function handleQueueBatch(
           // Groups that failed send-side validation are rejections, not failures.
           rejected: envDrop ? [] : result.drops,
           scores: result.scores,
+          submitted: result.kind === "submitted" ? result.groups : 0,
           backlogJson: JSON.stringify(backlog),
         });
         await enqueueBacklog(env, msg, backlog);

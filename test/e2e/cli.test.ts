@@ -3,10 +3,12 @@
  * trainer, finishing with exit 0, a summary, and no process left behind.
  */
 import { spawn } from "node:child_process";
-import { readdirSync, readFileSync } from "node:fs";
+import { mkdtempSync, readdirSync, readFileSync, rmSync } from "node:fs";
 import { createServer } from "node:http";
+import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
+import type { LearningSummary } from "../../src/cli/learning-summary";
 import { freePort, ROOT } from "./harness";
 
 /** Command lines of live processes containing `text`, read from /proc (no procps needed). */
@@ -80,6 +82,8 @@ describe("atropos-edge start", () => {
 
   it("--workers runs the envs on the Worker's queue path, then stops the feeders", async () => {
     const port = await freePort();
+    const dir = mkdtempSync(join(tmpdir(), "cli-workers-"));
+    const summaryFile = join(dir, "curve.json");
     const { code, output } = await runCli([
       "start",
       "--workers",
@@ -89,8 +93,25 @@ describe("atropos-edge start", () => {
       String(port),
       "--max-seconds",
       "100",
+      "--summary-json",
+      summaryFile,
     ]);
     expect(code, output).toBe(0);
+    // The learning curve is not silently empty: it counts the leased groups' rollouts, and says so.
+    expect(output).toContain(
+      "note: with --workers, --summary-json counts the rollouts of the groups",
+    );
+    const curve = JSON.parse(readFileSync(summaryFile, "utf8")) as LearningSummary;
+    rmSync(dir, { recursive: true, force: true });
+    expect(Object.keys(curve.envs).sort()).toEqual(["gsm8k_lite", "letter_counting"]);
+    for (const step of [0, 1]) {
+      const rollouts = Object.values(curve.envs).map((e) => e.steps[step]!.rollouts);
+      expect(
+        rollouts.reduce((a, b) => a + b, 0),
+        JSON.stringify(curve),
+      ).toBeGreaterThan(0);
+    }
+    expect(curve.policy_versions.pushes).toBe(2);
     expect(output).toContain("on the Worker's queue path");
     expect(output).toMatch(/steps trained\s+2\/2/);
     expect(output).toMatch(/shape problems\s+0/);

@@ -3,14 +3,30 @@
  * feeding items to the queue, and evaluation when the run's step crosses steps_per_eval — with
  * STOP_TRAIN holding back new training items while it runs.
  */
-import { runDurableObjectAlarm, runInDurableObject } from "cloudflare:test";
+import {
+  createExecutionContext,
+  createMessageBatch,
+  getQueueResult,
+  runDurableObjectAlarm,
+  runInDurableObject,
+} from "cloudflare:test";
 import { env } from "cloudflare:workers";
-import { describe, expect, it } from "vitest";
+import { afterEach, describe, expect, it, vi } from "vitest";
 import type { Bindings } from "../../src/api/bindings";
 import { parseServerConfig } from "../../src/core/server-config";
-import type { EnvFeeder } from "../../src/worker/env-feeder";
+import type { RolloutItemMessage } from "../../src/queues/messages";
+import type { EnvFeeder, FeederState, FeederSummary } from "../../src/worker/env-feeder";
+import { handleQueueBatch, ROLLOUT_QUEUE } from "../../src/worker/queue-handler";
 import { call, json, post, REGISTRATION, uniqueRun } from "./helpers";
-import { BigItemTestEnv, EvalTestEnv, evaluationControl } from "./test-envs";
+import {
+  BigItemTestEnv,
+  ConstantRewardTestEnv,
+  EvalTestEnv,
+  evaluationControl,
+  GROUP_SIZE,
+  GROUPS_PER_CONSTANT_ITEM,
+} from "./test-envs";
+import { testEnvCatalog } from "./test-worker";
 
 const bindings = env as unknown as Bindings;
 
@@ -113,6 +129,108 @@ describe("EnvFeeder", () => {
       expect((await feeder.describe())!.status).toBe("stopped");
       // Not re-armed: a stopped feeder ticks no more.
       expect(await state.storage.getAlarm()).toBeNull();
+    });
+  });
+
+  describe("drop back-off", () => {
+    afterEach(() => {
+      vi.useRealTimers();
+    });
+
+    /** The feeder's in-flight items as the queue messages its tick sent (same ids and items). */
+    async function inFlightMessages(
+      stub: DurableObjectStub<EnvFeeder>,
+    ): Promise<RolloutItemMessage[]> {
+      return runInDurableObject(stub, async (_instance, ctx) => {
+        const state = (await ctx.storage.get<FeederState>("state"))!;
+        return Object.entries(state.inFlight).map(([itemId, f]) => ({
+          itemId,
+          run: state.run,
+          feeder: state.name,
+          envId: state.envId!,
+          spec: state.spec,
+          item: f.item,
+          policyVersion: 0,
+          issuedAt: f.issuedAt,
+        }));
+      });
+    }
+
+    /** Runs the items through the queue consumer (rollout, validation, report to the feeder). */
+    async function consume(bodies: RolloutItemMessage[]): Promise<void> {
+      const batch = createMessageBatch<RolloutItemMessage>(
+        ROLLOUT_QUEUE,
+        bodies.map((body, i) => ({
+          id: `${body.itemId}-${i}`,
+          timestamp: new Date(),
+          attempts: 1,
+          body,
+        })),
+      );
+      const ctx = createExecutionContext();
+      await handleQueueBatch(batch, bindings, ctx, testEnvCatalog);
+      await getQueueResult(batch, ctx);
+    }
+
+    it("after 200 identical-score groups: at most 1 item/s, the reason in its status every 10 s", async () => {
+      // Date is faked (timers are not): the feeder's clock moves only when the test moves it. A
+      // year ahead, so that the alarms it sets lie in the real future and never fire on their own.
+      const start = Date.now() + 365 * 24 * 3600 * 1000;
+      let clock = start;
+      vi.useFakeTimers({ toFake: ["Date"] });
+      vi.setSystemTime(clock);
+      const run = uniqueRun("backoff");
+      await post(`/runs/${run}/register`, { ...REGISTRATION, batch_size: 1024 });
+      const name = `${run}/${ConstantRewardTestEnv.envName}/0`;
+      const stub = bindings.ENV_FEEDER.get(bindings.ENV_FEEDER.idFromName(name));
+      await stub.start(run, name, {
+        envName: ConstantRewardTestEnv.envName,
+        config: { group_size: GROUP_SIZE, max_num_workers: 20, worker_timeout: -1 },
+        inference: INFERENCE,
+      });
+      const envWorker = async () =>
+        json<FeederSummary>(call(`/v1/runs/${run}/env-workers/${ConstantRewardTestEnv.envName}/0`));
+
+      // Full speed: one tick issues 20 items, whose 200 groups are all rejected. (The pool's own
+      // queue consumer may run some of them too; the feeder counts each item once.)
+      expect(GROUPS_PER_CONSTANT_ITEM).toBe(10);
+      expect(await runDurableObjectAlarm(stub)).toBe(true);
+      const first = await inFlightMessages(stub);
+      expect(first.length).toBeLessThanOrEqual(20);
+      await consume(first);
+      const reason =
+        "all scores identical (0) in the last 200 groups: your reward gives every answer the same score; backing off to 1 item/s until a group is kept";
+      expect(await envWorker()).toMatchObject({
+        issued: 20,
+        in_flight: 0,
+        rejected: 200,
+        backing_off: { message: reason, reported_at: clock },
+      });
+
+      // Backing off: however often it ticks within a second, one item.
+      for (let tick = 0; tick < 5; tick++) {
+        expect(await runDurableObjectAlarm(stub)).toBe(true);
+        clock += 100;
+        vi.setSystemTime(clock);
+      }
+      expect((await stub.describe())!.issued).toBe(21);
+
+      // One item per second of the clock; the reason is reported again after 10 s.
+      for (let second = 1; second <= 10; second++) {
+        await consume(await inFlightMessages(stub));
+        clock += 1000;
+        vi.setSystemTime(clock);
+        expect(await runDurableObjectAlarm(stub)).toBe(true);
+        expect(await runDurableObjectAlarm(stub)).toBe(true);
+        expect((await stub.describe())!.issued).toBe(21 + second);
+      }
+      await consume(await inFlightMessages(stub));
+      const later = await envWorker();
+      expect(later.rejected).toBe(200 + 11 * GROUPS_PER_CONSTANT_ITEM);
+      expect(later.backing_off).toEqual({ message: reason, reported_at: clock });
+      // 10.5 s after the first report: the first drop at least 10 s later.
+      expect(later.backing_off!.reported_at).toBe(start + 10_500);
+      await stub.stop();
     });
   });
 });

@@ -109,9 +109,46 @@ export class FaultyTestEnv extends BaseEnv<FaultItem, BaseEnvConfig> {
   }
 }
 
+/**
+ * Items are counters, each rolled out as GROUPS_PER_CONSTANT_ITEM groups; the reward gives every
+ * rollout 0, so every group has identical scores.
+ */
+export const GROUPS_PER_CONSTANT_ITEM = 10;
+
+export class ConstantRewardTestEnv extends BaseEnv<number, BaseEnvConfig> {
+  static override envName = "constant_reward_test";
+  private next = 0;
+
+  async getNextItem(): Promise<number | null> {
+    return this.next++;
+  }
+
+  override async collectTrajectories(item: number): Promise<TrajectoriesResult<number>> {
+    const reward = (_tokens: number[]) => 0;
+    const groups = Array.from({ length: GROUPS_PER_CONSTANT_ITEM }, (_, g): ScoredDataGroup => {
+      const tokens = Array.from({ length: GROUP_SIZE }, (_, s) => [101, 1000 + item, 2000 + g, s]);
+      return {
+        tokens,
+        masks: tokens.map((seq) => seq.map((t, i) => (i < 2 ? -100 : t))),
+        scores: tokens.map(reward),
+      };
+    });
+    return [groups, []];
+  }
+
+  override saveCheckpoint() {
+    return { next: this.next };
+  }
+
+  override loadCheckpoint(state: { next?: unknown }) {
+    this.next = Number(state.next ?? 0);
+  }
+}
+
 export const testEnvs = [
   defineEnv(EvalTestEnv, BaseEnvConfigSchema, "test only"),
   defineEnv(BigItemTestEnv, BaseEnvConfigSchema, "test only"),
   defineEnv(IdleTestEnv, BaseEnvConfigSchema, "test only"),
   defineEnv(FaultyTestEnv, BaseEnvConfigSchema, "test only: fails the first N attempts of an item"),
+  defineEnv(ConstantRewardTestEnv, BaseEnvConfigSchema, "test only: every answer scores 0"),
 ];

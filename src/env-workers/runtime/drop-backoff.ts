@@ -9,6 +9,15 @@ export interface DropBackoffOptions {
   minIntervalMs?: number;
   reportEveryMs?: number;
   now?: () => number;
+  /** Where a previous instance left off (a Durable Object persists it between ticks). */
+  state?: DropBackoffState;
+}
+
+/** What a DropBackoff must remember across restarts (timestamps in ms; null: never). */
+export interface DropBackoffState {
+  consecutive: number;
+  lastSpawnAt: number | null;
+  lastReportAt: number | null;
 }
 
 export class DropBackoff {
@@ -25,6 +34,20 @@ export class DropBackoff {
     this.minIntervalMs = options.minIntervalMs ?? 1000;
     this.reportEveryMs = options.reportEveryMs ?? 10_000;
     this.now = options.now ?? Date.now;
+    if (options.state) {
+      this.consecutive = options.state.consecutive;
+      this.lastSpawnAt = options.state.lastSpawnAt ?? Number.NEGATIVE_INFINITY;
+      this.lastReportAt = options.state.lastReportAt ?? Number.NEGATIVE_INFINITY;
+    }
+  }
+
+  snapshot(): DropBackoffState {
+    const finite = (t: number) => (Number.isFinite(t) ? t : null);
+    return {
+      consecutive: this.consecutive,
+      lastSpawnAt: finite(this.lastSpawnAt),
+      lastReportAt: finite(this.lastReportAt),
+    };
   }
 
   get active(): boolean {

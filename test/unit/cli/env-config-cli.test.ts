@@ -7,6 +7,8 @@ import { mkdtempSync, readFileSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { describe, expect, it } from "vitest";
+import { noSimulateWarning } from "../../../src/cli/simulated-env";
+import { genericCandidates } from "../../../src/sim/generic-mix";
 
 const ROOT = resolve(import.meta.dirname, "../../..");
 const BIN = join(ROOT, "bin", "atropos-edge.mjs");
@@ -79,11 +81,21 @@ function workdir(): string {
   return dir;
 }
 
+/** The same env without `simulate`: the simulator cannot know its answers. */
+const TINY_ENV_WITHOUT_SIMULATE = TINY_ENV.replace(/, \{\n {2}simulate:[\s\S]*?\n\}\);/, ");");
+
 const groupsIn = (file: string) =>
   readFileSync(file, "utf8")
     .trim()
     .split("\n")
-    .map((l) => JSON.parse(l) as { tokens: number[][]; scores: number[] });
+    .map(
+      (l) =>
+        JSON.parse(l) as {
+          tokens: number[][];
+          scores: number[];
+          messages?: { role: string; content: string }[][];
+        },
+    );
 
 describe("--env ./path.ts", () => {
   it("process runs an env module from the current directory; --env.* sets its config", async () => {
@@ -109,6 +121,41 @@ describe("--env ./path.ts", () => {
     expect(groups).toHaveLength(2);
     for (const g of groups) expect(g.tokens).toHaveLength(3);
     expect(readFileSync(join(dir, "out.html"), "utf8")).toContain("tiny_env");
+  });
+
+  it("an env without simulate() gets one warning line and the simulator's generic mix", async () => {
+    const dir = workdir();
+    expect(TINY_ENV_WITHOUT_SIMULATE).not.toContain("simulate");
+    writeFileSync(join(dir, "tiny_env.ts"), TINY_ENV_WITHOUT_SIMULATE);
+    const r = await cli(
+      ["process", "--env", "./tiny_env.ts", "--groups", "3", "--out", "o.jsonl"],
+      dir,
+    );
+    expect(r.code).toBe(0);
+    // stderr also carries the progress bar.
+    const warnings = r.stderr.split("\n").filter((l) => l.startsWith("warning:"));
+    expect(warnings).toEqual([noSimulateWarning("tiny_env")]);
+    // The env decodes prompt + answer into one message: some item's prompt followed by one of
+    // the generic mix's answers to it.
+    const texts = groupsIn(join(dir, "o.jsonl")).flatMap((g) => g.messages ?? []);
+    expect(texts.length).toBe(3 * 4);
+    const prompts = Array.from({ length: 20 }, (_, i) => `Say a word about ${i}`);
+    const isGeneric = (text: string) =>
+      prompts.some((p) => genericCandidates(p).some((c) => text === p + c.text));
+    for (const [message] of texts) expect(isGeneric(message!.content)).toBe(true);
+    // With simulate() (the other tests' env) the answers are the env's own candidates.
+    writeFileSync(join(dir, "tiny_env.ts"), TINY_ENV);
+    const own = await cli(
+      ["process", "--env", "./tiny_env.ts", "--groups", "1", "--out", "s.jsonl"],
+      dir,
+    );
+    expect(own.stderr).not.toContain("warning:");
+    const ownTexts = groupsIn(join(dir, "s.jsonl")).flatMap((g) => g.messages ?? []);
+    expect(ownTexts.length).toBe(4);
+    for (const [message] of ownTexts) {
+      expect(isGeneric(message!.content)).toBe(false);
+      expect(message!.content).toMatch(/^Say a word about \d+(apple|pear)$/);
+    }
   });
 
   it("a bad module or default export is one error line naming the file, exit 1", async () => {

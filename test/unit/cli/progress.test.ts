@@ -70,6 +70,7 @@ function feeder(envId: number, name: string): FeederSummary {
     eval_running: false,
     evaluations: 0,
     drop_reasons: {},
+    backing_off: null,
   };
 }
 

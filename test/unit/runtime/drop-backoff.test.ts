@@ -29,3 +29,22 @@ describe("DropBackoff", () => {
     expect(backoff.maySpawn()).toBe(true);
   });
 });
+
+describe("DropBackoff state", () => {
+  it("a new instance built from a snapshot goes on where the old one stopped", () => {
+    let now = 5_000;
+    const first = new DropBackoff({ now: () => now });
+    expect(first.snapshot()).toEqual({ consecutive: 0, lastSpawnAt: null, lastReportAt: null });
+    for (let i = 0; i < 200; i++) first.dropped("all scores identical (1)");
+    expect(first.maySpawn()).toBe(true);
+    const saved = JSON.parse(JSON.stringify(first.snapshot()));
+    expect(saved).toEqual({ consecutive: 200, lastSpawnAt: 5_000, lastReportAt: 5_000 });
+    const second = new DropBackoff({ now: () => now, state: saved });
+    expect(second.active).toBe(true);
+    expect(second.maySpawn()).toBe(false);
+    expect(second.dropped("all scores identical (1)")).toBeNull();
+    now = 15_000;
+    expect(second.maySpawn()).toBe(true);
+    expect(second.dropped("all scores identical (1)")).toContain("in the last 200 groups");
+  });
+});

@@ -1,0 +1,89 @@
+/**
+ * LearningRecorder: the per-step learning curve `start --summary-json` writes. Groups dropped for
+ * identical scores count toward their step's accuracy and rollouts (a converged policy's
+ * all-correct groups are dropped, and the curve must not hide them).
+ */
+import { mkdtempSync, readFileSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { afterAll, describe, expect, it } from "vitest";
+import { LearningRecorder, writeLearningSummary } from "../../../src/cli/learning-summary";
+
+const dirs: string[] = [];
+afterAll(() => {
+  for (const d of dirs) rmSync(d, { recursive: true, force: true });
+});
+
+describe("LearningRecorder", () => {
+  it("counts dropped groups' rollouts in their step and writes the issue's JSON shape", () => {
+    let step = 1;
+    const recorder = new LearningRecorder(() => step);
+    // Step 1: a mixed group (kept) and an all-correct group, dropped for identical scores.
+    // As start wires it, the env reports every group it produced, then the runtime the drop.
+    recorder.groups("gsm8k_lite", [[1, -1, 1, -1]]);
+    recorder.groups("gsm8k_lite", [[1, 1, 1, 1]]);
+    recorder.dropped("gsm8k_lite");
+    recorder.groups("letter_counting", [[0.5, 0]]);
+    recorder.stepStaleness(1, [0, 0]);
+    // Step 2: two groups in one call (an env returning a list), and an all-wrong dropped group.
+    step = 2;
+    recorder.groups("gsm8k_lite", [
+      [1, 1, -1, 1],
+      [-1, -1, -1, -1],
+    ]);
+    recorder.dropped("gsm8k_lite");
+    recorder.stepStaleness(2, [1, 3]);
+    recorder.stepStaleness(3, []); // nothing leased: no record
+    recorder.pushes = 2;
+
+    const dir = mkdtempSync(join(tmpdir(), "learning-summary-"));
+    dirs.push(dir);
+    const file = join(dir, "summary.json");
+    writeLearningSummary(
+      file,
+      recorder.summary(["gsm8k_lite", "letter_counting"], 3, { announced: 2, simulator: 2 }, 0.5),
+    );
+    const written: unknown = JSON.parse(readFileSync(file, "utf8"));
+    expect(written).toStrictEqual({
+      envs: {
+        gsm8k_lite: {
+          steps: [
+            // 6 of 8 rollouts scored above 0, the dropped all-correct group's 4 included.
+            { step: 1, accuracy: 0.75, mean_score: 0.5, rollouts: 8, dropped_groups: 1 },
+            { step: 2, accuracy: 3 / 8, mean_score: -0.25, rollouts: 8, dropped_groups: 1 },
+            // A trained step the env produced nothing for: no accuracy rather than 0.
+            { step: 3, accuracy: null, mean_score: null, rollouts: 0, dropped_groups: 0 },
+          ],
+        },
+        letter_counting: {
+          steps: [
+            { step: 1, accuracy: 0.5, mean_score: 0.25, rollouts: 2, dropped_groups: 0 },
+            { step: 2, accuracy: null, mean_score: null, rollouts: 0, dropped_groups: 0 },
+            { step: 3, accuracy: null, mean_score: null, rollouts: 0, dropped_groups: 0 },
+          ],
+        },
+      },
+      policy_versions: { announced: 2, simulator: 2, pushes: 2 },
+      staleness: {
+        mean: 1,
+        max: 3,
+        per_step: [
+          { step: 1, mean: 0, max: 0 },
+          { step: 2, mean: 2, max: 3 },
+        ],
+      },
+      learning_rate: 0.5,
+    });
+  });
+
+  it("an env that never produced a group still gets one entry per trained step", () => {
+    const summary = new LearningRecorder(() => 1).summary(
+      ["quiet"],
+      2,
+      { announced: 0, simulator: null },
+      0,
+    );
+    expect(summary.envs.quiet!.steps.map((s) => s.rollouts)).toEqual([0, 0]);
+    expect(summary.staleness).toEqual({ mean: null, max: null, per_step: [] });
+  });
+});
