@@ -140,7 +140,7 @@ function build(options) {
   const over = size.gzip > limit;
   if (over) {
     process.stderr.write(
-      `\nWARNING: the compressed bundle (${formatSize(size.gzip)}) is over the ${options.sizeLimitMb} MiB Worker size limit; Cloudflare will reject the upload. Drop a tokenizer or an env from the envs your Worker registers, or split the env workers into a second Worker.\n`,
+      `\nWARNING: the compressed bundle (${formatSize(size.gzip)}) is over the ${options.sizeLimitMb} MiB Worker size limit; Cloudflare will reject the upload. Drop an env from the envs your Worker registers, or split the env workers into a second Worker.\n`,
     );
   }
   return {
