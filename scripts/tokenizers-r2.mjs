@@ -8,11 +8,16 @@
  * repeated.
  *
  * Used by scripts/dev.mjs (local state, at every start) and scripts/deploy.mjs (the account's
- * bucket, with wrangler).
+ * bucket, with wrangler). Run on its own (a project made by `atropos-edge init` has no
+ * deploy.mjs):
+ *   node node_modules/atropos-edge/scripts/tokenizers-r2.mjs [--remote | --local
+ *        [--persist-to DIR]] [--config wrangler.jsonc]
  */
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { spawnSync } from "node:child_process";
+import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { createRequire } from "node:module";
 import { tmpdir } from "node:os";
-import { dirname, join } from "node:path";
+import { dirname, join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
 
 export const BUNDLED_DIR = join(
@@ -132,4 +137,74 @@ export function seedWithWrangler(
     rmSync(temp, { recursive: true, force: true });
   }
   return uploaded;
+}
+
+/** `node tokenizers-r2.mjs …`: the upload for the project in the current directory. */
+async function main(argv) {
+  const value = (flag) => {
+    const i = argv.indexOf(flag);
+    return i >= 0 ? argv[i + 1] : undefined;
+  };
+  const known = new Set(["--remote", "--local", "--config", "--persist-to"]);
+  const unknown = argv.find(
+    (a, i) => a.startsWith("-") && !known.has(a) && !known.has(argv[i - 1]),
+  );
+  if (unknown || argv.includes("--help")) {
+    process.stderr.write(
+      "usage: node tokenizers-r2.mjs [--remote | --local [--persist-to DIR]] [--config FILE]\n" +
+        "uploads the bundled tokenizers a Worker reads (tokenizers/<family>/) into the PAYLOADS R2 bucket\n",
+    );
+    process.exit(unknown ? 2 : 0);
+  }
+  const where = argv.includes("--local") ? "--local" : "--remote";
+  const config = resolve(
+    value("--config") ??
+      ["wrangler.jsonc", "wrangler.json", "wrangler.toml"].find((f) => existsSync(f)) ??
+      "wrangler.jsonc",
+  );
+  const fromProject = createRequire(join(process.cwd(), "package.json"));
+  const wranglerPackage = (() => {
+    try {
+      return fromProject.resolve("wrangler/package.json");
+    } catch {
+      return createRequire(import.meta.url).resolve("wrangler/package.json");
+    }
+  })();
+  const { unstable_readConfig } = await import(createRequire(wranglerPackage).resolve("wrangler"));
+  const bucket = unstable_readConfig({ config }).r2_buckets?.find((b) => b.binding === "PAYLOADS");
+  if (!bucket) {
+    process.stderr.write(`no PAYLOADS R2 binding in ${config}\n`);
+    process.exit(1);
+  }
+  const persistTo = value("--persist-to");
+  const wrangler = (args) =>
+    spawnSync(
+      process.execPath,
+      [
+        join(dirname(wranglerPackage), "bin", "wrangler.js"),
+        ...args,
+        "--config",
+        config,
+        ...(where === "--local" && persistTo ? ["--persist-to", resolve(persistTo)] : []),
+      ],
+      { encoding: "utf8", env: { ...process.env, WRANGLER_SEND_METRICS: "false" } },
+    );
+  try {
+    const uploaded = seedWithWrangler(wrangler, bucket.bucket_name, {
+      where,
+      log: (line) => process.stdout.write(`${line}\n`),
+    });
+    process.stdout.write(
+      uploaded.length > 0
+        ? `uploaded tokenizers: ${uploaded.join(", ")}\n`
+        : `all bundled tokenizers are already in ${bucket.bucket_name}\n`,
+    );
+  } catch (error) {
+    process.stderr.write(`${error instanceof Error ? error.message : error}\n`);
+    process.exit(1);
+  }
+}
+
+if (process.argv[1] && resolve(process.argv[1]) === fileURLToPath(import.meta.url)) {
+  await main(process.argv.slice(2));
 }
