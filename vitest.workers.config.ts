@@ -1,6 +1,7 @@
 import path from "node:path";
 import { cloudflareTest, readD1Migrations } from "@cloudflare/vitest-pool-workers";
 import { defineConfig } from "vitest/config";
+import { tokenizerObjects } from "./scripts/tokenizers-r2.mjs";
 
 // Integration tests inside workerd with local D1, R2, Queues and Durable Objects.
 export default defineConfig(async () => {
@@ -21,6 +22,18 @@ export default defineConfig(async () => {
             FEEDER_TICK_MS: "3600000",
           },
           compatibilityFlags: ["service_binding_extra_handlers"],
+          serviceBindings: {
+            // GET /<family>: the R2 objects dev and deploy upload for a bundled tokenizer, as
+            // {key: base64}, so a test puts exactly those into its bucket.
+            TEST_TOKENIZER_OBJECTS: (request: Request) => {
+              const family = new URL(request.url).pathname.slice(1);
+              return Response.json(
+                Object.fromEntries(
+                  tokenizerObjects(family).map(({ key, body }) => [key, body.toString("base64")]),
+                ),
+              );
+            },
+          },
         },
       }),
     ],

@@ -1,10 +1,14 @@
 #!/usr/bin/env node
 /**
- * `npm run deploy [-- --dry-run] [--outdir DIR] [--size-limit-mb 10] [--config wrangler.jsonc]`
+ * `npm run deploy [-- --dry-run] [--tokenizers-only] [--outdir DIR] [--size-limit-mb 10]
+ *                  [--config wrangler.jsonc]`
  *
  * Real deploy: checks that wrangler is logged in and that wrangler.jsonc names a real D1
  * database, builds the bundle and checks its size, applies the D1 migrations remotely
- * (`wrangler d1 migrations apply DB --remote`), then runs `wrangler deploy`.
+ * (`wrangler d1 migrations apply DB --remote`), uploads the bundled tokenizers that the PAYLOADS
+ * R2 bucket lacks (tokenizers/<family>/; scripts/tokenizers-r2.mjs), then runs `wrangler deploy`.
+ *
+ * --tokenizers-only: only that upload (after the login check).
  *
  * --dry-run: only `wrangler deploy --dry-run --outdir DIR` — no network, no account — and a
  * report of the bundle size (raw and gzip) against the compressed Worker size limit.
@@ -16,6 +20,7 @@ import { tmpdir } from "node:os";
 import { dirname, join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
 import { gzipSync } from "node:zlib";
+import { seedWithWrangler } from "./tokenizers-r2.mjs";
 
 const root = join(dirname(fileURLToPath(import.meta.url)), "..");
 const wrangler = join(root, "node_modules", ".bin", "wrangler");
@@ -33,6 +38,7 @@ function parseArgs(argv) {
   const passthrough = dashDash >= 0 ? argv.slice(dashDash + 1) : [];
   const options = {
     dryRun: false,
+    tokenizersOnly: false,
     outdir: undefined,
     sizeLimitMb: 10,
     config: join(root, "wrangler.jsonc"),
@@ -46,6 +52,7 @@ function parseArgs(argv) {
       return v;
     };
     if (flag === "--dry-run") options.dryRun = true;
+    else if (flag === "--tokenizers-only") options.tokenizersOnly = true;
     else if (flag === "--outdir") options.outdir = resolve(value());
     else if (flag === "--config" || flag === "-c") options.config = resolve(value());
     else if (flag === "--size-limit-mb") {
@@ -54,8 +61,9 @@ function parseArgs(argv) {
     } else if (flag === "--help" || flag === "-h") {
       process.stdout.write(
         [
-          "usage: npm run deploy -- [--dry-run] [--outdir DIR] [--size-limit-mb N] [--config FILE] [-- WRANGLER_DEPLOY_ARGS]",
+          "usage: npm run deploy -- [--dry-run] [--tokenizers-only] [--outdir DIR] [--size-limit-mb N] [--config FILE] [-- WRANGLER_DEPLOY_ARGS]",
           "  --dry-run          build only (offline, no account) and report the bundle size",
+          "  --tokenizers-only  only upload the bundled tokenizers the R2 bucket lacks",
           "  --outdir DIR       keep the built bundle in DIR (default: a temp dir, removed)",
           "  --size-limit-mb N  compressed Worker size limit (default 10 = Workers Paid; Free is 3)",
           "  --config FILE      wrangler config (default: wrangler.jsonc)",
@@ -132,7 +140,7 @@ function build(options) {
   const over = size.gzip > limit;
   if (over) {
     process.stderr.write(
-      `\nWARNING: the compressed bundle (${formatSize(size.gzip)}) is over the ${options.sizeLimitMb} MiB Worker size limit; Cloudflare will reject the upload. Drop a tokenizer or an env from the envs your Worker registers, or split the env workers into a second Worker.\n`,
+      `\nWARNING: the compressed bundle (${formatSize(size.gzip)}) is over the ${options.sizeLimitMb} MiB Worker size limit; Cloudflare will reject the upload. Drop an env from the envs your Worker registers, or split the env workers into a second Worker.\n`,
     );
   }
   return {
@@ -179,6 +187,40 @@ function checkDatabaseId(configPath) {
   }
 }
 
+/**
+ * Bundled tokenizer families into the account's PAYLOADS bucket when missing or stale (a Worker
+ * reads them from tokenizers/<family>/; about 12 MB for all seven, brotli).
+ */
+async function uploadTokenizers(configPath) {
+  const { unstable_readConfig } = await import("wrangler");
+  const config = unstable_readConfig({ config: configPath });
+  const bucket = config.r2_buckets?.find((b) => b.binding === "PAYLOADS");
+  if (!bucket) {
+    process.stdout.write(
+      `no PAYLOADS R2 bucket in ${configPath}: bundled tokenizers not uploaded\n`,
+    );
+    return;
+  }
+  process.stdout.write(`\nchecking the bundled tokenizers in R2 bucket ${bucket.bucket_name}…\n`);
+  try {
+    const uploaded = seedWithWrangler(
+      (args) => runWrangler([...args, "--config", configPath], { capture: true }),
+      bucket.bucket_name,
+      { log: (line) => process.stdout.write(`${line}\n`) },
+    );
+    process.stdout.write(
+      uploaded.length > 0
+        ? `uploaded tokenizers: ${uploaded.join(", ")}\n`
+        : "all bundled tokenizers are already there\n",
+    );
+  } catch (error) {
+    fail(
+      `${error instanceof Error ? error.message : error}. The R2 bucket must exist first ` +
+        "(docs/DEPLOY.md, step 2) and your token needs R2 edit rights.",
+    );
+  }
+}
+
 const options = parseArgs(process.argv.slice(2));
 if (options.dryRun) {
   const built = build(options);
@@ -190,6 +232,10 @@ if (options.dryRun) {
 }
 
 checkLogin();
+if (options.tokenizersOnly) {
+  await uploadTokenizers(options.config);
+  process.exit(0);
+}
 checkDatabaseId(options.config);
 const built = build(options);
 built.cleanup();
@@ -211,6 +257,8 @@ if (migrate.status !== 0) {
       "database_id in wrangler.jsonc and that your token has D1 edit rights.",
   );
 }
+
+await uploadTokenizers(options.config);
 
 process.stdout.write("\ndeploying the Worker…\n");
 const deploy = runWrangler(["deploy", "--config", options.config, ...options.passthrough]);

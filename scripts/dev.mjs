@@ -24,6 +24,7 @@ import { createRequire } from "node:module";
 import { createServer } from "node:net";
 import { dirname, join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
+import { seedBucket } from "./tokenizers-r2.mjs";
 
 const packageRoot = join(dirname(fileURLToPath(import.meta.url)), "..");
 const args = process.argv.slice(2);
@@ -99,6 +100,30 @@ function run(argv, what) {
   }
 }
 
+/** run() without blocking, so other start-up work overlaps with it. */
+function runInBackground(argv, what) {
+  return new Promise((done) => {
+    const child = spawn(process.execPath, [wrangler, ...argv], {
+      cwd: root,
+      env: childEnv,
+      stdio: ["ignore", "pipe", "pipe"],
+    });
+    let output = "";
+    child.stdout.on("data", (chunk) => {
+      output += chunk;
+    });
+    child.stderr.on("data", (chunk) => {
+      output += chunk;
+    });
+    child.on("close", (status) => {
+      if (status === 0) return done();
+      process.stderr.write(output);
+      process.stderr.write(`\n${what} failed (see above).\n`);
+      process.exit(status ?? 1);
+    });
+  });
+}
+
 // Checked first: a port held by another server would otherwise fail deep inside workerd, after
 // the migrations and the bundle, with a native stack trace.
 if (port !== 0 && !(await portIsFree(port, ip))) {
@@ -125,15 +150,19 @@ async function serveWithMiniflare() {
   const bundleDir = join(persistTo, "bundle");
   rmSync(bundleDir, { recursive: true, force: true });
   process.stdout.write("dev: bundling the Worker (as wrangler deploy does)…\n");
-  run(
-    ["deploy", ...(entry ? [resolve(entry)] : []), "--dry-run", "--outdir", bundleDir],
-    "Bundling the Worker",
-  );
+  const config = unstable_readConfig({ config: configPath });
+  // The tokenizer upload (seconds on a fresh state) overlaps with the bundling.
+  await Promise.all([
+    runInBackground(
+      ["deploy", ...(entry ? [resolve(entry)] : []), "--dry-run", "--outdir", bundleDir],
+      "Bundling the Worker",
+    ),
+    seedTokenizersBeforeStart(Miniflare, config),
+  ]);
   // wrangler names the bundle after the entry file.
   const script = readdirSync(bundleDir).find((f) => f.endsWith(".js"));
   if (!script) fail(`wrangler wrote no bundle into ${bundleDir}`);
 
-  const config = unstable_readConfig({ config: configPath });
   const { workerOptions } = unstable_getMiniflareWorkerOptions(config);
   const state = (kind) => join(persistTo, "v3", kind);
   // wrangler.jsonc routes every request to the Worker first (run_worker_first) and the Worker
@@ -203,6 +232,41 @@ async function serveWithMiniflare() {
   }
 }
 
+/**
+ * Bundled tokenizer families into the local R2 bucket (tokenizers/<family>/) when missing or
+ * stale: a Worker reads them from there (docs/INFERENCE.md, "Tokenizers in Workers"). Runs a
+ * short-lived Miniflare on the same R2 state (as `wrangler r2 object put --local` does), done
+ * before the server starts on it. A failure is reported, not fatal: only a Worker that needs a
+ * missing family fails, saying how to upload it.
+ */
+async function seedTokenizersBeforeStart(Miniflare, config) {
+  const bucket = config.r2_buckets?.find((b) => b.binding === "PAYLOADS");
+  if (!bucket) {
+    process.stdout.write("dev: no PAYLOADS R2 binding: bundled tokenizers not uploaded\n");
+    return;
+  }
+  const started = Date.now();
+  const seeder = new Miniflare({
+    modules: true,
+    script: "export default {}",
+    r2Buckets: { PAYLOADS: bucket.bucket_name },
+    r2Persist: join(persistTo, "v3", "r2"),
+    cf: false,
+  });
+  try {
+    const uploaded = await seedBucket(await seeder.getR2Bucket("PAYLOADS"));
+    if (uploaded.length > 0) {
+      process.stdout.write(
+        `dev: bundled tokenizers put into local R2 (${uploaded.join(", ")}) in ${Date.now() - started} ms\n`,
+      );
+    }
+  } catch (error) {
+    process.stderr.write(`dev: could not put the bundled tokenizers into local R2: ${error}\n`);
+  } finally {
+    await seeder.dispose();
+  }
+}
+
 function portIsFree(candidate, host) {
   return new Promise((resolveFree) => {
     const server = createServer();
@@ -224,6 +288,11 @@ function freePort() {
 }
 
 async function serveWithWranglerDev() {
+  const [{ Miniflare }, { unstable_readConfig }] = await Promise.all([
+    import("miniflare"),
+    import("wrangler"),
+  ]);
+  await seedTokenizersBeforeStart(Miniflare, unstable_readConfig({ config: configPath }));
   // A free port unless given: several dev servers (tests, `npm start`) must not fight over 9229.
   const inspector = inspectorPort ?? String(await freePort());
   const child = spawn(

@@ -9,6 +9,7 @@ import type { EnvDefinition } from "./define-env";
 import { ServerManager } from "./inference/server-manager";
 import type { Tokenizer } from "./inference/types";
 import { getTokenizer, type R2Reader } from "./tokenizers";
+import { isTokenizerNotLoaded, LazyTokenizer } from "./tokenizers/lazy";
 
 export interface EnvWorkerSpec {
   envName: string;
@@ -20,7 +21,8 @@ const cache = new Map<string, Promise<BaseEnv<JsonValue>>>();
 
 /**
  * The feeder only calls getNextItem() and must not pay for a vocabulary it never touches
- * (a tokenizer costs 86-114 MB of an isolate's 128 MB), so its env gets one that refuses use.
+ * (a 128–262k vocabulary costs 56–123 MB of heap of an isolate's 128 MB; docs/INFERENCE.md), so
+ * its env gets one that refuses use.
  */
 export function unloadedTokenizer(name: string): Tokenizer {
   const refuse = (): never => {
@@ -57,23 +59,36 @@ export async function feederEnv(
   return env;
 }
 
+export interface RolloutEnvOptions {
+  /** Loads a tokenizer by name (default: getTokenizer with the bucket); tests count loads. */
+  loadTokenizer?: (name: string) => Promise<Tokenizer>;
+}
+
 /**
- * A fully equipped env for rollouts (cached per isolate and spec). `bucket` (env.PAYLOADS) lets
- * the tokenizer come from R2: `tokenizers/<family>/` for a bundled name, or an `r2://` name.
+ * A fully equipped env for rollouts (cached per isolate and spec). Its tokenizer is lazy
+ * (tokenizers/lazy.ts): loaded, once per env instance and cached per source, only when a code
+ * path needs it, so a rollout whose backend returns token ids never loads one. `bucket`
+ * (env.PAYLOADS) lets the tokenizer come from R2: `tokenizers/<family>/` for a bundled name, or
+ * an `r2://` name.
  */
 export function rolloutEnv(
   spec: EnvWorkerSpec,
   def: EnvDefinition,
   bucket?: R2Reader,
+  options: RolloutEnvOptions = {},
 ): Promise<BaseEnv<JsonValue>> {
   const key = JSON.stringify(spec);
   let env = cache.get(key);
   if (!env) {
     env = (async () => {
       const parsed = def.configSchema.parse(spec.config);
-      const load = (name: string) => getTokenizer(name, { bucket });
-      const tokenizer = await load(parsed.tokenizer_name);
-      const inference = new ServerManager(spec.inference, { getTokenizer: load });
+      const load = options.loadTokenizer ?? ((name: string) => getTokenizer(name, { bucket }));
+      const tokenizer = new LazyTokenizer(parsed.tokenizer_name, () => load(parsed.tokenizer_name));
+      // Backends load the server's tokenizer themselves, only when they need it; the same name
+      // shares the env's instance.
+      const inference = new ServerManager(spec.inference, {
+        getTokenizer: (name) => (name === parsed.tokenizer_name ? tokenizer.load() : load(name)),
+      });
       const instance = def.create(spec.config, inference, tokenizer);
       await instance.setup();
       return instance;
@@ -82,4 +97,31 @@ export function rolloutEnv(
     cache.set(key, env);
   }
   return env;
+}
+
+/**
+ * Runs `attempt` (a rollout or an evaluation of `env`); if it used the env's tokenizer
+ * synchronously before anything loaded it, loads the tokenizer and runs it once more. The env
+ * keeps the loaded tokenizer, so this happens at most once per env instance and isolate.
+ * `failure` extracts the error from a result that reports failures instead of throwing.
+ */
+export async function withTokenizerOnDemand<T>(
+  env: BaseEnv<JsonValue>,
+  attempt: () => Promise<T>,
+  failure: (result: T) => unknown = () => undefined,
+): Promise<T> {
+  const tokenizer = env.tokenizer;
+  let result: T;
+  try {
+    result = await attempt();
+  } catch (error) {
+    if (!(tokenizer instanceof LazyTokenizer) || !isTokenizerNotLoaded(error)) throw error;
+    await tokenizer.load();
+    return attempt();
+  }
+  if (tokenizer instanceof LazyTokenizer && isTokenizerNotLoaded(failure(result))) {
+    await tokenizer.load();
+    return attempt();
+  }
+  return result;
 }

@@ -49,3 +49,4 @@ export {
   validateGroupForSend,
 } from "../env-workers/send-validation";
 export type { SimCandidate, SimulatedItem, SimulateFn } from "../env-workers/simulate";
+export { loadTokenizer } from "../env-workers/tokenizers/lazy";

@@ -18,7 +18,12 @@ import {
   planWorkers,
   resolveMaxNumWorkers,
 } from "../env-workers/runtime/scheduler";
-import { type EnvWorkerSpec, feederEnv, rolloutEnv } from "../env-workers/worker-env";
+import {
+  type EnvWorkerSpec,
+  feederEnv,
+  rolloutEnv,
+  withTokenizerOnDemand,
+} from "../env-workers/worker-env";
 import { MAX_MESSAGE_BYTES, messageBytes, type RolloutItemMessage } from "../queues/messages";
 
 /**
@@ -410,7 +415,7 @@ export class EnvFeeder extends DurableObject<Bindings> {
         this.envs.get(state.spec.envName),
         this.env.PAYLOADS,
       );
-      const { metrics } = await env.evaluateWithSamples();
+      const { metrics } = await withTokenizerOnDemand(env, () => env.evaluateWithSamples());
       if (this.state !== state) return; // the run was reset meanwhile
       await this.env.DB.prepare(
         `INSERT INTO evals (run, env_id, step, metrics, created_at) VALUES (?1, ?2, ?3, ?4, ?5)

@@ -20,7 +20,12 @@ import {
   rolloutFailure,
   runRolloutItem,
 } from "../env-workers/runtime/rollout-core";
-import { rolloutEnv } from "../env-workers/worker-env";
+import { loadTokenizer } from "../env-workers/tokenizers/lazy";
+import {
+  type RolloutEnvOptions,
+  rolloutEnv,
+  withTokenizerOnDemand,
+} from "../env-workers/worker-env";
 import type { RolloutItemMessage } from "../queues/messages";
 import type { BacklogItem } from "./env-feeder";
 
@@ -44,6 +49,7 @@ export async function rollOutItem(
   env: Bindings,
   msg: RolloutItemMessage,
   envs: EnvCatalog,
+  options: RolloutEnvOptions = {},
 ): Promise<ItemResult> {
   let cfg: BaseEnvConfig;
   let def: EnvDefinition;
@@ -57,7 +63,9 @@ export async function rollOutItem(
   let instance: BaseEnv<JsonValue>;
   let maxTokenLen: number;
   try {
-    instance = await rolloutEnv(msg.spec, def, env.PAYLOADS);
+    instance = await rolloutEnv(msg.spec, def, env.PAYLOADS, options);
+    // Messages are decoded from the group's tokens during validation.
+    if (cfg.include_messages) await loadTokenizer(instance.tokenizer);
     const run = await env.DB.prepare("SELECT max_token_len FROM runs WHERE name = ?1")
       .bind(msg.run)
       .first<{ max_token_len: number }>();
@@ -65,33 +73,38 @@ export async function rollOutItem(
   } catch (error) {
     return rolloutFailure(error);
   }
-  return runRolloutItem(instance, msg.item as JsonValue, {
-    validation: {
-      groupSize: cfg.group_size,
-      ensureScoresAreNotSame: cfg.ensure_scores_are_not_same,
-      maxTokenLen,
-      includeMessages: cfg.include_messages,
-      tokenizer: instance.tokenizer,
-      abortOnMaxLength: true,
-    },
-    collectTimeoutSeconds: cfg.worker_timeout,
-    // The feeder feeds the result's scores to the curriculum on its own instance.
-    recordScores: false,
-    submit: async (groups) => {
-      const counts: SubmitCounts = { submitted: 0, duplicates: 0 };
-      for (const { group, index } of groups) {
-        const result = await submitGroupInProcess(
-          env,
-          msg.run,
-          { ...group, env_id: msg.envId, policy_version: msg.policyVersion },
-          `item:${msg.itemId}:${index}`,
-        );
-        if (result.status === "duplicate") counts.duplicates++;
-        else counts.submitted++;
-      }
-      return counts;
-    },
-  });
+  const rollout = (): Promise<ItemResult> =>
+    runRolloutItem(instance, msg.item as JsonValue, {
+      validation: {
+        groupSize: cfg.group_size,
+        ensureScoresAreNotSame: cfg.ensure_scores_are_not_same,
+        maxTokenLen,
+        includeMessages: cfg.include_messages,
+        tokenizer: instance.tokenizer,
+        abortOnMaxLength: true,
+      },
+      collectTimeoutSeconds: cfg.worker_timeout,
+      // The feeder feeds the result's scores to the curriculum on its own instance.
+      recordScores: false,
+      submit: async (groups) => {
+        const counts: SubmitCounts = { submitted: 0, duplicates: 0 };
+        for (const { group, index } of groups) {
+          const result = await submitGroupInProcess(
+            env,
+            msg.run,
+            { ...group, env_id: msg.envId, policy_version: msg.policyVersion },
+            `item:${msg.itemId}:${index}`,
+          );
+          if (result.status === "duplicate") counts.duplicates++;
+          else counts.submitted++;
+        }
+        return counts;
+      },
+    });
+  // The tokenizer is loaded only if this env's code path needs it (worker-env.ts).
+  return withTokenizerOnDemand(instance, rollout, (result) =>
+    result.kind === "retryable" || result.kind === "permanent" ? result.error : undefined,
+  ).catch((error: unknown) => rolloutFailure(error));
 }
 
 /** Derived ids: a redelivered parent re-sends the same backlog items, whose groups then dedupe. */

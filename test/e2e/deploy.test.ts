@@ -80,17 +80,19 @@ describe("scripts/deploy.mjs", () => {
     expect(Math.abs(raw * MiB - bundleBytes)).toBeLessThan(0.01 * MiB);
     expect(gzip).toBeGreaterThan(0);
     expect(gzip).toBeLessThan(raw);
-    expect(gzip).toBeLessThan(10);
+    // No tokenizer in the script (Workers read them from R2): it fits even the Free plan's 3 MiB.
+    expect(gzip).toBeLessThan(3);
     expect(result.stderr).not.toContain("WARNING");
     expect(result.stdout).toContain("nothing was uploaded");
     console.log(`bundle: raw ${raw} MiB, gzip ${gzip} MiB`);
   });
 
   it("warns clearly when the compressed bundle is over the size limit", async () => {
-    const result = await runDeploy(["--dry-run", "--size-limit-mb", "1"]);
+    // The bundle carries no tokenizer (Workers read them from R2): about 0.3 MiB compressed.
+    const result = await runDeploy(["--dry-run", "--size-limit-mb", "0.1"]);
     expect(result.code).toBe(0);
     expect(result.stderr).toMatch(
-      /WARNING: the compressed bundle \([\d.]+ MiB\) is over the 1 MiB/,
+      /WARNING: the compressed bundle \([\d.]+ MiB\) is over the 0.1 MiB/,
     );
   });
 

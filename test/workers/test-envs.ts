@@ -12,6 +12,7 @@ import {
 } from "../../src/env-workers/base-env";
 import { type BaseEnvConfig, BaseEnvConfigSchema } from "../../src/env-workers/config";
 import { defineEnv } from "../../src/env-workers/define-env";
+import { sampleChat } from "../../src/env-workers/runtime/sampling";
 
 /**
  * Items are counters; evaluation finishes when a test sets `evaluationControl.released` (plain
@@ -145,10 +146,60 @@ export class ConstantRewardTestEnv extends BaseEnv<number, BaseEnvConfig> {
   }
 }
 
+/**
+ * How a token-ids item gets its prompt: ids given (the backend does the rest), text the env
+ * encodes itself, or a chat through a ManagedServer (which tokenizes).
+ */
+export type TokenIdsItem = { ids: number[] } | { text: string } | { chat: string };
+
+/** Samples GROUP_SIZE completions token-in/token-out; the group is built from the returned ids. */
+export class TokenIdsTestEnv extends BaseEnv<TokenIdsItem, BaseEnvConfig> {
+  static override envName = "token_ids_test";
+
+  async getNextItem(): Promise<TokenIdsItem | null> {
+    return null;
+  }
+
+  override async collectTrajectories(
+    item: TokenIdsItem,
+  ): Promise<TrajectoriesResult<TokenIdsItem>> {
+    const n = this.config.group_size;
+    let sequences: number[][];
+    let promptLength: number;
+    if ("chat" in item) {
+      const choices = await sampleChat(
+        this.inference,
+        this.tokenizer,
+        [{ role: "user", content: item.chat }],
+        { n, max_tokens: 4 },
+      );
+      sequences = choices.map((c) => c.node.tokens);
+      promptLength = choices[0]!.node.masked_tokens.findIndex((t) => t !== -100);
+    } else {
+      const ids = "ids" in item ? item.ids : this.tokenizer.encode(item.text);
+      const result = await this.inference.tokensAndLogprobsCompletion({
+        prompt: "",
+        input_ids: ids,
+        n,
+        max_tokens: 4,
+      });
+      sequences = result.outputTokens.map((output) => [...result.promptTokens, ...output]);
+      promptLength = ids.length;
+    }
+    const group: ScoredDataGroup = {
+      tokens: sequences,
+      masks: sequences.map((seq) => seq.map((t, i) => (i < promptLength ? -100 : t))),
+      scores: sequences.map((_, s) => (s % 2 === 0 ? 1 : -1)),
+    };
+    return [group, []];
+  }
+}
+
 export const testEnvs = [
   defineEnv(EvalTestEnv, BaseEnvConfigSchema, "test only"),
   defineEnv(BigItemTestEnv, BaseEnvConfigSchema, "test only"),
   defineEnv(IdleTestEnv, BaseEnvConfigSchema, "test only"),
   defineEnv(FaultyTestEnv, BaseEnvConfigSchema, "test only: fails the first N attempts of an item"),
   defineEnv(ConstantRewardTestEnv, BaseEnvConfigSchema, "test only: every answer scores 0"),
+  defineEnv(TokenIdsTestEnv, BaseEnvConfigSchema, "test only: token-in/token-out rollouts"),
 ];

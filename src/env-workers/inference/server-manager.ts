@@ -5,6 +5,7 @@ import {
   tokenizerNameOf,
 } from "../../core/server-config";
 import { getTokenizer as defaultGetTokenizer } from "../tokenizers/index";
+import { loadTokenizer } from "../tokenizers/lazy";
 import { AdaptiveSemaphore } from "./adaptive-semaphore";
 import type { FetchLike } from "./backends/http";
 import { createBackend, isRetryableError } from "./backends/index";
@@ -166,12 +167,15 @@ export class ServerManager implements InferenceClient {
   ): Promise<ManagedServer> {
     const server = await this.pick("train", null);
     const textOnly = server.backend.tokenSupport === "none";
-    const tokenizer =
-      options.tokenizer ??
-      (await this.loadTokenizer(tokenizerNameOf(server.config)).catch((error: unknown) => {
-        if (textOnly) return null; // e.g. "gpt-4o": nodes carry text only anyway
-        throw error;
-      }));
+    // A lazy tokenizer (Workers) is loaded here: tracking tokens needs it synchronously.
+    const given = options.tokenizer;
+    const tokenizer = await (given
+      ? loadTokenizer(given)
+      : this.loadTokenizer(tokenizerNameOf(server.config))
+    ).catch((error: unknown) => {
+      if (textOnly) return null; // e.g. "gpt-4o": nodes carry text only anyway
+      throw error;
+    });
     return new TrackingManagedServer({
       tokenizer,
       modelName: server.config.model_name,

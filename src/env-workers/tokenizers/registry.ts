@@ -80,8 +80,8 @@ export const FAMILY_SOURCES: Record<TokenizerFamily, FamilySource> = {
 };
 
 /**
- * The chat template as used at run time (the bundled config already has it; Workers apply it to
- * the package's file): the only edit is the optional generation-prompt fix.
+ * The chat template as used at run time (scripts/bundle-tokenizers.ts writes it into the bundled
+ * config): the only edit is the optional generation-prompt fix.
  */
 export function adjustChatTemplate(family: TokenizerFamily, template: string): string {
   const suffix = FAMILY_SOURCES[family].generationPromptSuffix;
