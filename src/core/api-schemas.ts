@@ -16,6 +16,7 @@ export const errorCodeSchema = z.enum([
   "CONFLICT",
   "PAYLOAD_TOO_LARGE",
   "UNSUPPORTED_MEDIA_TYPE",
+  "TOO_MANY_REQUESTS",
   "UNAVAILABLE",
   "INTERNAL",
 ]);
@@ -100,6 +101,10 @@ export const groupRowSchema = z.object({
   created_at: z.number(),
   batch_id: z.string().nullable(),
   step: z.number().int().nullable(),
+  token_id: z
+    .string()
+    .nullable()
+    .describe("The API token that submitted the group (null: API_TOKEN or open local dev)."),
 });
 export type GroupRow = z.infer<typeof groupRowSchema>;
 

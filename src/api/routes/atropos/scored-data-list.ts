@@ -11,6 +11,7 @@ import {
   validateGroupList,
 } from "../../ingest";
 import { requestMemoryCost, withMemory } from "../../memory-budget";
+import { submitterOf } from "../../middleware/auth";
 import { bodyLimits } from "../../request";
 import { validIdempotencyKey } from "../../storage/idempotency";
 import { bodyErrors, defineRoute, jsonContent, jsonRequest } from "../define";
@@ -22,7 +23,7 @@ export const scoredDataList = defineRoute(
   {
     method: "post",
     path: "/scored_data_list",
-    "x-scope": "env",
+    "x-scope": "contributor",
     summary: "Submit several scored groups, all or nothing",
     description:
       "The body is documented by the ScoredData list schema; the handler reads it itself on the fast ingest path (src/api/ingest.ts validates with the same schema).",
@@ -60,6 +61,7 @@ export const scoredDataList = defineRoute(
             encoding: "identity",
             contentHash: await sha256Hex(bytes),
             dedupeKey: submissionDedupeKey(hash, key, i),
+            tokenId: submitterOf(c),
           };
         }),
       );

@@ -11,6 +11,7 @@ import {
   validateGroup,
 } from "../../ingest";
 import { requestMemoryCost, withMemory } from "../../memory-budget";
+import { submitterOf } from "../../middleware/auth";
 import { bodyLimits } from "../../request";
 import { validIdempotencyKey } from "../../storage/idempotency";
 import { bodyErrors, defineRoute, jsonContent, jsonRequest } from "../define";
@@ -26,7 +27,7 @@ export const scoredData = defineRoute(
   {
     method: "post",
     path: "/scored_data",
-    "x-scope": "env",
+    "x-scope": "contributor",
     summary: "Submit one scored group",
     description:
       "The body is documented by the ScoredData schema; the handler reads it itself on the fast ingest path (streamed read, gzip, numeric-matrix checks with the same schema, src/api/ingest.ts). A retry of a stored body answers `duplicate: true`; a group of an env below its min batch allocation is buffered.",
@@ -54,6 +55,7 @@ export const scoredData = defineRoute(
         encoding: body.gzip ? "gzip" : "identity",
         contentHash: hash,
         dedupeKey: submissionDedupeKey(hash, key, 0),
+        tokenId: submitterOf(c),
       };
       return { item, hash };
     });

@@ -15,6 +15,7 @@ export const stats = defineRoute(
     method: "get",
     path: "/runs/{run}/stats",
     "x-scope": "read",
+    "x-contributor-own": true,
     summary: "Run statistics",
     description:
       "Queue depth, rates over the last minute, leases, envs, dead letters and why no batch can be formed (if none can).",
