@@ -189,6 +189,22 @@ describe("scopes", () => {
       contributor.id,
     );
     expect((await send(`/v1/runs/${runA}/groups/${otherId}`, "GET", c)).status).toBe(404);
+
+    // Stats per token: everyone's for the admin, its own for the contributor.
+    type ByToken = { by_token: { token_id: string | null; groups: number }[] };
+    const adminStats = await json<ByToken>(send(`/v1/runs/${runA}/stats`, "GET", ADMIN));
+    expect(adminStats.by_token.find((t) => t.token_id === contributor.id)?.groups).toBe(2);
+    expect(adminStats.by_token.find((t) => t.token_id === envToken.id)?.groups).toBe(1);
+    const ownStats = await json<ByToken>(send(`/v1/runs/${runA}/stats`, "GET", c));
+    expect(ownStats.by_token).toEqual([
+      expect.objectContaining({ token_id: contributor.id, groups: 2 }),
+    ]);
+    // Groups submitted with API_TOKEN are attributed to no token.
+    await send(`/runs/${runA}/scored_data`, "POST", ADMIN, group(5, 2, envA));
+    const latest = await json<{ groups: { token_id: string | null }[] }>(
+      send(`/v1/runs/${runA}/groups?limit=1`, "GET", ADMIN),
+    );
+    expect(latest.groups[0]!.token_id).toBeNull();
   });
 
   it("lists tokens without secrets, revokes them, and keeps them across a reset", async () => {
