@@ -4,6 +4,7 @@
  * matrix below says. Then what a contributor token bound to one run can and cannot do, token
  * lifecycle (list, revoke) and attribution of groups to tokens.
  */
+import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
 import { createApp } from "../../src/api/app";
 import { routeTable } from "../../src/api/routes";
@@ -246,5 +247,47 @@ describe("scopes", () => {
     expect(await unbound.text()).toContain("must be bound to a run");
     const unknown = await send("/v1/tokens", "POST", ADMIN, { name: "x", scopes: ["root"] });
     expect(unknown.status).toBe(422);
+  });
+
+  it("answers 429 with Retry-After over a token's requests-per-second quota", async () => {
+    const run = uniqueRun("rps");
+    // 0.5/s: a burst of one request, then one every 2 s (slow enough for a loaded machine).
+    const token = await createToken({ name: "rps", scopes: ["read"], rps_limit: 0.5 });
+    expect((await send(`/runs/${run}/status`, "GET", token.secret)).status).toBe(200);
+    const over = await send(`/runs/${run}/status`, "GET", token.secret);
+    expect(over.status).toBe(429);
+    expect(Number(over.headers.get("retry-after"))).toBeGreaterThanOrEqual(1);
+    expect(await over.text()).toContain("requests-per-second quota (0.5/s)");
+    // Other tokens are not affected.
+    expect((await send(`/runs/${run}/status`, "GET", ADMIN)).status).toBe(200);
+  });
+
+  it("answers 429 with Retry-After over a token's bytes-per-day quota", async () => {
+    const run = uniqueRun("bytes");
+    const envId = await setupRun(run, ADMIN);
+    const size = JSON.stringify(group(1, 2, envId)).length;
+    const token = await createToken({
+      name: "bytes",
+      scopes: ["contributor"],
+      run,
+      bytes_per_day: Math.floor(size * 1.5),
+    });
+    const first = await send(`/runs/${run}/scored_data`, "POST", token.secret, group(1, 2, envId));
+    expect(first.status).toBe(200);
+    const second = await send(`/runs/${run}/scored_data`, "POST", token.secret, group(2, 2, envId));
+    expect(second.status).toBe(429);
+    expect(await second.text()).toContain("bytes-per-day quota");
+    const retryAfter = Number(second.headers.get("retry-after"));
+    expect(retryAfter).toBeGreaterThan(0);
+    expect(retryAfter).toBeLessThanOrEqual(86_400);
+    // Refused bodies are not stored, and not counted.
+    const stats = await json<{ by_token: { token_id: string; groups: number }[] }>(
+      send(`/v1/runs/${run}/stats`, "GET", ADMIN),
+    );
+    expect(stats.by_token).toEqual([expect.objectContaining({ token_id: token.id, groups: 1 })]);
+    const usage = await env.DB.prepare("SELECT bytes FROM token_usage WHERE token_id = ?1")
+      .bind(token.id)
+      .first<{ bytes: number }>();
+    expect(usage?.bytes).toBe(size);
   });
 });

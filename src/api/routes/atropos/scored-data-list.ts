@@ -12,6 +12,7 @@ import {
 } from "../../ingest";
 import { requestMemoryCost, withMemory } from "../../memory-budget";
 import { submitterOf } from "../../middleware/auth";
+import { chargeBytes } from "../../middleware/quotas";
 import { bodyLimits } from "../../request";
 import { validIdempotencyKey } from "../../storage/idempotency";
 import { bodyErrors, defineRoute, jsonContent, jsonRequest } from "../define";
@@ -50,6 +51,7 @@ export const scoredDataList = defineRoute(
     const key = validIdempotencyKey(c.req.header("idempotency-key"));
     const { items, hash } = await withMemory(c.env, requestMemoryCost(c.req.raw), async () => {
       const body = await readBody(c.req.raw, bodyLimits(c));
+      await chargeBytes(c, body.raw.byteLength);
       const hash = await sha256Hex(body.bytes);
       const groups = validateGroupList(parseJson(body.bytes));
       const items = await Promise.all(

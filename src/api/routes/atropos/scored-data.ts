@@ -12,6 +12,7 @@ import {
 } from "../../ingest";
 import { requestMemoryCost, withMemory } from "../../memory-budget";
 import { submitterOf } from "../../middleware/auth";
+import { chargeBytes } from "../../middleware/quotas";
 import { bodyLimits } from "../../request";
 import { validIdempotencyKey } from "../../storage/idempotency";
 import { bodyErrors, defineRoute, jsonContent, jsonRequest } from "../define";
@@ -46,6 +47,7 @@ export const scoredData = defineRoute(
     const key = validIdempotencyKey(c.req.header("idempotency-key"));
     const { item, hash } = await withMemory(c.env, requestMemoryCost(c.req.raw), async () => {
       const body = await timings.measure("read", () => readBody(c.req.raw, bodyLimits(c)));
+      await chargeBytes(c, body.raw.byteLength);
       const hash = await timings.measure("hash", () => sha256Hex(body.bytes));
       const json = await timings.measure("parse", () => parseJson(body.bytes));
       const group = await timings.measure("validate", () => validateGroup(json));
