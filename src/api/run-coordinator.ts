@@ -63,6 +63,8 @@ const QUEUE_WINDOW = 4096;
 
 export class RunCoordinator extends DurableObject<Bindings> {
   private tail: Promise<unknown> = Promise.resolve();
+  /** The run whose name the retention alarm reads from storage (saved once per object). */
+  private retainedRun: string | null = null;
 
   /** Runs `fn` after every earlier state transition has finished (awaits open the input gate). */
   private exclusive<T>(fn: () => Promise<T>): Promise<T> {
@@ -548,7 +550,10 @@ export class RunCoordinator extends DurableObject<Bindings> {
   private async scheduleRetention(run: string, ackedAt: number): Promise<void> {
     const retention = retentionMs(this.env);
     if (retention === null) return;
-    await this.ctx.storage.put("run", run);
+    if (this.retainedRun !== run) {
+      await this.ctx.storage.put("run", run);
+      this.retainedRun = run;
+    }
     if ((await this.ctx.storage.getAlarm()) === null) {
       await this.ctx.storage.setAlarm(ackedAt + retention);
     }
