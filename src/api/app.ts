@@ -37,6 +37,7 @@ export function createApp() {
     if (err instanceof ApiError) {
       // Atropos answers a bad gzip body with plain text; its clients only look at the status.
       if (err.code === "INVALID_GZIP") return c.text("Invalid gzip payload", 400);
+      for (const [name, value] of Object.entries(err.headers ?? {})) c.header(name, value);
       return c.json(errorBody(err, requestId), err.status as 400);
     }
     console.error(

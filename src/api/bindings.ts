@@ -27,6 +27,11 @@ export interface Bindings {
   MEMORY_BUDGET_MB?: string;
   /** How often an env worker's feeder ticks, in ms (default 500). */
   FEEDER_TICK_MS?: string;
+  /**
+   * Hours after their batch is acked that delivered groups and their payloads are removed
+   * (src/api/retention.ts); unset or 0 keeps them forever.
+   */
+  RETENTION_HOURS?: string;
   /** Base URL env workers use to reach this API (defaults to the request origin). */
   PUBLIC_API_URL?: string;
 }

@@ -2,11 +2,18 @@ import type { Context } from "hono";
 import { runNameSchema } from "../core/schemas";
 import type { Bindings } from "./bindings";
 import { ApiError } from "./errors";
+import type { StoredToken } from "./storage/tokens";
 import type { Timings } from "./timings";
+
+/** Who is calling: the admin token, a stored token, or anyone (open local development). */
+export type Principal =
+  | { kind: "admin" }
+  | { kind: "open" }
+  | { kind: "token"; token: StoredToken };
 
 export interface AppEnv {
   Bindings: Bindings;
-  Variables: { requestId: string; timings: Timings };
+  Variables: { requestId: string; timings: Timings; principal: Principal };
 }
 
 export type AppContext = Context<AppEnv>;

@@ -17,6 +17,7 @@ const STATUS: Record<ErrorCode, number> = {
   CONFLICT: 409,
   PAYLOAD_TOO_LARGE: 413,
   UNSUPPORTED_MEDIA_TYPE: 415,
+  TOO_MANY_REQUESTS: 429,
   UNAVAILABLE: 503,
   INTERNAL: 500,
 };
@@ -27,6 +28,8 @@ export class ApiError extends Error {
     readonly code: ErrorCode,
     message: string,
     readonly details?: ValidationDetail[],
+    /** Response headers the error needs (Retry-After of a 429). */
+    readonly headers?: Record<string, string>,
   ) {
     super(message);
     this.status = STATUS[code];

@@ -50,6 +50,8 @@ export interface IngestItem {
    * transaction, so two deliveries of one queue item can never both store a group.
    */
   idempotencyKey?: string;
+  /** The API token that submitted it (null: API_TOKEN, open local dev, env workers in process). */
+  tokenId?: string | null;
 }
 
 export interface IngestOutcome {
@@ -111,13 +113,13 @@ export async function sha256Hex(bytes: Uint8Array<ArrayBuffer>): Promise<string>
 const INSERT_GROUP = `
 INSERT INTO groups (run, env_id, status, num_seqs, total_tokens, completion_tokens, score_mean,
   score_min, score_max, scores_json, policy_version, payload_key, payload_encoding, payload_bytes,
-  content_hash, dedupe_key, created_at, queued_at, payload_offset)
+  content_hash, dedupe_key, created_at, queued_at, payload_offset, token_id)
 SELECT ?1, ?2,
   CASE WHEN ?2 IS NOT NULL AND ?3 < (SELECT group_size FROM envs WHERE run = ?1 AND env_id = ?2)
     THEN 'buffered' ELSE 'queued' END,
   ?3, ?4, ?5, ?6, ?7, ?8, ?9,
   COALESCE(?10, (SELECT policy_version FROM runs WHERE name = ?1), 0),
-  ?11, ?12, ?13, ?14, ?19, ?15, ?15, ?18
+  ?11, ?12, ?13, ?14, ?19, ?15, ?15, ?18, ?20
 WHERE (?2 IS NULL OR EXISTS (SELECT 1 FROM envs WHERE run = ?1 AND env_id = ?2))
   AND NOT EXISTS (SELECT 1 FROM groups WHERE run = ?1 AND dedupe_key = ?19 AND created_at > ?16)
   AND (?17 IS NULL OR NOT EXISTS (SELECT 1 FROM idempotency_keys WHERE run = ?1 AND key = ?17))
@@ -204,6 +206,7 @@ async function writeCommit(env: Bindings, run: string, items: IngestItem[]) {
         item.idempotencyKey ?? null,
         offsets[i]!,
         item.dedupeKey,
+        item.tokenId ?? null,
       ),
     );
     if (item.idempotencyKey !== undefined) {

@@ -16,6 +16,7 @@ import { earliestExactSubset } from "../core/subset-sum";
 import { randomUuid128Digits } from "../core/uuid128";
 import { type Bindings, numberVar } from "./bindings";
 import { type RpcResult, rpcError } from "./errors";
+import { collectGarbage, nextExpiry, retentionMs } from "./retention";
 import {
   deletePayloadPrefix,
   GROUP_REF_COLUMNS,
@@ -62,6 +63,8 @@ const QUEUE_WINDOW = 4096;
 
 export class RunCoordinator extends DurableObject<Bindings> {
   private tail: Promise<unknown> = Promise.resolve();
+  /** The run whose name the retention alarm reads from storage (saved once per object). */
+  private retainedRun: string | null = null;
 
   /** Runs `fn` after every earlier state transition has finished (awaits open the input gate). */
   private exclusive<T>(fn: () => Promise<T>): Promise<T> {
@@ -282,7 +285,7 @@ export class RunCoordinator extends DurableObject<Bindings> {
       if (!runRow?.registered) return { kind: "not_registered" };
       const now = Date.now();
       // At-least-once for unmodified Atropos trainers: pulling again acknowledges the last batch.
-      await this.db.batch([
+      const [, acked] = await this.db.batch([
         this.db
           .prepare(
             `UPDATE groups SET status = 'delivered' WHERE batch_id IN
@@ -296,6 +299,7 @@ export class RunCoordinator extends DurableObject<Bindings> {
           )
           .bind(run, now),
       ]);
+      if ((acked?.meta.changes ?? 0) > 0) await this.scheduleRetention(run, now);
       const leaseSeconds = numberVar(this.env.COMPAT_LEASE_SECONDS, 3600);
       return this.leaseLocked(run, runRow, {
         consumer: "compat",
@@ -531,11 +535,41 @@ export class RunCoordinator extends DurableObject<Bindings> {
           .prepare("UPDATE batches SET status = 'acked', acked_at = ?2 WHERE id = ?1")
           .bind(batchId, now),
       ]);
+      await this.scheduleRetention(run, now);
       return {
         ok: true,
         value: { batch_id: batchId, status: "acked", already_acked: false, step: batch.step },
       };
     });
+  }
+
+  /**
+   * With RETENTION_HOURS set, an ack makes sure an alarm will collect what it delivered (the
+   * alarm keeps itself going while delivered groups remain).
+   */
+  private async scheduleRetention(run: string, ackedAt: number): Promise<void> {
+    const retention = retentionMs(this.env);
+    if (retention === null) return;
+    if (this.retainedRun !== run) {
+      await this.ctx.storage.put("run", run);
+      this.retainedRun = run;
+    }
+    if ((await this.ctx.storage.getAlarm()) === null) {
+      await this.ctx.storage.setAlarm(ackedAt + retention);
+    }
+  }
+
+  /** Retention: removes expired delivered groups, then waits for the next one to expire. */
+  override async alarm(): Promise<void> {
+    const run = await this.ctx.storage.get<string>("run");
+    const retention = retentionMs(this.env);
+    if (run === undefined || retention === null) return;
+    const collected = await collectGarbage(this.env, run, retention);
+    if (collected.groups > 0) {
+      console.log(JSON.stringify({ level: "info", msg: "retention", run, ...collected }));
+    }
+    const next = collected.more ? Date.now() : await nextExpiry(this.env, run, retention);
+    if (next !== null) await this.ctx.storage.setAlarm(Math.max(next, Date.now() + 1000));
   }
 
   /**

@@ -23,6 +23,7 @@ import { loadConfigFile, type OptionDefaults, type Resolved, resolveOptions } fr
 import { PROJECT_ROOT } from "./dev-process";
 import { isEnvPath, loadEnvDefinition } from "./env-loader";
 import { registerTokenizeCommands } from "./tokenize-command";
+import { registerTokensCommand } from "./tokens-command";
 
 interface OptionSpec {
   flags: string;
@@ -548,6 +549,7 @@ export function buildProgram(dotted: DottedFlags = { env: {}, openai: {} }): Com
       }
     });
   registerTokenizeCommands(program);
+  registerTokensCommand(program);
   return program;
 }
 

@@ -16,6 +16,7 @@ export const errorCodeSchema = z.enum([
   "CONFLICT",
   "PAYLOAD_TOO_LARGE",
   "UNSUPPORTED_MEDIA_TYPE",
+  "TOO_MANY_REQUESTS",
   "UNAVAILABLE",
   "INTERNAL",
 ]);
@@ -101,6 +102,10 @@ export const groupRowSchema = z.object({
   created_at: z.number(),
   batch_id: z.string().nullable(),
   step: z.number().int().nullable(),
+  token_id: z
+    .string()
+    .nullable()
+    .describe("The API token that submitted the group (null: API_TOKEN or open local dev)."),
 });
 export type GroupRow = z.infer<typeof groupRowSchema>;
 
@@ -235,6 +240,29 @@ export const runStatsSchema = z.object({
     queued_min: z.number().int().nullable(),
     queued_max: z.number().int().nullable(),
   }),
+  retention: z.object({
+    hours: z
+      .number()
+      .nullable()
+      .describe(
+        "RETENTION_HOURS: delivered groups are removed this long after their ack; null keeps them forever.",
+      ),
+    kept_groups: z.number().int().describe("Groups of the run still stored, in every state."),
+    kept_bytes: z.number().int().describe("Their stored payload bytes."),
+    delivered_groups: z
+      .number()
+      .int()
+      .describe("Of those, delivered ones (what retention removes)."),
+  }),
+  by_token: z
+    .array(
+      z.object({
+        token_id: z.string().nullable().describe("null: API_TOKEN or open local development."),
+        groups: z.number().int(),
+        bytes: z.number().int(),
+      }),
+    )
+    .describe("Stored groups per submitting token (a contributor sees only its own)."),
 });
 export type RunStats = z.infer<typeof runStatsSchema>;
 

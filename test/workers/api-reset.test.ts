@@ -13,8 +13,18 @@ import { IdleTestEnv } from "./test-envs";
 
 const bindings = env as unknown as Bindings;
 
-/** Tables that hold no run data (migration bookkeeping and SQLite/D1 internals). */
-const NON_RUN_TABLES = new Set(["d1_migrations", "sqlite_sequence", "_cf_KV", "_cf_METADATA"]);
+/**
+ * Tables that hold no run data: migration bookkeeping, SQLite/D1 internals, and API tokens with
+ * their quota usage (a reset must leave access control alone; test/workers/api-scopes.test.ts).
+ */
+const NON_RUN_TABLES = new Set([
+  "d1_migrations",
+  "sqlite_sequence",
+  "_cf_KV",
+  "_cf_METADATA",
+  "api_tokens",
+  "token_usage",
+]);
 
 /** The column naming the run; every run-data table has one. */
 const runColumn = (table: string) => (table === "runs" ? "name" : "run");

@@ -95,7 +95,9 @@ describe("/openapi.json", () => {
     expect(scopeOf("POST", "/v1/runs/{run}/env-workers")).toBe("admin");
     expect(scopeOf("POST", "/register")).toBe("trainer");
     expect(scopeOf("POST", "/v1/runs/{run}/batches/lease")).toBe("trainer");
-    expect(scopeOf("POST", "/runs/{run}/scored_data")).toBe("env");
+    expect(scopeOf("POST", "/runs/{run}/scored_data")).toBe("contributor");
+    expect(scopeOf("POST", "/v1/tokens")).toBe("admin");
+    expect(scopeOf("DELETE", "/v1/tokens/{id}")).toBe("admin");
     expect(scopeOf("GET", "/status-env")).toBe("env");
     expect(scopeOf("GET", "/v1/runs/{run}/stats")).toBe("read");
     expect(scopeOf("GET", "/openapi.json")).toBe("read");

@@ -11,20 +11,20 @@ import { createRoute, type OpenAPIHono, type RouteConfig } from "@hono/zod-opena
 import { z } from "zod";
 import { errorBodySchema } from "../../core/api-schemas";
 import { runNameSchema } from "../../core/schemas";
+import type { Scope } from "../../core/tokens";
 import type { AppContext, AppEnv } from "../context";
-import { isPublicPath } from "../middleware/auth";
+import { authorize, isPublicPath } from "../middleware/auth";
 
-/**
- * Who may call a route: admin (reset, env workers, tokens), trainer (register, lease, ack,
- * policy, batches), env (environments: register-env, submissions, checkpoints), contributor
- * (rollouts from outside contributors), read (observability and the API description).
- */
-export const SCOPES = ["admin", "trainer", "env", "contributor", "read"] as const;
-export type Scope = (typeof SCOPES)[number];
+/** Who may call a route (src/core/tokens.ts says which token scopes grant which route scope). */
+export { SCOPES, type Scope } from "../../core/tokens";
 
 export type RouteHandler = (c: AppContext) => Response | Promise<Response>;
 
-type ScopedRouteConfig = RouteConfig & { "x-scope": Scope };
+type ScopedRouteConfig = RouteConfig & {
+  "x-scope": Scope;
+  /** A read route contributor tokens may also call: on their own run, seeing only their groups. */
+  "x-contributor-own"?: true;
+};
 
 export interface ApiRoute {
   route: ScopedRouteConfig;
@@ -81,8 +81,9 @@ export const runParams = z.object({
 });
 
 const authErrors = errors({
-  401: "Missing or invalid API token.",
-  403: "Refused: this deployment has no API token and does not allow unauthenticated access.",
+  401: "Missing, invalid or revoked API token.",
+  403: "The token lacks the route's scope or is bound to another run; or this deployment has no API token and does not allow unauthenticated access.",
+  429: "The token is over a quota (requests per second, bytes per day); see `Retry-After`.",
 });
 const pathErrors = errors({ 400: "A path parameter (or a query parameter) is invalid." });
 const internalError = errors({ 500: "Unexpected failure; the request may be retried." });
@@ -134,6 +135,14 @@ export function mountRoutes(
         ...internalError,
       },
     });
-    app.on(route.method.toUpperCase(), honoPath(path), handler);
+    const access = {
+      path,
+      scope: route["x-scope"],
+      contributorOwn: route["x-contributor-own"] === true,
+    };
+    app.on(route.method.toUpperCase(), honoPath(path), (c) => {
+      authorize(c, access);
+      return handler(c);
+    });
   }
 }

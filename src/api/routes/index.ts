@@ -44,6 +44,8 @@ export interface RouteTableEntry {
   /** OpenAPI style: /runs/{run}/register. */
   path: string;
   scope: Scope;
+  /** Contributor tokens may also call it (their run, their groups). */
+  contributorOwn: boolean;
 }
 
 /** Method, path and scope of every API route (what an access-control test walks). */
@@ -56,6 +58,7 @@ export function routeTable(app: OpenAPIHono<AppEnv>): RouteTableEntry[] {
             path: def.route.path,
             // defineRoute requires the field; the registry's type does not know it.
             scope: z.enum(SCOPES).parse(Reflect.get(def.route, "x-scope")),
+            contributorOwn: Reflect.get(def.route, "x-contributor-own") === true,
           },
         ]
       : [],

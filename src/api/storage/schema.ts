@@ -3,7 +3,15 @@
  * Group payload bytes live in R2 (see payloads.ts); `queue_counts` is maintained by triggers
  * (drizzle/0001_queue_count_triggers.sql) so status endpoints never scan the queue.
  */
-import { index, integer, primaryKey, real, sqliteTable, text } from "drizzle-orm/sqlite-core";
+import {
+  index,
+  integer,
+  primaryKey,
+  real,
+  sqliteTable,
+  text,
+  uniqueIndex,
+} from "drizzle-orm/sqlite-core";
 
 export const runs = sqliteTable("runs", {
   name: text("name").primaryKey(),
@@ -73,6 +81,8 @@ export const groups = sqliteTable(
     batchId: text("batch_id"),
     createdAt: integer("created_at").notNull(),
     queuedAt: integer("queued_at"),
+    /** The API token that submitted it (api_tokens.id); null for API_TOKEN and open local dev. */
+    tokenId: text("token_id"),
   },
   (t) => [
     index("groups_queue").on(t.run, t.status, t.id),
@@ -80,6 +90,7 @@ export const groups = sqliteTable(
     index("groups_dedupe").on(t.run, t.dedupeKey),
     index("groups_by_time").on(t.run, t.createdAt),
     index("groups_by_batch").on(t.batchId),
+    index("groups_by_payload").on(t.payloadKey),
   ],
 );
 
@@ -193,4 +204,39 @@ export const envWorkers = sqliteTable(
     startedAt: integer("started_at").notNull(),
   },
   (t) => [primaryKey({ columns: [t.run, t.name] })],
+);
+
+/**
+ * API tokens besides API_TOKEN. Not run data: a reset leaves them alone. Only the SHA-256 of the
+ * secret is stored; `bound_run` restricts the token to one run.
+ */
+export const apiTokens = sqliteTable(
+  "api_tokens",
+  {
+    id: text("id").primaryKey(),
+    name: text("name").notNull(),
+    secretHash: text("secret_hash").notNull(),
+    /** JSON array of scopes (src/core/tokens.ts). */
+    scopes: text("scopes").notNull(),
+    boundRun: text("bound_run"),
+    rpsLimit: real("rps_limit"),
+    bytesPerDay: integer("bytes_per_day"),
+    /** For the inference proxy; recorded, not enforced until the proxy exists. */
+    proxyTokensPerDay: integer("proxy_tokens_per_day"),
+    createdAt: integer("created_at").notNull(),
+    revokedAt: integer("revoked_at"),
+  },
+  (t) => [uniqueIndex("api_tokens_by_hash").on(t.secretHash)],
+);
+
+/** Submitted body bytes per token per UTC day (the bytes_per_day quota). Not run data. */
+export const tokenUsage = sqliteTable(
+  "token_usage",
+  {
+    tokenId: text("token_id").notNull(),
+    /** UTC day, YYYY-MM-DD. */
+    day: text("day").notNull(),
+    bytes: integer("bytes").notNull().default(0),
+  },
+  (t) => [primaryKey({ columns: [t.tokenId, t.day] })],
 );

@@ -11,6 +11,8 @@ import {
   validateGroupList,
 } from "../../ingest";
 import { requestMemoryCost, withMemory } from "../../memory-budget";
+import { submitterOf } from "../../middleware/auth";
+import { chargeBytes } from "../../middleware/quotas";
 import { bodyLimits } from "../../request";
 import { validIdempotencyKey } from "../../storage/idempotency";
 import { bodyErrors, defineRoute, jsonContent, jsonRequest } from "../define";
@@ -22,7 +24,7 @@ export const scoredDataList = defineRoute(
   {
     method: "post",
     path: "/scored_data_list",
-    "x-scope": "env",
+    "x-scope": "contributor",
     summary: "Submit several scored groups, all or nothing",
     description:
       "The body is documented by the ScoredData list schema; the handler reads it itself on the fast ingest path (src/api/ingest.ts validates with the same schema).",
@@ -49,6 +51,7 @@ export const scoredDataList = defineRoute(
     const key = validIdempotencyKey(c.req.header("idempotency-key"));
     const { items, hash } = await withMemory(c.env, requestMemoryCost(c.req.raw), async () => {
       const body = await readBody(c.req.raw, bodyLimits(c));
+      await chargeBytes(c, body.raw.byteLength);
       const hash = await sha256Hex(body.bytes);
       const groups = validateGroupList(parseJson(body.bytes));
       const items = await Promise.all(
@@ -60,6 +63,7 @@ export const scoredDataList = defineRoute(
             encoding: "identity",
             contentHash: await sha256Hex(bytes),
             dedupeKey: submissionDedupeKey(hash, key, i),
+            tokenId: submitterOf(c),
           };
         }),
       );

@@ -11,6 +11,8 @@ import {
   validateGroup,
 } from "../../ingest";
 import { requestMemoryCost, withMemory } from "../../memory-budget";
+import { submitterOf } from "../../middleware/auth";
+import { chargeBytes } from "../../middleware/quotas";
 import { bodyLimits } from "../../request";
 import { validIdempotencyKey } from "../../storage/idempotency";
 import { bodyErrors, defineRoute, jsonContent, jsonRequest } from "../define";
@@ -26,7 +28,7 @@ export const scoredData = defineRoute(
   {
     method: "post",
     path: "/scored_data",
-    "x-scope": "env",
+    "x-scope": "contributor",
     summary: "Submit one scored group",
     description:
       "The body is documented by the ScoredData schema; the handler reads it itself on the fast ingest path (streamed read, gzip, numeric-matrix checks with the same schema, src/api/ingest.ts). A retry of a stored body answers `duplicate: true`; a group of an env below its min batch allocation is buffered.",
@@ -45,6 +47,7 @@ export const scoredData = defineRoute(
     const key = validIdempotencyKey(c.req.header("idempotency-key"));
     const { item, hash } = await withMemory(c.env, requestMemoryCost(c.req.raw), async () => {
       const body = await timings.measure("read", () => readBody(c.req.raw, bodyLimits(c)));
+      await chargeBytes(c, body.raw.byteLength);
       const hash = await timings.measure("hash", () => sha256Hex(body.bytes));
       const json = await timings.measure("parse", () => parseJson(body.bytes));
       const group = await timings.measure("validate", () => validateGroup(json));
@@ -54,6 +57,7 @@ export const scoredData = defineRoute(
         encoding: body.gzip ? "gzip" : "identity",
         contentHash: hash,
         dedupeKey: submissionDedupeKey(hash, key, 0),
+        tokenId: submitterOf(c),
       };
       return { item, hash };
     });

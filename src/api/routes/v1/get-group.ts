@@ -2,6 +2,7 @@ import { groupDetailSchema } from "../../../core/api-schemas";
 import { runOf } from "../../context";
 import { canonicalPayload } from "../../delivery";
 import { ApiError } from "../../errors";
+import { ownGroupsOnly } from "../../middleware/auth";
 import { intParam, intPathParam } from "../../request";
 import { type GroupRefRow, groupRef } from "../../storage/payloads";
 import { defineRoute, errors, jsonContent, runParams } from "../define";
@@ -12,6 +13,7 @@ export const getGroup = defineRoute(
     method: "get",
     path: "/runs/{run}/groups/{id}",
     "x-scope": "read",
+    "x-contributor-own": true,
     summary: "One group with its payload",
     request: { params: runParams.extend({ id: intPathParam }) },
     responses: {
@@ -30,7 +32,11 @@ export const getGroup = defineRoute(
     )
       .bind(run, id)
       .first<Record<string, unknown> & GroupRefRow>();
-    if (!row) throw new ApiError("NOT_FOUND", `group ${id} does not exist in run '${run}'`);
+    // A contributor sees only its own groups; others are "not found" so ids reveal nothing.
+    const own = ownGroupsOnly(c);
+    if (!row || (own !== null && row.token_id !== own)) {
+      throw new ApiError("NOT_FOUND", `group ${id} does not exist in run '${run}'`);
+    }
     const { payload_key, payload_encoding, payload_offset, payload_bytes, ...meta } = row;
     const payload = await canonicalPayload(c.env, groupRef(row));
     return new Response(

@@ -1,9 +1,10 @@
 /**
  * atropos-edge's own API: exactly-once lease/ack delivery, policy versions, observability, env
- * checkpoints and env workers. Everything is scoped to a run: /v1/runs/{run}/…
+ * checkpoints, env workers and API tokens. Everything but tokens is scoped to a run: /v1/runs/{run}/…
  */
 import type { ApiRoute } from "../define";
 import { ackBatch } from "./ack-batch";
+import { createTokenRoute } from "./create-token";
 import { envScores } from "./env-scores";
 import { getCheckpoint } from "./get-checkpoint";
 import { getEnvWorker } from "./get-env-worker";
@@ -15,7 +16,9 @@ import { listCheckpoints } from "./list-checkpoints";
 import { listEvals } from "./list-evals";
 import { listGroups } from "./list-groups";
 import { listRuns } from "./list-runs";
+import { listTokensRoute } from "./list-tokens";
 import { reportEval } from "./report-eval";
+import { revokeTokenRoute } from "./revoke-token";
 import { saveCheckpoint } from "./save-checkpoint";
 import { setPolicy } from "./set-policy";
 import { startEnvWorker } from "./start-env-worker";
@@ -43,4 +46,7 @@ export const v1Routes: readonly ApiRoute[] = [
   startEnvWorker,
   getEnvWorker,
   stopEnvWorker,
+  createTokenRoute,
+  listTokensRoute,
+  revokeTokenRoute,
 ];

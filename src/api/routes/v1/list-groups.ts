@@ -2,12 +2,13 @@ import { z } from "zod";
 import { type GroupPage, type GroupRow, groupPageSchema } from "../../../core/api-schemas";
 import { runOf } from "../../context";
 import { ApiError } from "../../errors";
+import { ownGroupsOnly } from "../../middleware/auth";
 import { numberQuery, queryNumber } from "../../request";
 import { defineRoute, jsonContent, runParams } from "../define";
 
 export const GROUP_COLUMNS = `g.id, g.env_id, e.real_name AS env_name, g.status, g.num_seqs, g.total_tokens,
   g.completion_tokens, g.score_mean, g.score_min, g.score_max, g.policy_version, g.created_at,
-  g.batch_id, b.step`;
+  g.batch_id, b.step, g.token_id`;
 export const GROUP_JOINS = `FROM groups g LEFT JOIN envs e ON e.run = g.run AND e.env_id = g.env_id
   LEFT JOIN batches b ON b.id = g.batch_id`;
 
@@ -16,6 +17,7 @@ export const listGroups = defineRoute(
     method: "get",
     path: "/runs/{run}/groups",
     "x-scope": "read",
+    "x-contributor-own": true,
     summary: "Browse groups, newest first",
     request: {
       params: runParams,
@@ -37,6 +39,11 @@ export const listGroups = defineRoute(
     const run = runOf(c);
     const where = ["g.run = ?"];
     const params: (string | number)[] = [run];
+    const own = ownGroupsOnly(c);
+    if (own !== null) {
+      where.push("g.token_id = ?");
+      params.push(own);
+    }
     const filters: [string, string][] = [
       ["env_id", "g.env_id = ?"],
       ["min_score", "g.score_mean >= ?"],

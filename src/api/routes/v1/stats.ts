@@ -1,6 +1,8 @@
 import { type RunStats, runStatsSchema, type WorkerStatus } from "../../../core/api-schemas";
 import { numberVar } from "../../bindings";
 import { coordinator, runOf } from "../../context";
+import { ownGroupsOnly } from "../../middleware/auth";
+import { retentionMs } from "../../retention";
 import { envStatus, getRun, listEnvs, queueCounts } from "../../storage/runs";
 import { defineRoute, jsonContent, runParams } from "../define";
 
@@ -15,6 +17,7 @@ export const stats = defineRoute(
     method: "get",
     path: "/runs/{run}/stats",
     "x-scope": "read",
+    "x-contributor-own": true,
     summary: "Run statistics",
     description:
       "Queue depth, rates over the last minute, leases, envs, dead letters and why no batch can be formed (if none can).",
@@ -80,6 +83,11 @@ export const stats = defineRoute(
             "SELECT env_id, items_in_flight, items_succeeded, items_failed, worker_status FROM worker_stats WHERE run = ?1",
           )
           .bind(run),
+        db
+          .prepare(
+            "SELECT token_id, COUNT(*) AS groups, COALESCE(SUM(payload_bytes), 0) AS bytes, COALESCE(SUM(status = 'delivered'), 0) AS delivered FROM groups WHERE run = ?1 GROUP BY token_id",
+          )
+          .bind(run),
       ]),
     ]);
     type Row = Record<string, number | string | null>;
@@ -113,6 +121,10 @@ export const stats = defineRoute(
       .map((r) => Number(r.formation_ms))
       .sort((a, b) => a - b);
     const oldest = first(2).created_at as number | undefined;
+    const byToken = rows(10);
+    const total = (field: string) => byToken.reduce((sum, r) => sum + Number(r[field] ?? 0), 0);
+    const own = ownGroupsOnly(c);
+    const retention = retentionMs(c.env);
     return c.json({
       run,
       now,
@@ -190,6 +202,19 @@ export const stats = defineRoute(
         queued_min: (first(6).lo as number | null) ?? null,
         queued_max: (first(6).hi as number | null) ?? null,
       },
+      retention: {
+        hours: retention === null ? null : retention / 3_600_000,
+        kept_groups: total("groups"),
+        kept_bytes: total("bytes"),
+        delivered_groups: total("delivered"),
+      },
+      by_token: byToken
+        .filter((r) => own === null || r.token_id === own)
+        .map((r) => ({
+          token_id: (r.token_id as string | null) ?? null,
+          groups: Number(r.groups),
+          bytes: Number(r.bytes),
+        })),
     } satisfies RunStats);
   },
 );

@@ -1,0 +1,66 @@
+/**
+ * Per-token quotas. Requests per second: a token bucket per token in this isolate's memory
+ * (refilled at `rps_limit`, holding up to twice that), so the limit holds per isolate. Cloudflare
+ * may run several isolates for one Worker, so a token can get up to that many times its rate;
+ * a Durable Object per token would be exact at the price of a round trip on every request.
+ * Bytes per day: a D1 row per token per UTC day, exact across isolates (one write per submission).
+ */
+import type { AppContext } from "../context";
+import { ApiError } from "../errors";
+import type { StoredToken } from "../storage/tokens";
+
+interface Bucket {
+  tokens: number;
+  at: number;
+}
+
+const buckets = new Map<string, Bucket>();
+
+/** Takes one request from the token's bucket, or refuses with 429 and Retry-After. */
+export function checkRate(token: StoredToken, now = Date.now()): void {
+  const rate = token.rpsLimit;
+  if (rate === null || rate <= 0) return;
+  const capacity = Math.max(1, rate * 2);
+  const bucket = buckets.get(token.id) ?? { tokens: capacity, at: now };
+  bucket.tokens = Math.min(capacity, bucket.tokens + ((now - bucket.at) / 1000) * rate);
+  bucket.at = now;
+  buckets.set(token.id, bucket);
+  if (bucket.tokens < 1) {
+    const retryAfter = Math.max(1, Math.ceil((1 - bucket.tokens) / rate));
+    throw new ApiError(
+      "TOO_MANY_REQUESTS",
+      `token '${token.name}' is over its requests-per-second quota (${rate}/s); retry after ${retryAfter} s`,
+      undefined,
+      { "Retry-After": String(retryAfter) },
+    );
+  }
+  bucket.tokens -= 1;
+}
+
+const CHARGE_BYTES = `
+INSERT INTO token_usage (token_id, day, bytes) SELECT ?1, ?2, ?3 WHERE ?3 <= ?4
+ON CONFLICT (token_id, day) DO UPDATE SET bytes = bytes + excluded.bytes
+  WHERE token_usage.bytes + excluded.bytes <= ?4
+RETURNING bytes`;
+
+/**
+ * Counts `bytes` of submitted body against the caller's bytes-per-day quota (one D1 row per token
+ * per UTC day, updated only while under the limit), or refuses with 429 until the next UTC day.
+ */
+export async function chargeBytes(c: AppContext, bytes: number, now = Date.now()): Promise<void> {
+  const principal = c.get("principal");
+  if (principal.kind !== "token" || principal.token.bytesPerDay === null) return;
+  const { token } = principal;
+  const day = new Date(now).toISOString().slice(0, 10);
+  const row = await c.env.DB.prepare(CHARGE_BYTES)
+    .bind(token.id, day, bytes, token.bytesPerDay)
+    .first<{ bytes: number }>();
+  if (row) return;
+  const retryAfter = Math.ceil((Date.parse(`${day}T00:00:00Z`) + 86_400_000 - now) / 1000);
+  throw new ApiError(
+    "TOO_MANY_REQUESTS",
+    `token '${token.name}' is over its bytes-per-day quota (${token.bytesPerDay} bytes of submissions per UTC day; this body is ${bytes}); retry after ${retryAfter} s`,
+    undefined,
+    { "Retry-After": String(retryAfter) },
+  );
+}

@@ -1,0 +1,89 @@
+/**
+ * Token administration over the rollout API (POST/GET /v1/tokens, DELETE /v1/tokens/{id}) with the
+ * admin token. No retries: a retried create would make a second token.
+ */
+import type { z } from "zod";
+import {
+  type CreatedToken,
+  type CreateTokenRequest,
+  createdTokenSchema,
+  type TokenInfo,
+  tokenInfoSchema,
+  tokenListSchema,
+} from "../core/tokens";
+
+export interface AdminClientOptions {
+  url: string;
+  /** The admin token (the deployment's API_TOKEN). */
+  token?: string;
+  fetch?: typeof fetch;
+}
+
+export class AdminApiError extends Error {
+  constructor(
+    message: string,
+    readonly status: number,
+  ) {
+    super(message);
+    this.name = "AdminApiError";
+  }
+}
+
+export class AdminClient {
+  private readonly url: string;
+  private readonly token: string | undefined;
+  private readonly doFetch: typeof fetch;
+
+  constructor(options: AdminClientOptions) {
+    this.url = options.url.replace(/\/+$/, "");
+    this.token = options.token;
+    this.doFetch = options.fetch ?? ((input, init) => fetch(input, init));
+  }
+
+  private async request<T extends z.ZodType>(
+    method: string,
+    path: string,
+    schema: T,
+    body?: unknown,
+  ): Promise<z.infer<T>> {
+    const headers: Record<string, string> = {};
+    if (body !== undefined) headers["content-type"] = "application/json";
+    if (this.token) headers.authorization = `Bearer ${this.token}`;
+    let res: Response;
+    try {
+      res = await this.doFetch(`${this.url}${path}`, {
+        method,
+        headers,
+        body: body === undefined ? undefined : JSON.stringify(body),
+      });
+    } catch (err) {
+      throw new Error(
+        `${method} ${this.url}${path} failed (${err instanceof Error ? err.message : String(err)}); is the API running and --api right?`,
+      );
+    }
+    const text = await res.text();
+    if (res.status >= 400) {
+      let message = text.slice(0, 300);
+      try {
+        const parsed = JSON.parse(text) as { error?: { message?: string } };
+        message = parsed.error?.message ?? message;
+      } catch {
+        // not JSON: keep the text
+      }
+      throw new AdminApiError(`${method} ${path}: HTTP ${res.status}: ${message}`, res.status);
+    }
+    return schema.parse(JSON.parse(text));
+  }
+
+  createToken(request: CreateTokenRequest): Promise<CreatedToken> {
+    return this.request("POST", "/v1/tokens", createdTokenSchema, request);
+  }
+
+  async listTokens(): Promise<TokenInfo[]> {
+    return (await this.request("GET", "/v1/tokens", tokenListSchema)).tokens;
+  }
+
+  revokeToken(id: string): Promise<TokenInfo> {
+    return this.request("DELETE", `/v1/tokens/${encodeURIComponent(id)}`, tokenInfoSchema);
+  }
+}
