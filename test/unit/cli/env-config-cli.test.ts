@@ -127,6 +127,20 @@ describe("--env ./path.ts", () => {
     expect(missing.code).toBe(1);
     expect(missing.stderr).toMatch(/^error: \.\/nope\.ts: no such file \(looked at .+\)\n$/);
   });
+
+  it("start takes --env like the other commands (a one-item --envs); both at once is an error", async () => {
+    const dir = workdir();
+    writeFileSync(join(dir, "not_env.ts"), "export default 42;\n");
+    // The module is loaded (and refused) before anything starts: --env reached the loader.
+    const notEnv = await cli(["start", "--env", "./not_env.ts"], dir);
+    expect(notEnv.code).toBe(1);
+    expect(notEnv.stderr).toBe(
+      "error: ./not_env.ts: default export must be an env made with defineEnv(...) (got number)\n",
+    );
+    const both = await cli(["start", "--env", "./not_env.ts", "--envs", "gsm8k_lite"], dir);
+    expect(both.code).toBe(1);
+    expect(both.stderr).toBe("error: give --env (one env) or --envs (a list), not both\n");
+  });
 });
 
 describe("Atropos config files and flags", () => {
