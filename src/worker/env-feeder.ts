@@ -7,6 +7,10 @@
  */
 import { DurableObject } from "cloudflare:workers";
 import type { Bindings } from "../api/bindings";
+import type { EnvFeederPort, FeederSummary, ItemReport } from "../api/env-feeder-port";
+
+export type { FeederSummary };
+
 import { statusForEnv } from "../api/storage/status";
 import type { BaseEnv, JsonObject, JsonValue } from "../env-workers/base-env";
 import { parseEnvConfig } from "../env-workers/config";
@@ -42,25 +46,12 @@ export interface BacklogItem {
   item: JsonValue;
 }
 
-/** What a queue consumer (or the dead-letter consumer) reports for one item. */
-export interface ItemReport {
-  /** false: the item failed (a permanent error, or retries exhausted). */
-  ok: boolean;
-  /** The env dropped the item on purpose (DropGroupError) or returned no group: its reason. */
-  dropped?: string;
-  /** Reasons of the item's groups that failed send-side validation. */
-  rejected?: string[];
-  scores?: number[];
-  /** JSON of BacklogItem[] (kept a string: RPC arguments stay small and flat). */
-  backlogJson?: string;
-}
-
 export interface FeederState {
   run: string;
   name: string;
   spec: EnvWorkerSpec;
   envId: number | null;
-  status: "waiting_for_trainer" | "running" | "paused" | "stopped";
+  status: FeederSummary["status"];
   inFlight: Record<string, InFlight>;
   issued: number;
   succeeded: number;
@@ -76,27 +67,6 @@ export interface FeederState {
   /** Run step seen on the previous tick (evaluation triggers on crossing steps_per_eval). */
   lastStep?: number | null;
   evaluations?: number;
-}
-
-/** What callers outside the object see (RPC-serialisable). */
-export interface FeederSummary {
-  run: string;
-  name: string;
-  env: string;
-  env_id: number | null;
-  status: FeederState["status"];
-  in_flight: number;
-  issued: number;
-  succeeded: number;
-  failed: number;
-  dropped: number;
-  /** Groups dropped by send-side validation (identical scores, wrong size, too long). */
-  rejected: number;
-  /** Dropped items and rejected groups by reason. */
-  drop_reasons: Record<string, number>;
-  last_error: string | null;
-  eval_running: boolean;
-  evaluations: number;
 }
 
 function summarize(state: FeederState, evalRunning: boolean): FeederSummary {
@@ -125,7 +95,7 @@ function countReason(state: FeederState, reason: string): void {
   countDrop(state.dropReasons, reason);
 }
 
-export class EnvFeeder extends DurableObject<Bindings> {
+export class EnvFeeder extends DurableObject<Bindings> implements EnvFeederPort {
   private state: FeederState | null = null;
   private env_: BaseEnv<JsonValue> | null = null;
   /** The evaluation in progress (kept in memory: a restart mid-evaluation skips that one). */

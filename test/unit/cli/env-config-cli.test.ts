@@ -57,9 +57,11 @@ interface CliResult {
 }
 
 function cli(args: string[], cwd: string, env: Record<string, string> = {}): Promise<CliResult> {
+  // Typed as the child's environment: the generated Worker types declare the Worker's vars on
+  // ProcessEnv (wrangler fills process.env from them in a Worker), which a Node child need not have.
   const clean = Object.fromEntries(
     Object.entries(process.env).filter(([k]) => !k.startsWith("ATROPOS_EDGE_")),
-  );
+  ) as NodeJS.ProcessEnv;
   return new Promise((done) => {
     execFile(
       process.execPath,
