@@ -250,7 +250,7 @@ export async function runNewcomerPath(
     const result = await run(cmd, args, cwd, limitS * 1000);
     const seconds = (performance.now() - t0) / 1000;
     phases.push({ name, seconds, result });
-    log(`${name.padEnd(8)} ${seconds.toFixed(1)} s (exit ${result.code})`);
+    log(`${name.padEnd(9)} ${seconds.toFixed(1)} s (exit ${result.code})`);
     if (result.code !== 0) {
       throw new Error(`${name} failed (exit ${result.code}):\n${result.stdout}\n${result.stderr}`);
     }
@@ -311,7 +311,7 @@ export async function runNewcomerPath(
     seconds: devSeconds,
     result: { code: 0, stdout: dev.output, stderr: "" },
   });
-  log(`${"dev".padEnd(8)} ${devSeconds.toFixed(1)} s`);
+  log(`${"dev".padEnd(9)} ${devSeconds.toFixed(1)} s`);
   const summaryPath = join(project, "summary.json");
   await phase(
     "start",
