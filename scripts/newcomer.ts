@@ -1,17 +1,18 @@
 /**
  * The newcomer's path, timed: `npm pack` this package, `atropos-edge init` a project in a temp
- * folder, install it from the npm cache only, add a brand-new env (not one of the examples), run
- * the project's tests (Workers pool), train on it with `npm start`'s loop until 3 batches are
- * leased and acked, run it once more on the Worker's queue path (`start --workers`), and
- * `wrangler deploy --dry-run`. Nothing is edited inside node_modules or
- * this repository.
+ * folder with the packed package's own CLI, install it from the npm cache only, add a brand-new
+ * env (not one of the examples), run the project's tests (Workers pool), check its `npm run dev`
+ * (API, dashboard, its envs registered), train on the new env with `start`'s loop until 3
+ * batches are leased and acked, run the scaffold's `npm start` for one step, run the new env once
+ * more on the Worker's queue path (`start --workers`), and `wrangler deploy --dry-run`. Nothing
+ * is edited inside node_modules or this repository.
  *
  *   npm run bench:newcomer        prints each phase's time (docs/WRITING_ENVS.md quotes them)
  *
  * test/e2e/user-project.test.ts runs the same path and checks every phase's outcome.
  */
-import { execFile } from "node:child_process";
-import { mkdirSync, mkdtempSync, readFileSync, writeFileSync } from "node:fs";
+import { execFile, spawn } from "node:child_process";
+import { mkdirSync, mkdtempSync, readFileSync, symlinkSync, writeFileSync } from "node:fs";
 import { createServer } from "node:net";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
@@ -136,6 +137,91 @@ function freePort(): Promise<number> {
   });
 }
 
+/** What the project's `npm run dev` answered while it ran. */
+export interface DevCheck {
+  /** GET / (Atropos' root). */
+  root: { status: number; body: unknown };
+  /** GET /dashboard/ (the dashboard the package ships, served from node_modules). */
+  dashboard: { status: number; contentType: string };
+  /** Starting an env worker for the project's env, and for an env the Worker does not register. */
+  ownEnv: { status: number; body: unknown };
+  unknownEnv: { status: number; body: unknown };
+  /** After SIGTERM to the process group: every process exited and the port refuses connections. */
+  stopped: boolean;
+  output: string;
+}
+
+/**
+ * The project's `npm run dev` on a free port: waits for "ready", asks the API, the dashboard and
+ * the env-worker route (which knows exactly the envs the project's Worker registers), then stops
+ * the whole process group it started.
+ */
+async function checkDevServer(project: string, timeoutMs: number): Promise<DevCheck> {
+  const port = await freePort();
+  const child = spawn("npm", ["run", "dev", "--", "--port", String(port)], {
+    cwd: project,
+    detached: true,
+    stdio: ["ignore", "pipe", "pipe"],
+    env: { ...process.env, CI: "true", WRANGLER_SEND_METRICS: "false", FORCE_COLOR: "0" },
+  });
+  let output = "";
+  child.stdout.on("data", (chunk) => (output += chunk));
+  child.stderr.on("data", (chunk) => (output += chunk));
+  const exited = new Promise<number | null>((done) => child.on("exit", (code) => done(code)));
+  const stop = async () => {
+    if (child.exitCode === null && child.signalCode === null) process.kill(-child.pid!, "SIGTERM");
+    return exited;
+  };
+  try {
+    const deadline = Date.now() + timeoutMs;
+    while (!/dev: ready on /.test(output)) {
+      if (child.exitCode !== null) throw new Error(`npm run dev exited early:\n${output}`);
+      if (Date.now() > deadline) throw new Error(`npm run dev was not ready in time:\n${output}`);
+      await new Promise((r) => setTimeout(r, 200));
+    }
+    const base = `http://127.0.0.1:${port}`;
+    const root = await fetch(`${base}/`);
+    const dashboard = await fetch(`${base}/dashboard/`);
+    await dashboard.arrayBuffer();
+    const startEnv = async (env: string) => {
+      const res = await fetch(`${base}/v1/runs/newcomer-dev/env-workers`, {
+        method: "POST",
+        headers: { "content-type": "application/json" },
+        // No trainer registers in this run, so the env worker waits and never calls inference.
+        body: JSON.stringify({ env, inference: [{ base_url: "http://127.0.0.1:9/v1" }] }),
+      });
+      return { status: res.status, body: (await res.json()) as unknown };
+    };
+    const ownEnv = await startEnv("palindrome");
+    const unknownEnv = await startEnv("no_such_env");
+    await fetch(`${base}/v1/runs/newcomer-dev/env-workers/palindrome/0/stop`, { method: "POST" });
+    const rootBody = (await root.json()) as unknown;
+    await stop();
+    // The group's other processes (the runtime) may take a moment after npm itself has exited.
+    let refused = false;
+    for (let i = 0; i < 50 && !refused; i++) {
+      refused = await fetch(`${base}/`).then(
+        () => false,
+        () => true,
+      );
+      if (!refused) await new Promise((r) => setTimeout(r, 200));
+    }
+    return {
+      root: { status: root.status, body: rootBody },
+      dashboard: {
+        status: dashboard.status,
+        contentType: dashboard.headers.get("content-type") ?? "",
+      },
+      ownEnv,
+      unknownEnv,
+      stopped: refused,
+      output,
+    };
+  } finally {
+    await stop();
+  }
+}
+
 export interface NewcomerPhase {
   name: string;
   seconds: number;
@@ -147,6 +233,7 @@ export interface NewcomerRun {
   phases: NewcomerPhase[];
   /** `npm start`'s --summary-json (per-step accuracy, policy versions). */
   summary: { envs: Record<string, { steps: unknown[] }>; policy_versions: { announced: number } };
+  dev: DevCheck;
   bundle: string;
 }
 
@@ -163,7 +250,7 @@ export async function runNewcomerPath(
     const result = await run(cmd, args, cwd, limitS * 1000);
     const seconds = (performance.now() - t0) / 1000;
     phases.push({ name, seconds, result });
-    log(`${name.padEnd(8)} ${seconds.toFixed(1)} s (exit ${result.code})`);
+    log(`${name.padEnd(9)} ${seconds.toFixed(1)} s (exit ${result.code})`);
     if (result.code !== 0) {
       throw new Error(`${name} failed (exit ${result.code}):\n${result.stdout}\n${result.stderr}`);
     }
@@ -179,10 +266,23 @@ export async function runNewcomerPath(
     120,
   );
   const tarball = join(work, "pack", packed.stdout.trim().split("\n").at(-1)!.trim());
+  // init runs from the packed package, as a user's `npx atropos-edge init` would: its files come
+  // from the tarball (templates, the shipped lockfile), its dependencies (the same pinned
+  // versions) from this checkout's node_modules, outside the project's folder tree.
+  const unpacked = join(mkdtempSync(join(tmpdir(), "atropos-edge-packed-")), "lib", "atropos-edge");
+  mkdirSync(unpacked, { recursive: true });
+  symlinkSync(join(ROOT, "node_modules"), join(unpacked, "..", "..", "node_modules"), "dir");
+  await phase("unpack", "tar", ["-xzf", tarball, "-C", unpacked, "--strip-components=1"], work, 60);
   await phase(
     "init",
     process.execPath,
-    [join(ROOT, "bin", "atropos-edge.mjs"), "init", project, "--atropos-edge", `file:${tarball}`],
+    [
+      join(unpacked, "bin", "atropos-edge.mjs"),
+      "init",
+      project,
+      "--atropos-edge",
+      `file:${tarball}`,
+    ],
     work,
     60,
   );
@@ -203,6 +303,15 @@ export async function runNewcomerPath(
   );
 
   await phase("test", "npm", ["test"], project, 300);
+  const devStart = performance.now();
+  const dev = await checkDevServer(project, 120_000);
+  const devSeconds = (performance.now() - devStart) / 1000;
+  phases.push({
+    name: "dev",
+    seconds: devSeconds,
+    result: { code: 0, stdout: dev.output, stderr: "" },
+  });
+  log(`${"dev".padEnd(9)} ${devSeconds.toFixed(1)} s`);
   const summaryPath = join(project, "summary.json");
   await phase(
     "start",
@@ -210,7 +319,7 @@ export async function runNewcomerPath(
     [
       "atropos-edge",
       "start",
-      "--envs",
+      "--env",
       "./src/envs/palindrome.ts",
       "--steps",
       String(options.steps ?? 3),
@@ -225,6 +334,25 @@ export async function runNewcomerPath(
     ],
     project,
     300,
+  );
+  // The scaffold's own `npm start` (its example env), one step.
+  await phase(
+    "npm-start",
+    "npm",
+    [
+      "start",
+      "--",
+      "--steps",
+      "1",
+      "--batch-size",
+      "8",
+      "--port",
+      String(await freePort()),
+      "--max-seconds",
+      "120",
+    ],
+    project,
+    180,
   );
   // The same env on the Worker's queue path: EnvFeeder DO, queue consumers, the Worker bundled
   // with an entry that registers it.
@@ -260,6 +388,7 @@ export async function runNewcomerPath(
     project,
     phases,
     summary: JSON.parse(readFileSync(summaryPath, "utf8")),
+    dev,
     bundle: readFileSync(join(project, "dist", "index.js"), "utf8"),
   };
 }

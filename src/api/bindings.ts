@@ -1,40 +1,44 @@
+/// <reference path="../worker/worker-configuration.d.ts" />
+/**
+ * The Worker's bindings as the API sees them: the Env interface `wrangler types` generates from
+ * wrangler.jsonc (src/worker/worker-configuration.d.ts, `npm run types`), with the bindings it
+ * cannot type precisely narrowed here, plus the settings that are secrets or optional vars.
+ */
 import type { RolloutItemMessage } from "../queues/messages";
-import type { EnvFeeder } from "../worker/env-feeder";
+import type { EnvFeederPort } from "./env-feeder-port";
 import type { EnvSession } from "./env-session";
 import type { RunCoordinator } from "./run-coordinator";
 
-/** Worker bindings and vars (wrangler.jsonc). */
-export interface Bindings {
-  DB: D1Database;
-  PAYLOADS: R2Bucket;
-  ASSETS?: Fetcher;
+/**
+ * Generated bindings given their exact types: queue message bodies, and Durable Object classes
+ * (the entry exports them from the factory, which `wrangler types` cannot resolve as types).
+ */
+interface TypedBindings {
   ROLLOUT_ITEMS: Queue<RolloutItemMessage>;
   ROLLOUT_DLQ: Queue<RolloutItemMessage>;
   RUN_COORDINATOR: DurableObjectNamespace<RunCoordinator>;
   ENV_SESSION: DurableObjectNamespace<EnvSession>;
-  ENV_FEEDER: DurableObjectNamespace<EnvFeeder>;
+  ENV_FEEDER: DurableObjectNamespace<EnvFeederPort>;
+}
+
+/** Settings that are not in wrangler.jsonc: a secret and vars a deployment may add. */
+interface OptionalSettings {
+  /** `wrangler secret put API_TOKEN`. */
   API_TOKEN?: string;
-  DEPLOYMENT?: string;
-  ALLOW_UNAUTHENTICATED?: string;
   CORS_ORIGINS?: string;
-  COMPAT_LEASE_SECONDS?: string;
-  DEFAULT_LEASE_SECONDS?: string;
-  MAX_BODY_BYTES?: string;
-  MAX_INFLATED_BYTES?: string;
-  ENV_STALE_SECONDS?: string;
-  DEDUPE_WINDOW_SECONDS?: string;
   /** Memory (MiB) that whole-group work (ingest parsing, delivery) may hold at once per isolate. */
   MEMORY_BUDGET_MB?: string;
   /** How often an env worker's feeder ticks, in ms (default 500). */
   FEEDER_TICK_MS?: string;
-  /**
-   * Hours after their batch is acked that delivered groups and their payloads are removed
-   * (src/api/retention.ts); unset or 0 keeps them forever.
-   */
-  RETENTION_HOURS?: string;
   /** Base URL env workers use to reach this API (defaults to the request origin). */
   PUBLIC_API_URL?: string;
 }
+
+/** Fails to compile when wrangler.jsonc no longer declares a binding narrowed above. */
+type Declared<K extends keyof WorkerEnv> = K;
+type Narrowed = Declared<keyof TypedBindings>;
+
+export type Bindings = Omit<WorkerEnv, Narrowed> & TypedBindings & OptionalSettings;
 
 export function numberVar(value: string | undefined, fallback: number): number {
   const n = value === undefined ? Number.NaN : Number(value);

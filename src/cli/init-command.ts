@@ -105,6 +105,8 @@ export function runInit(options: InitOptions): number {
   writeFileSync(manifestPath, `${JSON.stringify(manifest, null, 2)}\n`);
   if (writeLockfile(target, name, values.atroposEdgeSpec!, own.version, devDependencies)) {
     log("package-lock.json pins the versions atropos-edge is tested with");
+  } else {
+    log("no package-lock.json: this atropos-edge ships no lockfile, npm resolves the versions");
   }
   const shown = relative(process.cwd(), target) || ".";
   log(`created ${name} in ${shown}`);
@@ -117,9 +119,21 @@ export function runInit(options: InitOptions): number {
 }
 
 /**
- * Writes package-lock.json when atropos-edge's own lockfile is at hand (a checkout, not an
- * install from the registry, which ships none). A tarball spec gets its integrity, so the whole
- * install can come from the npm cache.
+ * atropos-edge's own lockfile: a checkout's package-lock.json, or in an installed package the
+ * copy `npm pack` ships (scripts/pack-lock.mjs; npm never packs package-lock.json itself).
+ */
+export function ownLockfilePath(root: string = PROJECT_ROOT): string | null {
+  const candidates = [
+    join(root, "package-lock.json"),
+    join(root, "templates", "atropos-edge.lock.json"),
+  ];
+  return candidates.find((path) => existsSync(path)) ?? null;
+}
+
+/**
+ * Writes package-lock.json from atropos-edge's own lockfile (absent only from a package packed
+ * without its prepack script). A tarball spec gets its integrity, so the whole install can come
+ * from the npm cache.
  */
 function writeLockfile(
   target: string,
@@ -128,8 +142,8 @@ function writeLockfile(
   version: string,
   devDependencies: Record<string, string>,
 ): boolean {
-  const ownLock = join(PROJECT_ROOT, "package-lock.json");
-  if (!existsSync(ownLock)) return false;
+  const ownLock = ownLockfilePath();
+  if (!ownLock) return false;
   const source = JSON.parse(readFileSync(ownLock, "utf8")) as Lockfile;
   const tarball = spec.startsWith("file:") ? resolve(target, spec.slice(5)) : null;
   const atroposEdge =

@@ -42,6 +42,20 @@ const opt = (
 const ENV_HELP =
   "built-in env name (see `atropos-edge envs`) or path to a module whose default export is defineEnv(...)";
 
+const DEFAULT_START_ENVS = "gsm8k_lite,letter_counting";
+
+/** `start`'s envs: `--env X` is a one-item `--envs X`; giving both is ambiguous, so an error. */
+export function startEnvEntries(env: string | undefined, envs: string | undefined): string[] {
+  if (env !== undefined && envs !== undefined) {
+    throw new Error("give --env (one env) or --envs (a list), not both");
+  }
+  if (env !== undefined) return [env];
+  return (envs ?? DEFAULT_START_ENVS)
+    .split(",")
+    .map((s) => s.trim())
+    .filter(Boolean);
+}
+
 const INFERENCE: OptionSpec[] = [
   opt(
     "--inference-url <url>",
@@ -212,10 +226,16 @@ export function buildProgram(dotted: DottedFlags = { env: {}, openai: {} }): Com
       opt("--steps <n>", "steps", "trainer steps before stopping", 20),
       opt("--port <port>", "port", "port of the local API", 8787),
       opt(
+        "--env <name|path>",
+        "env",
+        `one env: ${ENV_HELP} (same as --envs with one item)`,
+        undefined,
+      ),
+      opt(
         "--envs <list>",
         "envs",
-        "comma-separated env names or paths to env modules",
-        "gsm8k_lite,letter_counting",
+        `comma-separated env names or paths to env modules (default: ${DEFAULT_START_ENVS})`,
+        undefined,
       ),
       opt("--batch-size <n>", "batchSize", "trainer batch size in sequences", 32),
       opt("--max-token-len <n>", "maxTokenLen", "trainer max token length", 2048),
@@ -254,10 +274,7 @@ export function buildProgram(dotted: DottedFlags = { env: {}, openai: {} }): Com
     ],
     async (o, _args, env) => {
       const { runStart } = await import("./start");
-      const entries = String(o.envs)
-        .split(",")
-        .map((s) => s.trim())
-        .filter(Boolean);
+      const entries = startEnvEntries(str(o.env), str(o.envs));
       const loaded = await env.loadEnvs(entries);
       return runStart({
         ...inferenceFlags(o, env),
@@ -266,7 +283,7 @@ export function buildProgram(dotted: DottedFlags = { env: {}, openai: {} }): Com
         envConfigs: loaded.map((l) => l.config),
         steps: Number(o.steps),
         port: Number(o.port),
-        envs: String(o.envs),
+        envs: entries.join(","),
         batchSize: Number(o.batchSize),
         maxTokenLen: Number(o.maxTokenLen),
         persistTo: str(o.persistTo),

@@ -23,6 +23,13 @@ export const APIServerConfigSchema = z.object({
 });
 
 export type APIServerConfig = z.output<typeof APIServerConfigSchema>;
+
+/** The env an env worker runs: a registered env's name, its config and its inference servers. */
+export interface EnvWorkerSpec {
+  envName: string;
+  config: Record<string, unknown>;
+  inference: APIServerConfig[];
+}
 export type APIServerConfigInput = z.input<typeof APIServerConfigSchema>;
 
 export function parseServerConfig(input: APIServerConfigInput): APIServerConfig {

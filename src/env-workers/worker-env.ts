@@ -3,7 +3,7 @@
  * Worker's env catalog. Instances are cached per isolate so setup() (dataset loading) runs once.
  */
 
-import type { APIServerConfig } from "../core/server-config";
+import type { EnvWorkerSpec } from "../core/server-config";
 import type { BaseEnv, JsonValue } from "./base-env";
 import type { EnvDefinition } from "./define-env";
 import { ServerManager } from "./inference/server-manager";
@@ -11,11 +11,7 @@ import type { Tokenizer } from "./inference/types";
 import { getTokenizer, type R2Reader } from "./tokenizers";
 import { isTokenizerNotLoaded, LazyTokenizer } from "./tokenizers/lazy";
 
-export interface EnvWorkerSpec {
-  envName: string;
-  config: Record<string, unknown>;
-  inference: APIServerConfig[];
-}
+export type { EnvWorkerSpec };
 
 const cache = new Map<string, Promise<BaseEnv<JsonValue>>>();
 

@@ -2,7 +2,8 @@
  * `atropos-edge`: the public API for writing environments. Everything the repository's example
  * envs use comes from here; a user's project imports nothing else from this package except
  * `atropos-edge/worker` (its Worker entry), `atropos-edge/client` (trainers) and
- * `atropos-edge/testing` (Node-side test helpers).
+ * `atropos-edge/node` (Node-side runtimes, tokenizers and the inference simulator, for scripts
+ * and tests).
  */
 export { z } from "zod";
 export type {

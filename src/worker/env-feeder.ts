@@ -7,6 +7,10 @@
  */
 import { DurableObject } from "cloudflare:workers";
 import type { Bindings } from "../api/bindings";
+import type { BackingOff, EnvFeederPort, FeederSummary, ItemReport } from "../api/env-feeder-port";
+
+export type { FeederSummary };
+
 import { statusForEnv } from "../api/storage/status";
 import type { BaseEnv, JsonObject, JsonValue } from "../env-workers/base-env";
 import { parseEnvConfig } from "../env-workers/config";
@@ -48,27 +52,12 @@ export interface BacklogItem {
   item: JsonValue;
 }
 
-/** What a queue consumer (or the dead-letter consumer) reports for one item. */
-export interface ItemReport {
-  /** false: the item failed (a permanent error, or retries exhausted). */
-  ok: boolean;
-  /** The env dropped the item on purpose (DropGroupError) or returned no group: its reason. */
-  dropped?: string;
-  /** Reasons of the item's groups that failed send-side validation. */
-  rejected?: string[];
-  scores?: number[];
-  /** Groups of the item that were submitted; any resets the drop back-off. */
-  submitted?: number;
-  /** JSON of BacklogItem[] (kept a string: RPC arguments stay small and flat). */
-  backlogJson?: string;
-}
-
 export interface FeederState {
   run: string;
   name: string;
   spec: EnvWorkerSpec;
   envId: number | null;
-  status: "waiting_for_trainer" | "running" | "paused" | "stopped";
+  status: FeederSummary["status"];
   inFlight: Record<string, InFlight>;
   issued: number;
   succeeded: number;
@@ -88,36 +77,6 @@ export interface FeederState {
   backoff?: DropBackoffState;
   /** While backing off: why, as last reported (every 10 s of continued drops). */
   backingOff?: BackingOff | null;
-}
-
-export interface BackingOff {
-  /** e.g. "all scores identical (0) in the last 200 groups: your reward gives …" */
-  message: string;
-  /** When the message was (re)issued, ms since the epoch: a new value is a new report. */
-  reported_at: number;
-}
-
-/** What callers outside the object see (RPC-serialisable). */
-export interface FeederSummary {
-  run: string;
-  name: string;
-  env: string;
-  env_id: number | null;
-  status: FeederState["status"];
-  in_flight: number;
-  issued: number;
-  succeeded: number;
-  failed: number;
-  dropped: number;
-  /** Groups dropped by send-side validation (identical scores, wrong size, too long). */
-  rejected: number;
-  /** Dropped items and rejected groups by reason. */
-  drop_reasons: Record<string, number>;
-  last_error: string | null;
-  eval_running: boolean;
-  evaluations: number;
-  /** Set while the feeder issues at most 1 item/s because every recent group was dropped. */
-  backing_off: BackingOff | null;
 }
 
 function summarize(state: FeederState, evalRunning: boolean): FeederSummary {
@@ -168,7 +127,7 @@ function backoffDrop(state: FeederState, reason: string): void {
   });
 }
 
-export class EnvFeeder extends DurableObject<Bindings> {
+export class EnvFeeder extends DurableObject<Bindings> implements EnvFeederPort {
   private state: FeederState | null = null;
   private env_: BaseEnv<JsonValue> | null = null;
   /** The evaluation in progress (kept in memory: a restart mid-evaluation skips that one). */

@@ -23,8 +23,11 @@ const ALLOWED: Record<string, string[]> = {
   sdk: ["core", "api", "env-workers", "queues", "worker", "client", "sim"],
   cli: ["core", "api", "env-workers", "queues", "worker", "envs", "client", "sim", "sdk"],
 };
-/** `import type` may also name these (the Worker's bindings name its queue messages and DOs). */
-const TYPE_ONLY_ALLOWED: Record<string, string[]> = { api: ["queues", "worker"] };
+/**
+ * `import type` may also name these (the Worker's bindings name its queue messages). The API
+ * reaches the platform's EnvFeeder through its own port (src/api/env-feeder-port.ts), never by import.
+ */
+const TYPE_ONLY_ALLOWED: Record<string, string[]> = { api: ["queues"] };
 
 interface Edge {
   from: string;

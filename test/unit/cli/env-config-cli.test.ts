@@ -59,9 +59,11 @@ interface CliResult {
 }
 
 function cli(args: string[], cwd: string, env: Record<string, string> = {}): Promise<CliResult> {
+  // Typed as the child's environment: the generated Worker types declare the Worker's vars on
+  // ProcessEnv (wrangler fills process.env from them in a Worker), which a Node child need not have.
   const clean = Object.fromEntries(
     Object.entries(process.env).filter(([k]) => !k.startsWith("ATROPOS_EDGE_")),
-  );
+  ) as NodeJS.ProcessEnv;
   return new Promise((done) => {
     execFile(
       process.execPath,
@@ -188,6 +190,20 @@ describe("--env ./path.ts", () => {
     expect(unknown.code).toBe(1);
     expect(unknown.stderr).toContain('unknown env "count_vowels"');
     expect(unknown.stderr).toContain("--env ./src/envs/count_vowels.ts");
+  });
+
+  it("start takes --env like the other commands (a one-item --envs); both at once is an error", async () => {
+    const dir = workdir();
+    writeFileSync(join(dir, "not_env.ts"), "export default 42;\n");
+    // The module is loaded (and refused) before anything starts: --env reached the loader.
+    const notEnv = await cli(["start", "--env", "./not_env.ts"], dir);
+    expect(notEnv.code).toBe(1);
+    expect(notEnv.stderr).toBe(
+      "error: ./not_env.ts: default export must be an env made with defineEnv(...) (got number)\n",
+    );
+    const both = await cli(["start", "--env", "./not_env.ts", "--envs", "gsm8k_lite"], dir);
+    expect(both.code).toBe(1);
+    expect(both.stderr).toBe("error: give --env (one env) or --envs (a list), not both\n");
   });
 });
 
