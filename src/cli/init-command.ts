@@ -5,10 +5,12 @@
  * tested with.
  */
 
+import { execFileSync } from "node:child_process";
 import { createHash } from "node:crypto";
 import {
   cpSync,
   existsSync,
+  mkdirSync,
   readdirSync,
   readFileSync,
   renameSync,
@@ -68,6 +70,27 @@ function filesUnder(dir: string): string[] {
   });
 }
 
+/**
+ * Run from a git checkout, atropos-edge is a version npm's registry may not have: pack the
+ * checkout into the project's vendor/ and depend on that file (relative, so the project stays
+ * portable and installs offline).
+ */
+export function vendorCheckout(target: string, root: string = PROJECT_ROOT): string | null {
+  if (!existsSync(join(root, ".git"))) return null;
+  const vendor = join(target, "vendor");
+  mkdirSync(vendor, { recursive: true });
+  const out = execFileSync("npm", ["pack", "--silent", "--pack-destination", vendor], {
+    cwd: root,
+    encoding: "utf8",
+    stdio: ["ignore", "pipe", "pipe"],
+  });
+  const file = out.trim().split("\n").at(-1)?.trim();
+  if (!file || !existsSync(join(vendor, file))) {
+    throw new Error(`npm pack in ${root} did not produce a tarball (printed: ${out.trim()})`);
+  }
+  return `file:vendor/${file}`;
+}
+
 export function runInit(options: InitOptions): number {
   const log = options.log ?? ((line: string) => console.log(line));
   const target = resolve(options.dir);
@@ -84,12 +107,19 @@ export function runInit(options: InitOptions): number {
       return [dep, version];
     }),
   );
-  const values: Record<string, string> = {
-    name,
-    atroposEdgeSpec: options.atroposEdgeSpec ?? own.version,
-  };
   const templates = join(PROJECT_ROOT, "templates", "project");
   cpSync(templates, target, { recursive: true });
+  let spec = options.atroposEdgeSpec;
+  if (spec === undefined) {
+    const vendored = vendorCheckout(target);
+    if (vendored) {
+      log(
+        `atropos-edge runs from a checkout: packed it into ${vendored.slice(5)} (commit it with the project)`,
+      );
+    }
+    spec = vendored ?? own.version;
+  }
+  const values: Record<string, string> = { name, atroposEdgeSpec: spec };
   for (const file of filesUnder(target)) {
     const text = readFileSync(file, "utf8");
     writeFileSync(
@@ -103,7 +133,7 @@ export function runInit(options: InitOptions): number {
   const manifest = JSON.parse(readFileSync(manifestPath, "utf8")) as PackageJson;
   manifest.devDependencies = devDependencies;
   writeFileSync(manifestPath, `${JSON.stringify(manifest, null, 2)}\n`);
-  if (writeLockfile(target, name, values.atroposEdgeSpec!, own.version, devDependencies)) {
+  if (writeLockfile(target, name, spec, own.version, devDependencies)) {
     log("package-lock.json pins the versions atropos-edge is tested with");
   } else {
     log("no package-lock.json: this atropos-edge ships no lockfile, npm resolves the versions");
