@@ -72,7 +72,7 @@ async function measureCpu() {
     [
       {
         base_url: "http://127.0.0.1:1",
-        server_type: "vllm",
+        server_type: "atropos", // the canned body is Atropos' /generate answer
         model_name: "canned",
         tokenizer_name: "qwen3",
       },
@@ -232,7 +232,7 @@ async function measurePipeline(
     [
       {
         base_url: simUrl,
-        server_type: "vllm",
+        server_type: "atropos", // the route docs/BENCHMARKS.md measured
         model_name: "sim-policy",
         tokenizer_name: "qwen3",
         timeout: 30,

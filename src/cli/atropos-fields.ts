@@ -128,9 +128,13 @@ export const ATROPOS_FIELDS: readonly AtroposField[] = [
   used("openai", "model_name", '"default"', "model sent to the server (same as --model)", {
     key: "model",
   }),
-  used("openai", "server_type", '"openai"', "backend protocol (same as --server-type)", {
-    key: "serverType",
-  }),
+  used(
+    "openai",
+    "server_type",
+    '"openai"',
+    "which server (same as --server-type): vllm, vllm-generate, atropos, sglang, trl, openai; Atropos' `vllm` (its /generate server) is `atropos` here",
+    { key: "serverType" },
+  ),
   used("openai", "tokenizer_name", '"none"', 'tokenizer (same as --tokenizer); "none": ignored', {
     key: "tokenizer",
   }),

@@ -2,10 +2,11 @@
  * Inference for CLI commands: an external server (--inference-url) or the in-process simulator
  * (a test double), wrapped in the env runtime's ServerManager; plus env construction.
  */
+
+import { isServerType, serverTypeError } from "../core/server-config";
 import type { BaseEnv, JsonValue } from "../env-workers/base-env";
 import type { EnvDefinition } from "../env-workers/define-env";
 import { ServerManager } from "../env-workers/inference/server-manager";
-import type { ServerType } from "../env-workers/inference/types";
 import { getTokenizer } from "../env-workers/tokenizers/index";
 import { type Simulator, startSimulator } from "../sim/server";
 import { type SimulatedEnvOptions, wireSimulation } from "./simulated-env";
@@ -32,16 +33,13 @@ export interface InferenceHandle {
   close(): Promise<void>;
 }
 
-const SERVER_TYPES: ServerType[] = ["openai", "vllm", "sglang", "trl"];
-
 export async function openInference(flags: InferenceFlags): Promise<InferenceHandle> {
-  if (!SERVER_TYPES.includes(flags.serverType as ServerType)) {
-    throw new Error(`--server-type must be one of ${SERVER_TYPES.join(", ")}`);
-  }
+  const serverType = flags.serverType;
+  if (!isServerType(serverType)) throw serverTypeError(serverType);
   let simulator: Simulator | null = null;
   let baseUrl = flags.inferenceUrl;
-  let serverType = flags.serverType as ServerType;
   if (!baseUrl) {
+    // The simulator answers every server type's requests, so --server-type is honoured.
     simulator = await startSimulator({
       port: 0,
       latencyMs: flags.simLatencyMs,
@@ -50,7 +48,6 @@ export async function openInference(flags: InferenceFlags): Promise<InferenceHan
       model: flags.model,
     });
     baseUrl = `${simulator.url}/v1`;
-    serverType = "vllm";
   }
   const [first = {}, ...others] = flags.servers ?? [];
   const configs = [
@@ -74,7 +71,7 @@ export async function openInference(flags: InferenceFlags): Promise<InferenceHan
     client,
     simulator,
     describe: simulator
-      ? `inference simulator (test double) at ${simulator.url}`
+      ? `inference simulator (test double) at ${simulator.url}, spoken to as ${serverType}`
       : `${serverType} server at ${baseUrl}${configs.length > 1 ? ` (+${configs.length - 1} more)` : ""} (model ${flags.model})`,
     close: async () => {
       await simulator?.close();

@@ -7,6 +7,7 @@
 import { spawn } from "node:child_process";
 import { join, resolve } from "node:path";
 import { Command } from "commander";
+import { SERVER_TYPES } from "../core/server-config";
 import type { EnvDefinition } from "../env-workers/define-env";
 import {
   type AtroposInput,
@@ -66,7 +67,7 @@ const INFERENCE: OptionSpec[] = [
   opt(
     "--server-type <type>",
     "serverType",
-    "vllm | sglang | openai | trl (with --inference-url)",
+    `which server --inference-url is (the simulator speaks all of them): ${SERVER_TYPES.join(" | ")}; see docs/INFERENCE.md`,
     "vllm",
   ),
   opt("--model <name>", "model", "model name sent to the inference server", "sim-policy"),

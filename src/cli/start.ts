@@ -95,15 +95,15 @@ const WORKER_INSTANCE = "0";
 /** Give up on --workers when every env has failed this many items and none succeeded. */
 const WORKER_FAILURES_BEFORE_GIVING_UP = 20;
 
-/** The inference server as the Worker must reach it (the simulator listens on 127.0.0.1). */
+/**
+ * The inference server as the Worker must reach it (the simulator listens on 127.0.0.1), with
+ * the same --server-type as the Node side (the simulator answers every type).
+ */
 function workerInference(options: StartOptions, inference: InferenceHandle) {
   const simulated = inference.simulator !== null;
-  const serverType = simulated ? "vllm" : options.serverType;
   return {
     base_url: simulated ? `${inference.simulator!.url}/v1` : options.inferenceUrl!,
-    server_type: serverType,
-    // Token-in/token-out where the server has it; the simulator speaks vLLM's /generate.
-    vllm_mode: "generate",
+    server_type: options.serverType,
     model_name: options.model,
     tokenizer_name: options.tokenizer,
     api_key: options.apiKey ?? "",

@@ -1,11 +1,36 @@
 import { z } from "zod";
 
+/**
+ * The inference servers atropos-edge talks to, one value per server (docs/INFERENCE.md has the
+ * command that starts each one and what is sent and parsed). The CLI's `--server-type`, the
+ * `openai:` config section, the env-worker start route and the Worker all take these values.
+ */
+export const SERVER_TYPES = [
+  "vllm",
+  "vllm-generate",
+  "atropos",
+  "sglang",
+  "trl",
+  "openai",
+] as const;
+export type ServerType = (typeof SERVER_TYPES)[number];
+
+/** One line per server type, for `--help` and error messages. */
+export const SERVER_TYPE_HELP: Record<ServerType, string> = {
+  vllm: "stock `vllm serve` (OpenAI API: /v1/completions with token-id prompts, return_token_ids)",
+  "vllm-generate": "stock `vllm serve`, its token-in/token-out /inference/v1/generate endpoint",
+  atropos: "Atropos' example_trainer/vllm_api_server.py (/generate)",
+  sglang: "SGLang `python -m sglang.launch_server` (/generate with input_ids)",
+  trl: "TRL `trl vllm-serve` (/generate/ with token-id prompts, trl>=1.0)",
+  openai: "any OpenAI-compatible API: text only, not token-exact",
+};
+
 /** One inference server (Atropos `APIServerConfig` plus atropos-edge fields). */
 export const APIServerConfigSchema = z.object({
   base_url: z.string().default(""),
   api_key: z.string().nullable().default(""),
   model_name: z.string().default("default"),
-  server_type: z.enum(["openai", "vllm", "sglang", "trl"]).default("openai"),
+  server_type: z.enum(SERVER_TYPES).default("openai"),
   /** "none" → use model_name. */
   tokenizer_name: z.string().default("none"),
   /** Seconds per HTTP request. */
@@ -16,8 +41,11 @@ export const APIServerConfigSchema = z.object({
   n_kwarg_is_ignored: z.boolean().default(false),
   /** Requests with a larger n are split into chunks of at most this many completions. */
   max_n_completions: z.number().int().positive().default(8),
-  /** vllm only: Atropos' custom `/generate` server, or vLLM's stock OpenAI server (`/v1/completions`). */
-  vllm_mode: z.enum(["generate", "openai"]).default("generate"),
+  /**
+   * Deprecated (use server_type): with server_type "vllm", "generate" meant Atropos' `/generate`
+   * server (now "atropos") and "openai" stock vLLM (now "vllm"). Still accepted.
+   */
+  vllm_mode: z.enum(["generate", "openai"]).optional(),
   /** Accepted for compatibility; unused (as in Atropos). */
   rolling_buffer_length: z.number().int().optional(),
 });
@@ -32,8 +60,29 @@ export interface EnvWorkerSpec {
 }
 export type APIServerConfigInput = z.input<typeof APIServerConfigSchema>;
 
+/**
+ * Parses a server config and folds the deprecated `vllm_mode` into `server_type`, so the result
+ * names exactly one server type (parsing it again gives the same).
+ */
 export function parseServerConfig(input: APIServerConfigInput): APIServerConfig {
-  return APIServerConfigSchema.parse(input);
+  const config = APIServerConfigSchema.parse(input);
+  const { vllm_mode, ...rest } = config;
+  if (vllm_mode === "generate" && rest.server_type === "vllm") {
+    return { ...rest, server_type: "atropos" };
+  }
+  return rest;
+}
+
+export function isServerType(value: string): value is ServerType {
+  return (SERVER_TYPES as readonly string[]).includes(value);
+}
+
+/** The error for a `--server-type` / `server_type` value that is none of SERVER_TYPES. */
+export function serverTypeError(value: string): Error {
+  const lines = SERVER_TYPES.map((t) => `  ${t.padEnd(13)} ${SERVER_TYPE_HELP[t]}`);
+  return new Error(
+    `unknown server type ${JSON.stringify(value)}; use one of:\n${lines.join("\n")}`,
+  );
 }
 
 export function tokenizerNameOf(config: APIServerConfig): string {

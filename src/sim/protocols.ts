@@ -137,6 +137,9 @@ export function chatCompletions(ctx: ProtocolContext, body: Body): Body {
     temperature: temperatureOf(body.temperature, "temperature"),
     promptIds: promptTokens,
   });
+  const wantLogprobs = body.logprobs === true;
+  const asIds = body.return_tokens_as_token_ids === true;
+  const returnIds = body.return_token_ids === true;
   return {
     id: `chatcmpl-sim-${Date.now().toString(36)}`,
     object: "chat.completion",
@@ -151,10 +154,22 @@ export function chatCompletions(ctx: ProtocolContext, body: Body): Body {
           ? { role: "assistant", content: calls.content, tool_calls: calls.toolCalls }
           : { role: "assistant", content: text },
         finish_reason: calls ? "tool_calls" : choice.finishReason,
-        logprobs: null,
+        logprobs: wantLogprobs
+          ? {
+              content: choice.tokens.map((id, i) => ({
+                token: asIds ? `token_id:${id}` : ctx.tokenizer.decode([id]),
+                logprob: choice.logprobs[i],
+                bytes: null,
+                top_logprobs: [],
+              })),
+            }
+          : null,
+        ...(returnIds ? { token_ids: choice.tokens } : {}),
       };
     }),
     usage: usage(promptTokens.length, choices),
+    // vLLM puts the chat's prompt ids on the response, not on the choices.
+    ...(returnIds ? { prompt_token_ids: promptTokens } : {}),
   };
 }
 
@@ -175,6 +190,7 @@ export function completions(ctx: ProtocolContext, body: Body): Body {
   const wantLogprobs = body.logprobs !== undefined && body.logprobs !== null;
   const topK = wantLogprobs ? int(body.logprobs, 0, "logprobs") : 0;
   const asIds = body.return_tokens_as_token_ids === true;
+  const returnIds = body.return_token_ids === true;
   const maxTokens = int(body.max_tokens, ctx.maxTokensDefault, "max_tokens");
   const choices = generateMany(ctx, promptText, {
     n: int(body.n, 1, "n"),
@@ -206,6 +222,13 @@ export function completions(ctx: ProtocolContext, body: Body): Body {
               text_offset: [],
             }
           : null,
+        // vLLM ≥ 0.10.2 with return_token_ids: the ids per choice.
+        ...(returnIds
+          ? {
+              token_ids: choice.tokens,
+              prompt_token_ids: ids ?? ctx.tokenizer.encode(promptText),
+            }
+          : {}),
       };
     }),
     usage: usage(promptLength, choices),
@@ -268,7 +291,7 @@ export function sglangGenerate(ctx: ProtocolContext, body: Body): Body | Body[] 
   );
   const choices = generateMany(ctx, promptText, {
     n,
-    requestSeed: requestSeedOf(sampling.seed),
+    requestSeed: requestSeedOf(sampling.sampling_seed ?? sampling.seed),
     maxTokens,
     stop: stops(sampling.stop),
     temperature: temperatureOf(sampling.temperature, "sampling_params.temperature"),
@@ -293,24 +316,93 @@ export function sglangGenerate(ctx: ProtocolContext, body: Body): Body | Body[] 
   return n === 1 ? (items[0] as Body) : items;
 }
 
-/** TRL vllm-serve `/generate/`: text prompts in, completion ids out, no logprobs. */
+/**
+ * vLLM's token-in/token-out `POST /inference/v1/generate`: `{token_ids, sampling_params}` →
+ * `choices[{index, token_ids, finish_reason, logprobs: {content: [{token: "token_id:<id>",
+ * logprob}]}}]` (vllm/entrypoints/serve/disagg).
+ */
+export function vllmTokensGenerate(ctx: ProtocolContext, body: Body): Body {
+  const ids = tokenIds(body.token_ids, "token_ids");
+  if (!ids) throw new BadRequest("token_ids must be a list of token ids");
+  const sampling = body.sampling_params;
+  if (!sampling || typeof sampling !== "object" || Array.isArray(sampling))
+    throw new BadRequest("sampling_params is required (a SamplingParams object)");
+  const params = sampling as Body;
+  const choices = generateMany(ctx, ctx.tokenizer.decode(ids), {
+    n: int(params.n, 1, "sampling_params.n"),
+    requestSeed: requestSeedOf(params.seed),
+    // SamplingParams' own default, which the older endpoint applied as it was.
+    maxTokens: int(params.max_tokens, 16, "sampling_params.max_tokens"),
+    stop: stops(params.stop),
+    temperature: temperatureOf(params.temperature, "sampling_params.temperature"),
+    promptIds: ids,
+  });
+  const wantLogprobs = params.logprobs !== undefined && params.logprobs !== null;
+  return {
+    request_id: `generate-tokens-sim-${Date.now().toString(36)}`,
+    choices: choices.map((c, index) => ({
+      index,
+      token_ids: c.tokens,
+      finish_reason: c.finishReason,
+      logprobs: wantLogprobs
+        ? {
+            content: c.tokens.map((id, i) => ({
+              token: `token_id:${id}`,
+              logprob: c.logprobs[i],
+              bytes: null,
+              top_logprobs: [],
+            })),
+          }
+        : null,
+    })),
+    prompt_logprobs: null,
+    kv_transfer_params: null,
+  };
+}
+
+/**
+ * TRL vllm-serve `POST /generate/` (trl ≥ 1.0): text or token-id prompts in; `prompt_ids`,
+ * `completion_ids` (prompt-major, n per prompt) and, unless `logprobs` is null, the sampled
+ * tokens' logprobs with their ids (one entry per position with `logprobs: 0`).
+ */
 export function trlGenerate(ctx: ProtocolContext, body: Body): Body {
-  if (!Array.isArray(body.prompts) || !body.prompts.every((p) => typeof p === "string")) {
-    throw new BadRequest("prompts must be a list of strings");
+  const prompts = body.prompts;
+  if (
+    !Array.isArray(prompts) ||
+    !(
+      prompts.every((p) => typeof p === "string") ||
+      prompts.every((p) => Array.isArray(p) && p.every((id) => Number.isInteger(id) && id >= 0))
+    )
+  ) {
+    throw new BadRequest("prompts must be a list of strings or a list of token-id lists");
   }
   const n = int(body.n, 1, "n");
-  const maxTokens = int(body.max_tokens, ctx.maxTokensDefault, "max_tokens");
+  const maxTokens = int(body.max_tokens, 16, "max_tokens"); // TRL's GenerateRequest default
+  const kwargs = (body.generation_kwargs ?? {}) as Body;
+  const logprobs = body.logprobs === undefined ? 0 : body.logprobs;
+  const promptIds: number[][] = [];
   const completionIds: number[][] = [];
-  for (const prompt of body.prompts as string[]) {
-    for (const choice of generateMany(ctx, prompt, {
+  const completionLogprobs: number[][][] = [];
+  for (const prompt of prompts as (string | number[])[]) {
+    const ids = typeof prompt === "string" ? ctx.tokenizer.encode(prompt) : prompt;
+    promptIds.push(ids);
+    for (const choice of generateMany(ctx, ctx.tokenizer.decode(ids), {
       n,
-      requestSeed: requestSeedOf(body.seed),
+      requestSeed: requestSeedOf(kwargs.seed),
       maxTokens,
-      stop: undefined,
+      stop: stops(kwargs.stop),
       temperature: temperatureOf(body.temperature, "temperature"),
+      promptIds: ids,
     })) {
       completionIds.push(choice.tokens);
+      completionLogprobs.push(choice.logprobs.map((lp) => [lp]));
     }
   }
-  return { completion_ids: completionIds };
+  const withLogprobs = logprobs !== null;
+  return {
+    prompt_ids: promptIds,
+    completion_ids: completionIds,
+    logprobs: withLogprobs ? completionLogprobs : null,
+    logprob_token_ids: withLogprobs ? completionIds.map((ids) => ids.map((id) => [id])) : null,
+  };
 }

@@ -1,9 +1,9 @@
 /**
- * atropos-edge inference simulator — a TEST DOUBLE, not an LLM. Speaks the OpenAI, vLLM
- * (stock and Atropos `/generate`), SGLang and TRL wire formats over real HTTP with a real
- * tokenizer, deterministic seeded outputs, latency and fault injection. Node-only. Answers come
- * from a trainable toy policy (src/sim/policy.ts) whose weights a trainer replaces through
- * SGLang's `POST /update_weights_from_disk` + `POST /flush_cache`.
+ * atropos-edge inference simulator — a TEST DOUBLE, not an LLM. Speaks the OpenAI, stock vLLM
+ * (OpenAI routes with token ids, `/inference/v1/generate`), Atropos `/generate`, SGLang and TRL
+ * wire formats over real HTTP with a real tokenizer, deterministic seeded outputs, latency and
+ * fault injection. Node-only. Answers come from a trainable toy policy (src/sim/policy.ts) whose
+ * weights a trainer replaces through SGLang's `POST /update_weights_from_disk` + `/flush_cache`.
  */
 import { readFile } from "node:fs/promises";
 import { createServer, type IncomingMessage, type ServerResponse } from "node:http";
@@ -22,6 +22,7 @@ import {
   sglangGenerate,
   trlGenerate,
   vllmGenerate,
+  vllmTokensGenerate,
 } from "./protocols";
 
 export interface SimulatorOptions {
@@ -66,8 +67,9 @@ type Handler = (ctx: ProtocolContext, body: Body) => Body | Body[];
 const GENERATION_ROUTES: Record<string, Handler> = {
   "/v1/chat/completions": chatCompletions,
   "/v1/completions": completions,
+  "/inference/v1/generate": vllmTokensGenerate,
   "/generate/": trlGenerate,
-  // vLLM-Atropos and SGLang share the path: told apart by the body.
+  // Atropos' vLLM server and SGLang share the path: told apart by the body.
   "/generate": (ctx, body) =>
     "prompt" in body ? vllmGenerate(ctx, body) : sglangGenerate(ctx, body),
 };
@@ -196,8 +198,8 @@ export async function startSimulator(options: SimulatorOptions = {}): Promise<Si
       });
     }
     const handler = req.method === "POST" ? GENERATION_ROUTES[path] : undefined;
-    if (!handler)
-      return send(res, 404, errorBody(`no route ${req.method} ${path}`, "not_found", 404));
+    // FastAPI's answer for a route it does not have (vLLM, SGLang, TRL, Atropos' server).
+    if (!handler) return send(res, 404, { detail: "Not Found" });
 
     const requestNumber = stats.generationRequests++;
     const fault = faultFor(requestNumber, faults);

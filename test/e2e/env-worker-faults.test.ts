@@ -48,6 +48,7 @@ describe("env workers under inference faults", () => {
       inference: [
         {
           base_url: `${sim.url}/v1`,
+          // The form written before server_type had one value per server: still parses (= "vllm").
           server_type: "vllm",
           vllm_mode: "openai",
           model_name: "sim-policy",

@@ -34,8 +34,8 @@ describe("env workers on Queues and Durable Objects", () => {
     const inference = [
       {
         base_url: `${sim.url}/v1`,
-        server_type: "vllm",
-        vllm_mode: "openai",
+        // vLLM's token-in/token-out endpoint, from the Worker (the simulator answers it).
+        server_type: "vllm-generate",
         model_name: "sim-policy",
         tokenizer_name: "qwen3",
       },
@@ -105,5 +105,7 @@ describe("env workers on Queues and Durable Objects", () => {
     };
     expect(stats.step).toBe(3);
     expect(stats.envs.some((e) => (e.items_succeeded ?? 0) > 0)).toBe(true);
+    // The Worker generated through the route of the server_type it was given.
+    expect(sim.stats().byRoute["POST /inference/v1/generate"] ?? 0).toBeGreaterThan(0);
   });
 });

@@ -10,7 +10,7 @@ import { AdaptiveSemaphore } from "./adaptive-semaphore";
 import type { FetchLike } from "./backends/http";
 import { createBackend, isRetryableError } from "./backends/index";
 import { mergeChoices } from "./backends/openai";
-import type { InferenceBackend, TokenGenerationRequest } from "./backends/types";
+import type { ChatWithTokens, InferenceBackend, TokenGenerationRequest } from "./backends/types";
 import { TrackingManagedServer } from "./managed-server";
 import { type BackoffPolicy, backoffDelayMs, DEFAULT_BACKOFF, sleep, splitN } from "./retry";
 import type {
@@ -35,6 +35,23 @@ export interface ServerManagerOptions {
 }
 
 type Split = "train" | "eval";
+
+/** Keys of a tokensAndLogprobsCompletion call that are not passed on as sampling parameters. */
+const TOKEN_CALL_KEYS = new Set([
+  "prompt",
+  "input_ids",
+  "n",
+  "max_tokens",
+  "max_new_tokens",
+  "max_completion_tokens",
+  "temperature",
+  "top_p",
+  "stop",
+  "seed",
+  "split",
+  "model",
+  "logprobs",
+]);
 
 /** One inference server: its backend, request slots and health. */
 export class ServerSlot {
@@ -139,13 +156,23 @@ export class ServerManager implements InferenceClient {
   ): Promise<TokensAndLogprobs> {
     const candidates = this.servers.filter((s) => s.backend.tokenSupport !== "none");
     const first = candidates[0];
-    if (!first) throw new Error("tokensAndLogprobsCompletion needs a vllm, sglang or trl server");
+    if (!first) {
+      throw new Error(
+        "tokensAndLogprobsCompletion needs a token-exact server (server_type vllm, vllm-generate, atropos, sglang or trl); openai servers return text only",
+      );
+    }
     const inputIds =
       params.input_ids ??
       (await this.loadTokenizer(tokenizerNameOf(first.config))).encode(params.prompt, {
         addSpecialTokens: true,
       });
     const maxTokens = params.max_tokens ?? params.max_new_tokens ?? params.max_completion_tokens;
+    // Further sampling parameters (top_k, min_p, …) go to the server under its own names.
+    const extra = Object.fromEntries(
+      Object.entries(params).filter(
+        ([key, value]) => value !== undefined && !TOKEN_CALL_KEYS.has(key),
+      ),
+    );
     const request: TokenGenerationRequest = {
       inputIds,
       n: params.n ?? 1,
@@ -154,8 +181,49 @@ export class ServerManager implements InferenceClient {
       topP: params.top_p,
       stop: params.stop,
       seed: params.seed,
+      extra,
     };
     return this.generateTokens(request, splitOf(params), null);
+  }
+
+  /**
+   * A chat completion rendered by the server's own chat template, with the prompt ids, sampled
+   * ids and logprobs it used (no local tokenizer involved). Only servers whose backend can
+   * return them take it (server_type vllm, on vLLM ≥ 0.10.2); `n` is split like elsewhere.
+   */
+  async chatCompletionWithTokens(params: ChatCompletionParams): Promise<ChatWithTokens> {
+    if (!this.servers.some((s) => s.backend.chatCompletionWithTokens)) {
+      throw new Error(
+        "chatCompletionWithTokens needs a server_type vllm server (vLLM ≥ 0.10.2 returns the chat's token ids)",
+      );
+    }
+    const split = splitOf(params);
+    const chunks = splitN(params.n ?? 1, this.maxN);
+    const results = await Promise.all(
+      chunks.map((n) =>
+        this.withServer(
+          split,
+          null,
+          (server, signal) =>
+            server.backend.chatCompletionWithTokens!(
+              { ...params, n, split: undefined },
+              { signal },
+            ),
+          (server) => server.backend.chatCompletionWithTokens !== undefined,
+        ),
+      ),
+    );
+    const [first] = results;
+    if (!first) throw new Error("no chat result");
+    return {
+      chat: mergeChoices(results.map((r) => r.chat)),
+      tokens: {
+        promptTokens: first.tokens.promptTokens,
+        outputTokens: results.flatMap((r) => r.tokens.outputTokens),
+        outputLogprobs: results.flatMap((r) => r.tokens.outputLogprobs),
+        finishReasons: results.flatMap((r) => r.tokens.finishReasons),
+      },
+    };
   }
 
   /**

@@ -4,7 +4,7 @@
  */
 import type { ChatMessage, ToolCall } from "../../core/group-types";
 
-export type ServerType = "openai" | "vllm" | "sglang" | "trl";
+export type { ServerType } from "../../core/server-config";
 
 export interface ChatCompletionParams {
   messages: ChatMessage[];

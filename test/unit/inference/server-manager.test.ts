@@ -62,9 +62,29 @@ describe("ServerManager", () => {
     expect(splitN(10, 4)).toEqual([4, 4, 2]);
     const result = await manager.tokensAndLogprobsCompletion({ prompt: "hello", n: 10 });
     expect(result.outputTokens).toHaveLength(10);
-    expect(s.stats().byRoute["POST /generate"]).toBe(3);
+    expect(s.stats().byRoute["POST /v1/completions"]).toBe(3);
     const chat = await manager.chatCompletion({ messages: [{ role: "user", content: "x" }], n: 6 });
     expect(chat.choices.map((c) => c.index)).toEqual([0, 1, 2, 3, 4, 5]);
+  });
+
+  it("chatCompletionWithTokens: the server's own prompt ids, n split and merged", async () => {
+    const s = await sim();
+    const manager = new ServerManager([server(s, { max_n_completions: 2 })]);
+    const { chat, tokens } = await manager.chatCompletionWithTokens({
+      messages: [{ role: "user", content: "x" }],
+      n: 3,
+    });
+    expect(chat.choices.map((c) => c.index)).toEqual([0, 1, 2]);
+    expect(tokens.outputTokens).toHaveLength(3);
+    expect(tokens.outputLogprobs.map((l) => l.length)).toEqual(
+      tokens.outputTokens.map((t) => t.length),
+    );
+    expect(tokens.promptTokens.length).toBeGreaterThan(0);
+    expect(s.stats().byRoute["POST /v1/chat/completions"]).toBe(2);
+    const sglang = new ServerManager([server(s, { server_type: "sglang" })]);
+    await expect(
+      sglang.chatCompletionWithTokens({ messages: [{ role: "user", content: "x" }] }),
+    ).rejects.toThrow(/server_type vllm/);
   });
 
   it("retries 5xx faults with backoff and succeeds", async () => {

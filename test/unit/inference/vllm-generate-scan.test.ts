@@ -1,14 +1,14 @@
 import { readFileSync } from "node:fs";
 import { describe, expect, it } from "vitest";
-import { parseJsonText } from "../../../src/env-workers/inference/backends/http";
 import {
-  parseVllmGenerateResponse,
-  parseVllmGenerateText,
-} from "../../../src/env-workers/inference/backends/vllm";
+  parseAtroposGenerateResponse as parseVllmGenerateResponse,
+  parseAtroposGenerateText as parseVllmGenerateText,
+} from "../../../src/env-workers/inference/backends/atropos";
+import { parseJsonText } from "../../../src/env-workers/inference/backends/http";
 import { scanVllmGenerateBody } from "../../../src/env-workers/inference/backends/vllm-generate-scan";
 
 const fixture = JSON.parse(
-  readFileSync(new URL("../../fixtures/inference/vllm-generate.json", import.meta.url), "utf8"),
+  readFileSync(new URL("../../fixtures/inference/atropos-generate.json", import.meta.url), "utf8"),
 ) as { response: unknown };
 
 const URL_ = "http://vllm/generate";

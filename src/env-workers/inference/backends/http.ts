@@ -2,15 +2,37 @@
 
 export type FetchLike = (input: string, init?: RequestInit) => Promise<Response>;
 
-/** An HTTP answer other than 2xx. `retryable` follows the retry policy (5xx, 408, 429). */
+/**
+ * An HTTP answer other than 2xx. `retryable` follows the retry policy (5xx, 408, 429). The
+ * message carries the server's own error message (errorMessageOf) and, for a 404 that means
+ * "no such route", which server type to use instead (the caller's hint).
+ */
 export class InferenceHttpError extends Error {
+  /** The error message the server sent (or its body's first 300 characters). */
+  readonly serverMessage: string;
+
   constructor(
     readonly status: number,
     readonly url: string,
     readonly bodyText: string,
+    notFoundHint?: string,
   ) {
-    super(`inference server ${url} answered ${status}: ${bodyText.slice(0, 300)}`);
+    const serverMessage = errorMessageOf(bodyText);
+    const hint =
+      status === 404
+        ? isMissingRoute(bodyText)
+          ? notFoundHint
+          : /\bmodel\b/i.test(serverMessage)
+            ? "check --model / model_name: GET /v1/models lists the names this server serves"
+            : undefined
+        : undefined;
+    const said = serverMessage || "(empty body)";
+    const withHint = hint
+      ? `${/[.!?]$/.test(said) ? said : `${said}.`} ${hint[0]?.toUpperCase()}${hint.slice(1)}`
+      : said;
+    super(`inference server ${url} answered ${status}: ${withHint}`);
     this.name = "InferenceHttpError";
+    this.serverMessage = serverMessage;
   }
 
   get retryable(): boolean {
@@ -18,11 +40,79 @@ export class InferenceHttpError extends Error {
   }
 }
 
+/**
+ * The message in an error body: OpenAI and newer vLLM/SGLang `{"error": {"message"}}`, older
+ * vLLM `{"object": "error", "message"}`, FastAPI `{"detail": "..."}` or
+ * `{"detail": [{"loc", "msg"}]}` (TRL, Atropos' server, unknown routes), SGLang's
+ * `{"success": false, "message"}`; otherwise the body's first 300 characters.
+ */
+export function errorMessageOf(bodyText: string): string {
+  let body: unknown;
+  try {
+    body = JSON.parse(bodyText);
+  } catch {
+    return bodyText.trim().slice(0, 300);
+  }
+  if (body && typeof body === "object" && !Array.isArray(body)) {
+    const record = body as Record<string, unknown>;
+    const error = record.error;
+    if (
+      error &&
+      typeof error === "object" &&
+      typeof (error as { message?: unknown }).message === "string"
+    ) {
+      return (error as { message: string }).message;
+    }
+    if (typeof error === "string") return error;
+    if (typeof record.message === "string") return record.message;
+    const detail = record.detail;
+    if (typeof detail === "string") return detail;
+    if (Array.isArray(detail)) {
+      return detail
+        .map((d) => {
+          const item = (d ?? {}) as { loc?: unknown; msg?: unknown };
+          const loc = Array.isArray(item.loc) ? item.loc.join(".") : "";
+          return `${loc ? `${loc}: ` : ""}${String(item.msg ?? JSON.stringify(d))}`;
+        })
+        .join("; ");
+    }
+  }
+  return bodyText.trim().slice(0, 300);
+}
+
+/**
+ * A 404 that means "this server has no such route" (FastAPI's `{"detail": "Not Found"}`, an
+ * empty or non-JSON body), as opposed to a route's own 404 such as vLLM's "model does not exist".
+ */
+export function isMissingRoute(bodyText: string): boolean {
+  const text = bodyText.trim();
+  if (!text) return true;
+  let body: unknown;
+  try {
+    body = JSON.parse(text);
+  } catch {
+    return true;
+  }
+  if (!body || typeof body !== "object") return true;
+  return /^not found\.?$/i.test(errorMessageOf(text).trim());
+}
+
 /** The response could not be used (bad JSON, missing fields): retried like a network error. */
 export class InferenceProtocolError extends Error {
   constructor(message: string) {
     super(message);
     this.name = "InferenceProtocolError";
+  }
+}
+
+/**
+ * The server answered, but it is not the kind or version that can give what was asked (no token
+ * ids, no logprobs): retrying cannot help, so this is not retryable. The message says what to use.
+ */
+export class InferenceMismatchError extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = "InferenceMismatchError";
   }
 }
 
@@ -42,6 +132,8 @@ export interface RequestContext {
   fetch: FetchLike;
   signal?: AbortSignal;
   apiKey?: string | null;
+  /** Added to a "no such route" 404: which server type to use instead. */
+  notFoundHint?: string;
 }
 
 function headers(apiKey: string | null | undefined, json: boolean): Record<string, string> {
@@ -51,9 +143,9 @@ function headers(apiKey: string | null | undefined, json: boolean): Record<strin
   return result;
 }
 
-async function readText(response: Response, url: string): Promise<string> {
+async function readText(response: Response, url: string, notFoundHint?: string): Promise<string> {
   const text = await response.text(); // always consumes the body (Workers: 6 connections max)
-  if (!response.ok) throw new InferenceHttpError(response.status, url, text);
+  if (!response.ok) throw new InferenceHttpError(response.status, url, text, notFoundHint);
   return text;
 }
 
@@ -65,8 +157,8 @@ export function parseJsonText(text: string, url: string): unknown {
   }
 }
 
-async function readJson(response: Response, url: string): Promise<unknown> {
-  return parseJsonText(await readText(response, url), url);
+async function readJson(response: Response, url: string, notFoundHint?: string): Promise<unknown> {
+  return parseJsonText(await readText(response, url, notFoundHint), url);
 }
 
 /** POST JSON; the 2xx answer's body as text (for callers that parse it themselves). */
@@ -77,7 +169,7 @@ export async function postText(ctx: RequestContext, url: string, body: unknown):
     body: JSON.stringify(body),
     signal: ctx.signal,
   });
-  return readText(response, url);
+  return readText(response, url, ctx.notFoundHint);
 }
 
 export async function postJson(ctx: RequestContext, url: string, body: unknown): Promise<unknown> {
@@ -90,7 +182,7 @@ export async function getJson(ctx: RequestContext, url: string): Promise<unknown
     headers: headers(ctx.apiKey, false),
     signal: ctx.signal,
   });
-  return readJson(response, url);
+  return readJson(response, url, ctx.notFoundHint);
 }
 
 /** GET that only cares about the status; the body is cancelled, never left open. */
@@ -107,6 +199,15 @@ export async function probe(ctx: RequestContext, url: string): Promise<boolean> 
 /** "http://h:9001/v1/" → "http://h:9001" (only a trailing /v1 is removed). */
 export function rootUrl(baseUrl: string): string {
   return trimSlash(baseUrl).replace(/\/v1$/, "");
+}
+
+/** "http://h:8000/v1/completions" → "/v1/completions" (the URL itself when it cannot be parsed). */
+export function pathOf(url: string): string {
+  try {
+    return new URL(url).pathname;
+  } catch {
+    return url;
+  }
 }
 
 export function trimSlash(url: string): string {

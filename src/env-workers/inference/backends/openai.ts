@@ -1,4 +1,5 @@
 import type { ToolCall } from "../../../core/group-types";
+import type { ServerType } from "../../../core/server-config";
 import type {
   ChatChoice,
   ChatCompletionParams,
@@ -7,15 +8,18 @@ import type {
   CompletionParams,
   CompletionResult,
 } from "../types";
+import { notFoundHint } from "./hints";
 import {
   asArray,
   asRecord,
   type FetchLike,
   InferenceProtocolError,
+  pathOf,
   postJson,
   probe,
   trimSlash,
 } from "./http";
+import { SAMPLING_DEFAULTS, withTextDefaults } from "./sampling";
 import type { BackendDeps, CallOptions, InferenceBackend, TokenGenerationRequest } from "./types";
 
 /** Keys of our params objects that are routing hints, never sent to a server. */
@@ -85,6 +89,23 @@ interface WithChoices<C> {
   choices: C[];
 }
 
+export interface OpenAICompatibleTextOptions {
+  baseUrl: string;
+  model: string;
+  apiKey: string | null;
+  fetch: FetchLike;
+  nKwargIsIgnored: boolean;
+  /** Names the server type in a "no such route" 404. */
+  serverType: ServerType;
+  /**
+   * "all": every sampling value the caller left out gets its default (vLLM, SGLang: their
+   * OpenAI routes take top_k/min_p/repetition_penalty too). "completions-max-tokens": only
+   * `/completions` gets a max_tokens (the legacy OpenAI API also defaults it to 16); other
+   * providers reject fields they do not know, so nothing else is added.
+   */
+  defaults: "all" | "completions-max-tokens";
+}
+
 /**
  * OpenAI-compatible text generation with Atropos' `n` handling: when the server ignores `n`
  * (configured, or detected from a 1-choice answer) the remaining choices come from parallel
@@ -93,22 +114,22 @@ interface WithChoices<C> {
 export class OpenAICompatibleText {
   private nKwargIsIgnored: boolean;
 
-  constructor(
-    private readonly baseUrl: string,
-    private readonly model: string,
-    private readonly apiKey: string | null,
-    private readonly fetchFn: FetchLike,
-    nKwargIsIgnored: boolean,
-  ) {
-    this.nKwargIsIgnored = nKwargIsIgnored;
+  constructor(private readonly options: OpenAICompatibleTextOptions) {
+    this.nKwargIsIgnored = options.nKwargIsIgnored;
   }
 
   chat(params: ChatCompletionParams, options: CallOptions = {}): Promise<ChatCompletionResult> {
-    return this.withN(params, options, "/chat/completions", parseChatResponse);
+    const filled = this.options.defaults === "all" ? withTextDefaults(params) : params;
+    return this.withN(filled, options, "/chat/completions", parseChatResponse);
   }
 
   completion(params: CompletionParams, options: CallOptions = {}): Promise<CompletionResult> {
-    return this.withN(params, options, "/completions", parseCompletionResponse);
+    let filled = params;
+    if (this.options.defaults === "all") filled = withTextDefaults(params);
+    else if (params.max_tokens === undefined) {
+      filled = { ...params, max_tokens: SAMPLING_DEFAULTS.max_tokens };
+    }
+    return this.withN(filled, options, "/completions", parseCompletionResponse);
   }
 
   private async withN<R extends WithChoices<{ index: number }>>(
@@ -118,15 +139,21 @@ export class OpenAICompatibleText {
     parse: (raw: unknown) => R,
   ): Promise<R> {
     const n = params.n ?? 1;
-    const url = `${trimSlash(this.baseUrl)}${path}`;
-    const ctx = { fetch: this.fetchFn, signal: options.signal, apiKey: this.apiKey };
+    const { baseUrl, model, apiKey, fetch, serverType } = this.options;
+    const url = `${trimSlash(baseUrl)}${path}`;
+    const ctx = {
+      fetch,
+      signal: options.signal,
+      apiKey,
+      notFoundHint: notFoundHint(serverType, pathOf(url)),
+    };
     const single = async () =>
-      parse(await postJson(ctx, url, requestBody(params, this.model, { n: undefined })));
+      parse(await postJson(ctx, url, requestBody(params, model, { n: undefined })));
     if (this.nKwargIsIgnored && n > 1) {
       return mergeChoices(await Promise.all(Array.from({ length: n }, single)));
     }
     const first = parse(
-      await postJson(ctx, url, requestBody(params, this.model, { n: n > 1 ? n : undefined })),
+      await postJson(ctx, url, requestBody(params, model, { n: n > 1 ? n : undefined })),
     );
     if (first.choices.length === n) return first;
     if (first.choices.length === 1 && n > 1) {
@@ -155,14 +182,7 @@ export class OpenAIBackend implements InferenceBackend {
   private readonly text: OpenAICompatibleText;
 
   constructor(private readonly deps: BackendDeps) {
-    const { config } = deps;
-    this.text = new OpenAICompatibleText(
-      config.base_url,
-      config.model_name,
-      config.api_key,
-      deps.fetch,
-      config.n_kwarg_is_ignored,
-    );
+    this.text = openAIText(deps, "completions-max-tokens");
   }
 
   chatCompletion(
@@ -179,7 +199,7 @@ export class OpenAIBackend implements InferenceBackend {
   generateTokens(_request: TokenGenerationRequest): Promise<never> {
     return Promise.reject(
       new Error(
-        "server_type openai returns no token ids; use vllm or sglang for token-level training data",
+        "server_type openai returns no token ids (not token-exact); use --server-type vllm, vllm-generate, atropos, sglang or trl for token-level training data",
       ),
     );
   }
@@ -192,4 +212,21 @@ export class OpenAIBackend implements InferenceBackend {
       `${trimSlash(config.base_url)}/models`,
     );
   }
+}
+
+/** The text routes of a server from its config. */
+export function openAIText(
+  deps: BackendDeps,
+  defaults: OpenAICompatibleTextOptions["defaults"],
+): OpenAICompatibleText {
+  const { config } = deps;
+  return new OpenAICompatibleText({
+    baseUrl: config.base_url,
+    model: config.model_name,
+    apiKey: config.api_key,
+    fetch: deps.fetch,
+    nKwargIsIgnored: config.n_kwarg_is_ignored,
+    serverType: config.server_type,
+    defaults,
+  });
 }

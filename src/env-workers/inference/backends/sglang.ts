@@ -5,18 +5,21 @@ import type {
   CompletionResult,
   TokensAndLogprobs,
 } from "../types";
+import { notFoundHint } from "./hints";
 import {
   asArray,
-  asNumber,
   asRecord,
   flattenFinishReason,
+  InferenceProtocolError,
+  pathOf,
   postJson,
   probe,
   type RequestContext,
   rootUrl,
 } from "./http";
-import { OpenAICompatibleText } from "./openai";
-import { samplingParams } from "./sampling";
+import { type OpenAICompatibleText, openAIText } from "./openai";
+import { resolveSampling, sglangSamplingParams } from "./sampling";
+import { sameIds, sampledLogprob, tokenIdList } from "./tokens";
 import type { BackendDeps, CallOptions, InferenceBackend, TokenGenerationRequest } from "./types";
 
 /** SGLang: OpenAI-compatible text routes, native `/generate` with `input_ids` for tokens. */
@@ -26,14 +29,7 @@ export class SGLangBackend implements InferenceBackend {
   private readonly text: OpenAICompatibleText;
 
   constructor(private readonly deps: BackendDeps) {
-    const { config } = deps;
-    this.text = new OpenAICompatibleText(
-      config.base_url,
-      config.model_name,
-      config.api_key,
-      deps.fetch,
-      config.n_kwarg_is_ignored,
-    );
+    this.text = openAIText(deps, "all");
   }
 
   chatCompletion(
@@ -52,7 +48,8 @@ export class SGLangBackend implements InferenceBackend {
     options: CallOptions = {},
   ): Promise<TokensAndLogprobs> {
     const url = `${rootUrl(this.deps.config.base_url)}/generate`;
-    const raw = await postJson(this.context(options), url, buildSGLangGenerateRequest(request));
+    const ctx = { ...this.context(options), notFoundHint: notFoundHint("sglang", pathOf(url)) };
+    const raw = await postJson(ctx, url, buildSGLangGenerateRequest(request));
     return parseSGLangGenerateResponse(raw, request.inputIds);
   }
 
@@ -65,18 +62,27 @@ export class SGLangBackend implements InferenceBackend {
   }
 }
 
+/**
+ * `POST /generate` (SGLang `GenerateReqInput`): `input_ids`, every sampling value under SGLang's
+ * names (`max_new_tokens`, `sampling_seed`), `return_logprob` for the output tokens only
+ * (`logprob_start_len` defaults to -1).
+ */
 export function buildSGLangGenerateRequest(
   request: TokenGenerationRequest,
 ): Record<string, unknown> {
   return {
     input_ids: request.inputIds,
-    sampling_params: samplingParams(request, "max_new_tokens"),
+    sampling_params: sglangSamplingParams(resolveSampling(request)),
     return_logprob: true,
     return_text_in_logprobs: false,
   };
 }
 
-/** One object per choice (an array when n > 1): meta_info.output_token_logprobs = [[lp, id, text]]. */
+/**
+ * One object per choice (a list when n > 1): the ids from `output_ids` (older versions send it
+ * only with skip_tokenizer_init, so else from the logprob tuples), the logprobs from
+ * `meta_info.output_token_logprobs = [[logprob, id, text|null], ...]`, whose ids must agree.
+ */
 export function parseSGLangGenerateResponse(
   raw: unknown,
   promptTokens: number[],
@@ -88,14 +94,24 @@ export function parseSGLangGenerateResponse(
     outputLogprobs: [],
     finishReasons: [],
   };
-  for (const item of items) {
-    const meta = asRecord(asRecord(item, "sglang /generate item").meta_info, "sglang meta_info");
-    const ids: number[] = [];
+  for (const entry of items) {
+    const item = asRecord(entry, "sglang /generate item");
+    const meta = asRecord(item.meta_info, "sglang meta_info");
+    const tupleIds: number[] = [];
     const logprobs: number[] = [];
-    for (const triple of asArray(meta.output_token_logprobs, "meta_info.output_token_logprobs")) {
-      const [logprob, id] = asArray(triple, "output_token_logprobs entry");
-      ids.push(asNumber(id, "sglang token id"));
-      logprobs.push(asNumber(logprob, "sglang logprob"));
+    const tuples = asArray(meta.output_token_logprobs, "meta_info.output_token_logprobs");
+    tuples.forEach((tuple, i) => {
+      const [logprob, id] = asArray(tuple, "output_token_logprobs entry");
+      if (!Number.isInteger(id)) throw new InferenceProtocolError("sglang: bad token id");
+      tupleIds.push(id as number);
+      logprobs.push(sampledLogprob(logprob, `sglang output_token_logprobs[${i}]`));
+    });
+    let ids = tupleIds;
+    if (item.output_ids !== undefined && item.output_ids !== null) {
+      ids = tokenIdList(item.output_ids, "sglang output_ids");
+      if (!sameIds(ids, tupleIds)) {
+        throw new InferenceProtocolError("sglang: output_ids and output_token_logprobs disagree");
+      }
     }
     result.outputTokens.push(ids);
     result.outputLogprobs.push(logprobs);

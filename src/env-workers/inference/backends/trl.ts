@@ -1,110 +1,87 @@
+/**
+ * TRL `trl vllm-serve` (huggingface/trl trl/scripts/vllm_serve.py). `POST /generate/` takes the
+ * prompt as token ids (`prompts: [[ids]]`, TRL ≥ 1.0) and returns `prompt_ids`, `completion_ids`
+ * and, with `logprobs: 0`, the sampled tokens' logprobs (TRL ≥ 0.29: `logprobs` +
+ * `logprob_token_ids` per position, sorted by rank). Older TRL takes text prompts only: after its
+ * 422 this backend sends the decoded prompt instead and checks the `prompt_ids` it gets back
+ * (TRL ≥ 0.24); logprobs then come as TRL returns them (0.23–0.28: one float per token), or not
+ * at all (before 0.23: `logprobsUnavailable`).
+ */
 import type {
   ChatCompletionParams,
   ChatCompletionResult,
   CompletionParams,
   CompletionResult,
-  Tokenizer,
   TokensAndLogprobs,
 } from "../types";
-import { asArray, asNumber, asRecord, postJson, probe, type RequestContext, rootUrl } from "./http";
+import { notFoundHint } from "./hints";
+import {
+  asArray,
+  asRecord,
+  InferenceHttpError,
+  InferenceMismatchError,
+  InferenceProtocolError,
+  pathOf,
+  postJson,
+  probe,
+  type RequestContext,
+  rootUrl,
+} from "./http";
+import { type ResolvedSampling, resolveSampling } from "./sampling";
+import { chatViaTokens, completionViaTokens } from "./token-text";
+import { sameIds, sampledLogprob, tokenIdList } from "./tokens";
 import type { BackendDeps, CallOptions, InferenceBackend, TokenGenerationRequest } from "./types";
 
-interface TrlSampling {
-  n?: number;
-  max_tokens?: number;
-  temperature?: number;
-  top_p?: number;
-  [extra: string]: unknown;
-}
-
-/**
- * TRL `vllm-serve`: `POST /generate/ {"prompts":[text]}` → `{"completion_ids":[[...]]}`.
- * It returns no logprobs, so it cannot back exact ManagedServer logprobs (never faked here).
- */
 export class TrlBackend implements InferenceBackend {
   readonly serverType = "trl" as const;
-  readonly tokenSupport = "ids-only" as const;
+  readonly tokenSupport = "exact" as const;
+  /** Set after a TRL older than 1.0 refused token-id prompts. */
+  private textPrompts = false;
 
   constructor(private readonly deps: BackendDeps) {}
 
-  async chatCompletion(
+  chatCompletion(
     params: ChatCompletionParams,
     options: CallOptions = {},
   ): Promise<ChatCompletionResult> {
-    const tokenizer = await this.deps.tokenizer();
-    const prompt = tokenizer.applyChatTemplate(params.messages, {
-      addGenerationPrompt: true,
-      tools: params.tools,
-    });
-    const completions = await this.generate(prompt, params, options);
-    return {
-      id: crypto.randomUUID(),
-      model: this.deps.config.model_name,
-      choices: completions.map((ids, index) => ({
-        index,
-        message: { role: "assistant", content: decodeCompletion(tokenizer, ids) },
-        finish_reason: trlFinishReason(tokenizer, ids),
-      })),
-    };
+    return chatViaTokens(this.deps, (r, o) => this.generateTokens(r, o), params, options);
   }
 
-  async completion(params: CompletionParams, options: CallOptions = {}): Promise<CompletionResult> {
-    const tokenizer = await this.deps.tokenizer();
-    const completions = await this.generate(params.prompt, params, options);
-    return {
-      id: crypto.randomUUID(),
-      model: this.deps.config.model_name,
-      choices: completions.map((ids, index) => ({
-        index,
-        text: decodeCompletion(tokenizer, ids),
-        finish_reason: trlFinishReason(tokenizer, ids),
-      })),
-    };
+  completion(params: CompletionParams, options: CallOptions = {}): Promise<CompletionResult> {
+    return completionViaTokens(this.deps, (r, o) => this.generateTokens(r, o), params, options);
   }
 
   async generateTokens(
     request: TokenGenerationRequest,
     options: CallOptions = {},
   ): Promise<TokensAndLogprobs> {
+    const sampling = resolveSampling(request);
+    if (!this.textPrompts) {
+      try {
+        const raw = await this.post(buildTrlGenerateRequest([request.inputIds], sampling), options);
+        return parseTrlGenerateResponse(raw, request.inputIds, sampling.maxTokens);
+      } catch (error) {
+        if (!refusedTokenPrompts(error)) throw error;
+        this.textPrompts = true;
+      }
+    }
     const tokenizer = await this.deps.tokenizer();
-    // TRL takes text prompts: the server re-tokenizes the decoded ids.
     const prompt = tokenizer.decode(request.inputIds);
-    const completions = await this.generate(
-      prompt,
-      {
-        ...request.extra,
-        n: request.n,
-        max_tokens: request.maxTokens,
-        temperature: request.temperature,
-        top_p: request.topP,
-      },
-      options,
-    );
-    return {
-      promptTokens: request.inputIds,
-      outputTokens: completions,
-      outputLogprobs: completions.map(() => []),
-      finishReasons: completions.map((ids) => trlFinishReason(tokenizer, ids)),
-      logprobsUnavailable: true,
-    };
+    const raw = await this.post(buildTrlGenerateRequest([prompt], sampling), options);
+    return parseTrlGenerateResponse(raw, request.inputIds, sampling.maxTokens);
   }
 
   healthCheck(options: CallOptions = {}): Promise<boolean> {
     return probe(this.context(options), `${rootUrl(this.deps.config.base_url)}/health/`);
   }
 
-  private async generate(
-    prompt: string,
-    sampling: TrlSampling,
-    options: CallOptions,
-  ): Promise<number[][]> {
+  private post(body: Record<string, unknown>, options: CallOptions): Promise<unknown> {
     const url = `${rootUrl(this.deps.config.base_url)}/generate/`;
-    const raw = await postJson(
-      this.context(options),
+    return postJson(
+      { ...this.context(options), notFoundHint: notFoundHint("trl", pathOf(url)) },
       url,
-      buildTrlGenerateRequest(prompt, sampling),
+      body,
     );
-    return parseTrlGenerateResponse(raw);
   }
 
   private context(options: CallOptions): RequestContext {
@@ -112,38 +89,95 @@ export class TrlBackend implements InferenceBackend {
   }
 }
 
-/** Atropos' TRL defaults (docs/INFERENCE.md), overridden by the caller's values. */
-export function buildTrlGenerateRequest(
-  prompt: string,
-  sampling: TrlSampling,
-): Record<string, unknown> {
-  return {
-    prompts: [prompt],
-    n: sampling.n ?? 1,
-    repetition_penalty: sampling.repetition_penalty ?? 1.0,
-    temperature: sampling.temperature ?? 1.0,
-    top_p: sampling.top_p ?? 1.0,
-    top_k: sampling.top_k ?? -1,
-    min_p: sampling.min_p ?? 0.0,
-    max_tokens: sampling.max_tokens ?? 1024,
-  };
-}
-
-export function parseTrlGenerateResponse(raw: unknown): number[][] {
-  const body = asRecord(raw, "trl /generate/");
-  return asArray(body.completion_ids, "trl completion_ids").map((ids) =>
-    asArray(ids, "trl completion_ids[i]").map((id) => asNumber(id, "trl token id")),
+/** TRL before 1.0 answers a token-id prompt with 422 on `prompts` ("valid string"). */
+function refusedTokenPrompts(error: unknown): boolean {
+  return (
+    error instanceof InferenceHttpError &&
+    error.status === 422 &&
+    /prompts/.test(error.serverMessage) &&
+    /string/i.test(error.serverMessage)
   );
 }
 
-function stopIds(tokenizer: Tokenizer): readonly number[] {
-  return tokenizer.stopTokenIds ?? [tokenizer.eosTokenId];
+/**
+ * `GenerateRequest`: the named sampling fields (TRL's defaults would be max_tokens 16),
+ * `logprobs: 0` (only the sampled token's), and `generation_kwargs` (merged into vLLM's
+ * `SamplingParams`, overriding the named fields) for the seed, stop strings and the rest.
+ */
+export function buildTrlGenerateRequest(
+  prompts: string[] | number[][],
+  s: ResolvedSampling,
+): Record<string, unknown> {
+  const generationKwargs: Record<string, unknown> = {
+    ...s.extra,
+    ...(s.seed !== undefined ? { seed: s.seed } : {}),
+    ...(s.stop ? { stop: s.stop } : {}),
+  };
+  return {
+    prompts,
+    n: s.n,
+    repetition_penalty: s.repetitionPenalty,
+    temperature: s.temperature,
+    top_p: s.topP,
+    top_k: s.topK,
+    min_p: s.minP,
+    max_tokens: s.maxTokens,
+    logprobs: 0,
+    ...(Object.keys(generationKwargs).length > 0 ? { generation_kwargs: generationKwargs } : {}),
+  };
 }
 
-export function trlFinishReason(tokenizer: Tokenizer, ids: number[]): string {
-  return ids.some((id) => stopIds(tokenizer).includes(id)) ? "stop" : "length";
-}
-
-function decodeCompletion(tokenizer: Tokenizer, ids: number[]): string {
-  return tokenizer.decode(ids, { skipSpecialTokens: true });
+/**
+ * One prompt: `completion_ids` holds its n completions. `prompt_ids[0]` must be the prompt that
+ * was meant. TRL has no finish reasons: a completion of max_tokens tokens is "length", a shorter
+ * one "stop" (it ended on EOS or a stop string).
+ */
+export function parseTrlGenerateResponse(
+  raw: unknown,
+  promptTokens: number[],
+  maxTokens: number,
+): TokensAndLogprobs {
+  const body = asRecord(raw, "trl /generate/");
+  const completions = asArray(body.completion_ids, "trl completion_ids").map((ids, s) =>
+    tokenIdList(ids, `trl completion_ids[${s}]`),
+  );
+  if (Array.isArray(body.prompt_ids)) {
+    const returned = tokenIdList(body.prompt_ids[0], "trl prompt_ids[0]");
+    if (!sameIds(returned, promptTokens)) {
+      throw new InferenceMismatchError(
+        "trl vllm-serve tokenized the prompt differently from the ids meant (a TRL before 1.0 takes text prompts only): upgrade to trl>=1.0, which takes token-id prompts",
+      );
+    }
+  }
+  const finishReasons = completions.map((ids) => (ids.length >= maxTokens ? "length" : "stop"));
+  if (body.logprobs === undefined || body.logprobs === null) {
+    return {
+      promptTokens,
+      outputTokens: completions,
+      outputLogprobs: completions.map(() => []),
+      finishReasons,
+      logprobsUnavailable: true,
+    };
+  }
+  const perSequence = asArray(body.logprobs, "trl logprobs");
+  const tokenIds = Array.isArray(body.logprob_token_ids) ? body.logprob_token_ids : null;
+  const outputLogprobs = completions.map((ids, s) => {
+    const values = asArray(perSequence[s], `trl logprobs[${s}]`);
+    if (values.length !== ids.length) {
+      throw new InferenceProtocolError(
+        `trl: ${ids.length} completion ids but ${values.length} logprobs in sequence ${s}`,
+      );
+    }
+    return ids.map((id, t) => {
+      const where = `trl logprobs[${s}][${t}]`;
+      const entry = values[t];
+      if (!Array.isArray(entry)) return sampledLogprob(entry, where); // TRL 0.23–0.28: a float
+      // TRL ≥ 0.29: entries sorted by rank; the sampled id is found in logprob_token_ids.
+      const ranked = tokenIds ? (tokenIds[s] as unknown[] | undefined)?.[t] : undefined;
+      const k = Array.isArray(ranked) ? ranked.indexOf(id) : 0;
+      if (k < 0) throw new InferenceProtocolError(`${where}: the sampled id ${id} is missing`);
+      return sampledLogprob(entry[k], where);
+    });
+  });
+  return { promptTokens, outputTokens: completions, outputLogprobs, finishReasons };
 }

@@ -10,6 +10,12 @@ import type {
 } from "../types";
 import type { FetchLike } from "./http";
 
+/** A chat answer with the ids the server used and sampled (vLLM `return_token_ids`). */
+export interface ChatWithTokens {
+  chat: ChatCompletionResult;
+  tokens: TokensAndLogprobs;
+}
+
 /** A token-in/token-out generation request: the prompt is exactly these ids. */
 export interface TokenGenerationRequest {
   inputIds: number[];
@@ -19,7 +25,10 @@ export interface TokenGenerationRequest {
   topP?: number;
   stop?: string[];
   seed?: number;
-  /** Further sampling parameters passed through to the server (e.g. top_k, min_p). */
+  /**
+   * Further sampling parameters in vLLM/OpenAI spelling: top_k, min_p, repetition_penalty are
+   * sent under each server's own names, anything else as it is.
+   */
   extra?: Record<string, unknown>;
 }
 
@@ -29,8 +38,8 @@ export interface CallOptions {
 
 /**
  * What a backend can do with token ids:
- * - "exact": sampled ids and their logprobs (vLLM, SGLang);
- * - "ids-only": sampled ids, no logprobs (TRL vllm-serve);
+ * - "exact": sampled ids and their logprobs (vLLM, Atropos' server, SGLang, TRL ≥ 1.0);
+ * - "ids-only": sampled ids, no logprobs (TRL before 0.23, found out per answer);
  * - "none": text only (OpenAI-compatible APIs).
  */
 export type TokenSupport = "exact" | "ids-only" | "none";
@@ -47,6 +56,14 @@ export interface InferenceBackend {
     request: TokenGenerationRequest,
     options?: CallOptions,
   ): Promise<TokensAndLogprobs>;
+  /**
+   * Chat through the server's own chat template, with the prompt and sampled ids and logprobs
+   * it used: no local tokenizer needed. Only where the server can return ids (stock vLLM).
+   */
+  chatCompletionWithTokens?(
+    params: ChatCompletionParams,
+    options?: CallOptions,
+  ): Promise<ChatWithTokens>;
   /** A cheap, free probe (never a paid generation). */
   healthCheck(options?: CallOptions): Promise<boolean>;
 }
@@ -54,6 +71,9 @@ export interface InferenceBackend {
 export interface BackendDeps {
   config: APIServerConfig;
   fetch: FetchLike;
-  /** Lazily loads the server's tokenizer (TRL needs it for chat templates and decoding). */
+  /**
+   * Lazily loads the server's tokenizer: for the text calls of servers without OpenAI routes
+   * (Atropos' server, TRL), never for token-in/token-out calls.
+   */
   tokenizer: () => Promise<Tokenizer>;
 }
