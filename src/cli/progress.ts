@@ -27,6 +27,8 @@ export interface EnvActivity {
   envId: number | null;
   /** Node runtime: groups the env dropped before sending them. */
   droppedBeforeSend?: number;
+  /** Node runtime: items that failed with an error. */
+  failed?: number;
   errors?: string[];
   /** Worker path: the EnvFeeder's own counts (per item), null until the first poll. */
   feeder?: FeederSummary | null;
@@ -58,6 +60,8 @@ export interface EnvCounts {
   } | null;
   /** Node runtime: groups dropped by the env before sending. */
   droppedBeforeSend: number | null;
+  /** Node runtime: items that failed with an error (null on the Worker path, see items). */
+  failedInNode: number | null;
   problem: string | null;
 }
 
@@ -92,9 +96,10 @@ export function envCounts(envs: EnvActivity[], stats: RunStats | null): EnvCount
           }
         : null,
       droppedBeforeSend: worker ? null : (e.droppedBeforeSend ?? 0),
+      failedInNode: worker ? null : (e.failed ?? 0),
       problem:
         f?.last_error ??
-        e.errors?.[0] ??
+        e.errors?.at(-1) ??
         (worker && !f ? `no status yet${e.pollError ? ` (${e.pollError})` : ""}` : null),
     };
   });
@@ -116,6 +121,7 @@ export function envCountsLine(c: EnvCounts): string {
     );
   }
   if (c.droppedBeforeSend !== null) parts.push(`dropped ${c.droppedBeforeSend} before sending`);
+  if (c.failedInNode) parts.push(`failed ${c.failedInNode} items`);
   if (c.problem) parts.push(`last error: ${c.problem}`);
   return parts.join("  ");
 }

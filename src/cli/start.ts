@@ -61,8 +61,28 @@ interface EnvRun {
   promise: Promise<ServeSummary | Error>;
   dropped: number;
   errors: string[];
+  /** Items that failed with an error (the env's code or an unreachable server). */
+  failed: number;
+  /** Permanent failures since the last item that produced or dropped a group. */
+  permanentInARow: number;
   /** Set when serveEnv returned or failed. */
   finished: ServeSummary | Error | null;
+}
+
+/**
+ * Permanent failures in a row (bugs in the env's code: no group, no drop in between) after which
+ * start stops instead of failing every item for as long as it runs.
+ */
+export const MAX_PERMANENT_FAILURES_IN_A_ROW = 20;
+
+/** Why an env must stop `start`, or null: the same bug failing item after item. */
+export function permanentFailureStop(run: {
+  name: string;
+  permanentInARow: number;
+  errors: string[];
+}): string | null {
+  if (run.permanentInARow < MAX_PERMANENT_FAILURES_IN_A_ROW) return null;
+  return `${run.name}: ${run.permanentInARow} items in a row failed with an error in the env's code (last: ${run.errors.at(-1) ?? "unknown"}); fix the env and start again (docs/WRITING_ENVS.md lists how errors are classed)`;
 }
 
 /** Gradient step size of the toy policy (see docs/BENCHMARKS.md for the curves it gives). */
@@ -275,6 +295,7 @@ export async function runStart(
       name: r.name,
       envId: r.envId,
       droppedBeforeSend: r.dropped,
+      failed: r.failed,
       errors: r.errors,
     })),
     ...workerEnvs.map((e) => ({
@@ -367,6 +388,8 @@ export async function runStart(
         promise: Promise.resolve(new Error("unset")),
         dropped: 0,
         errors: [],
+        failed: 0,
+        permanentInARow: 0,
         finished: null,
       };
       run.promise = serveEnv(env, api, {
@@ -379,7 +402,15 @@ export async function runStart(
             run.dropped++;
             learning.dropped(name);
           }
-          if (e.type === "worker_error" && run.errors.length < 5) run.errors.push(e.message);
+          if (e.type === "submitted" || e.type === "dropped") run.permanentInARow = 0;
+          if (e.type === "worker_error" && e.errorClass !== undefined) {
+            run.failed++;
+            if (e.errorClass === "permanent") run.permanentInARow++;
+          }
+          if (e.type === "worker_error") {
+            run.errors.push(e.message);
+            if (run.errors.length > 5) run.errors.shift();
+          }
           if (e.type === "backing_off") out.write(`\n${name}: ${e.message}\n`);
         },
       })
@@ -428,6 +459,11 @@ export async function runStart(
         failure = workersFailure;
         break;
       }
+      const broken = workersMode ? null : envRuns.map(permanentFailureStop).find((m) => m !== null);
+      if (broken) {
+        failure = broken;
+        break;
+      }
       if (!workersMode && envRuns.every((r) => r.finished instanceof Error)) {
         failure = `every env failed: ${envRuns.map((r) => `${r.name}: ${(r.finished as Error).message}`).join("; ")}`;
         break;
@@ -447,6 +483,12 @@ export async function runStart(
         : null;
       learning.stepStaleness(progress.step + 1, stale);
       if (workersMode) {
+        // The feeders' env ids come with their status polls: a batch leased before the first
+        // poll answered would otherwise be left out of the curve.
+        const known = (id: number | null) => workerEnvs.some((e) => e.summary?.env_id === id);
+        if (batch.manifest.some((g) => !known(g.env_id))) {
+          await Promise.allSettled(workerEnvs.map(pollWorkerEnv));
+        }
         // Worker envs' groups are scored in workerd: the curve sees those that reach a batch.
         batch.manifest.forEach((g, i) => {
           const env = workerEnvs.find((e) => e.summary?.env_id === g.env_id);

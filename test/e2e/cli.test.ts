@@ -3,7 +3,7 @@
  * trainer, finishing with exit 0, a summary, and no process left behind.
  */
 import { spawn } from "node:child_process";
-import { mkdtempSync, readdirSync, readFileSync, rmSync } from "node:fs";
+import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { createServer } from "node:http";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -159,6 +159,44 @@ describe("atropos-edge start", () => {
       expect(output).not.toMatch(/steps trained\s+1\/1/);
     } finally {
       await new Promise((resolve) => squatter.close(resolve));
+    }
+  });
+
+  it("stops with the env's error when its code fails item after item", async () => {
+    const dir = mkdtempSync(join(tmpdir(), "buggy-env-"));
+    const sdk = JSON.stringify(join(ROOT, "src", "sdk", "env.ts"));
+    writeFileSync(
+      join(dir, "buggy.ts"),
+      [
+        `import { BaseEnv, BaseEnvConfigSchema, defineEnv } from ${sdk};`,
+        "class BuggyEnv extends BaseEnv<number> {",
+        '  static override envName = "buggy";',
+        "  private next = 0;",
+        "  override async getNextItem() { return this.next++; }",
+        "  override async collectTrajectory(): Promise<[never, number[]]> {",
+        "    const reward = undefined as unknown as { score: number };",
+        "    return [reward.score as never, []];",
+        "  }",
+        "}",
+        'export default defineEnv(BuggyEnv, BaseEnvConfigSchema, "fails on every item", {',
+        '  simulate: () => ({ match: "x", candidates: [{ text: "a" }] }),',
+        "});",
+        "",
+      ].join("\n"),
+    );
+    try {
+      const port = await freePort();
+      const { code, output } = await runCli(
+        ["start", "--env", join(dir, "buggy.ts"), "--steps", "3", "--port", String(port)],
+        90_000,
+      );
+      expect(code, output).toBe(1);
+      expect(output).toMatch(
+        /FAILED: buggy: \d+ items in a row failed with an error in the env's code \(last: .*undefined/,
+      );
+      expect(output).toMatch(/failed \d+ items/);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
     }
   });
 

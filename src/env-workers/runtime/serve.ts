@@ -168,6 +168,8 @@ export async function serveEnv<Item extends JsonValue, Config extends BaseEnvCon
   };
 
   const backoff = new DropBackoff({ now });
+  // Items failing with a bug in the env's code would otherwise be retried as fast as they fail.
+  const failureBackoff = new DropBackoff({ now, threshold: 50 });
   const drop = (reason: string) => {
     const backingOff = backoff.dropped(reason);
     if (backingOff) emit({ type: "backing_off", message: backingOff });
@@ -218,6 +220,7 @@ export async function serveEnv<Item extends JsonValue, Config extends BaseEnvCon
         emit({ type: "submitted", groups: result.groups, status: res.status, ok: res.ok });
         if (res.ok) {
           backoff.kept();
+          failureBackoff.kept();
           summary.groupsSubmitted += result.groups;
           // Keep the cached status conservative until the next refresh: the queue only grew.
           // (status-env counts groups of this env's size; a valid group is one of them.)
@@ -238,6 +241,12 @@ export async function serveEnv<Item extends JsonValue, Config extends BaseEnvCon
         // No retry here: inference and the API client already retried transient failures.
         summary.workerErrors++;
         emit({ type: "worker_error", message: result.message, errorClass: result.kind });
+        if (result.kind === "permanent") {
+          const backingOff = failureBackoff.dropped(
+            `every item failed with an error in the env's code (last: ${result.message})`,
+          );
+          if (backingOff) emit({ type: "backing_off", message: backingOff });
+        }
       }
     } finally {
       if (running.delete(w.id)) wakeLoop();
@@ -334,7 +343,7 @@ export async function serveEnv<Item extends JsonValue, Config extends BaseEnvCon
           const oldestFirst = [...running.values()].sort((a, b) => a.startedAt - b.startedAt);
           cancel(oldestFirst.slice(0, running.size - Math.max(0, target)));
         }
-        while (running.size < target && backoff.maySpawn()) {
+        while (running.size < target && backoff.maySpawn() && failureBackoff.maySpawn()) {
           const item =
             backlog.length > 0 ? backlog.shift()! : exhausted ? null : await env.getNextItem();
           if (item === null) {
@@ -359,7 +368,11 @@ export async function serveEnv<Item extends JsonValue, Config extends BaseEnvCon
         break;
       }
       // Sleep until the next poll, a finished worker (possibly already) or abort.
-      if (!woke) {
+      if (woke) {
+        // Items that settle without I/O (an env failing at once) would wake the loop from
+        // microtasks forever, starving timers and I/O: give the event loop a turn.
+        await new Promise<void>((resolve) => setTimeout(resolve, 0));
+      } else {
         await new Promise<void>((resolve) => {
           const done = () => {
             clearTimeout(timer);
