@@ -5,8 +5,14 @@ rendered chat templates from `transformers` (apply_chat_template on the bundled
 tokenizer_config.json). The TypeScript test (test/unit/inference/tokenizer-fixtures.test.ts)
 compares the project's tokenizers against these committed files; CI does not need Python.
 
-    pip install tokenizers==0.23.2 transformers==5.17.0 jinja2
-    python3 scripts/tokenizer-fixtures.py [family ...]
+    python3 -m venv /tmp/fxvenv
+    /tmp/fxvenv/bin/pip install tokenizers==0.23.2 transformers==5.17.0 jinja2
+    /tmp/fxvenv/bin/python scripts/tokenizer-fixtures.py [family ...]
+
+Chat cases per family: plain turns, `<think>` in assistant content and `reasoning_content` (each
+alone and in an earlier assistant turn), a tools list and assistant `tool_calls` with `tool`
+results in whichever forms the template renders (probed on the reference, recorded as
+`template_support`), and the known difference for templates that ignore `tools`.
 
 Reads the plain files that `atropos-edge tokenizers --json` materialises, so run that first.
 """
@@ -146,58 +152,151 @@ TOOLS = [
 ]
 
 
-def chat_cases(family: str, handles_tools: bool) -> list[dict]:
-    system = {"role": "system", "content": "You are a helpful assistant."}
-    user = {"role": "user", "content": "What is 2+2? Answer briefly. 数学 🙂"}
-    cases = [
-        {"messages": [user]},
-        {"messages": [system, user]},
-        {"messages": [user], "add_generation_prompt": False},
+HERMES_TOOL_PROMPT = (
+    "You may call one or more functions to assist with the user query.\n\n"
+    "You are provided with function signatures within <tools></tools> XML tags:\n<tools>\n"
+    "{signatures}\n</tools>\n\n"
+    "For each function call, return a json object with function name and arguments within "
+    "<tool_call></tool_call> XML tags:\n<tool_call>\n{{\"name\": <function-name>, \"arguments\": "
+    "<args-json-object>}}\n</tool_call>"
+)
+
+
+def with_hermes_tool_prompt(messages: list[dict], tools: list[dict]) -> list[dict]:
+    """What our renderer does for templates that ignore `tools` (chat-template.ts): the tool
+    signatures go into the system message. Rendered by the reference to check that path exactly."""
+    signatures = "\n".join(json.dumps(tool, ensure_ascii=False, separators=(",", ":")) for tool in tools)
+    instructions = HERMES_TOOL_PROMPT.format(signatures=signatures)
+    if messages and messages[0]["role"] == "system":
+        first = messages[0]
+        existing = first["content"] if isinstance(first["content"], str) else ""
+        return [{**first, "content": f"{existing}\n\n{instructions}"}, *messages[1:]]
+    return [{"role": "system", "content": instructions}, *messages]
+
+
+SYSTEM = {"role": "system", "content": "You are a helpful assistant."}
+USER = {"role": "user", "content": "What is 2+2? Answer briefly. 数学 🙂"}
+WEATHER = {"role": "user", "content": "Weather in Paris?"}
+REASONING = "The user asks for 2+2.\nAdding gives 4."
+
+
+def tool_call(call_id: str, city: str, form: str) -> dict:
+    # Hugging Face's convention is a dict; DeepSeek V3's template concatenates a JSON string.
+    arguments = {"city": city} if form == "dict" else json.dumps({"city": city})
+    return {"id": call_id, "type": "function", "function": {"name": "get_weather", "arguments": arguments}}
+
+
+def call_turn(calls: list[dict], form: str, **extra) -> dict:
+    # DeepSeek V3 renders tool calls only for an assistant turn whose content is None.
+    return {"role": "assistant", "content": None if form == "string" else "", "tool_calls": calls, **extra}
+
+
+def tool_result(call_id: str, content: str) -> dict:
+    return {"role": "tool", "tool_call_id": call_id, "content": content}
+
+
+def round_trip(form: str) -> list[dict]:
+    return [WEATHER, call_turn([tool_call("call0000a", "Paris", form)], form), tool_result("call0000a", "{\"temp\": 21}")]
+
+
+def reasoning_cases() -> list[dict]:
+    """`<think>` as content and as `reasoning_content`, alone and in an earlier assistant turn."""
+    think_answer = {"role": "assistant", "content": f"<think>\n{REASONING}\n</think>\n\n4"}
+    reasoned = {"role": "assistant", "content": "4", "reasoning_content": REASONING}
+    follow_up = {"role": "user", "content": "Thanks!  Now   spaces\n\nand newlines."}
+    return [
+        {"kind": "think_content", "messages": [USER, think_answer], "add_generation_prompt": False},
+        {"kind": "think_content", "messages": [SYSTEM, USER, think_answer, follow_up]},
+        {"kind": "reasoning_content", "messages": [USER, reasoned], "add_generation_prompt": False},
+        {"kind": "reasoning_content", "messages": [SYSTEM, USER, reasoned, follow_up]},
         {
-            "messages": [
-                system,
-                user,
-                {"role": "assistant", "content": "4"},
-                {"role": "user", "content": "And 3+3?"},
-            ]
+            "kind": "reasoning_content",
+            "messages": [USER, reasoned, follow_up, {**reasoned, "content": "Noted."}],
+            "add_generation_prompt": False,
         },
+    ]
+
+
+def tool_cases(support: dict) -> list[dict]:
+    cases = []
+    form = support["tool_call_arguments"]
+    tools = TOOLS if support["tools"] else None
+    if support["tools"]:
+        cases.append({"kind": "tools", "messages": [WEATHER], "tools": TOOLS})
+        cases.append({"kind": "tools", "messages": [SYSTEM, WEATHER], "tools": TOOLS})
+    if form:
+        trip = round_trip(form)
+        answer = {"role": "assistant", "content": "It is 21 °C in Paris."}
+        again = {"role": "user", "content": "And in Tokyo?"}
+        cases.append({"kind": "tool_calls", "messages": trip, "tools": tools})
+        cases.append({"kind": "tool_calls", "messages": [SYSTEM, *trip, answer, again], "tools": tools})
+        parallel = [
+            WEATHER,
+            call_turn([tool_call("call0000a", "Paris", form), tool_call("call0000b", "Tokyo", form)], form),
+            tool_result("call0000a", "{\"temp\": 21}"),
+            tool_result("call0000b", "{\"temp\": 17}"),
+        ]
+        cases.append({"kind": "tool_calls", "messages": parallel, "tools": tools})
+        if support["reasoning_content"]:
+            thinking_call = call_turn([tool_call("call0000a", "Paris", form)], form, reasoning_content="Need the weather tool.")
+            cases.append(
+                {
+                    "kind": "tool_calls",
+                    "messages": [WEATHER, thinking_call, tool_result("call0000a", "{\"temp\": 21}")],
+                    "tools": tools,
+                }
+            )
+    else:
+        # Our renderer still passes the messages through; the template decides what remains.
+        cases.append({"kind": "tool_calls_unsupported", "messages": round_trip("dict")})
+    if not support["tools"]:
+        # The template ignores `tools`: the reference drops them, we add a Hermes system prompt.
+        cases.append({"kind": "tools_unsupported", "messages": [WEATHER], "tools": TOOLS})
+        cases.append({"kind": "tools_unsupported", "messages": [SYSTEM, WEATHER], "tools": TOOLS})
+    return cases
+
+
+def chat_cases(family: str, support: dict) -> list[dict]:
+    cases = [
+        {"kind": "plain", "messages": [USER]},
+        {"kind": "plain", "messages": [SYSTEM, USER]},
+        {"kind": "plain", "messages": [USER], "add_generation_prompt": False},
         {
-            "messages": [
-                user,
-                {"role": "assistant", "content": "<think>\nadd the numbers\n</think>\n\n4"},
-                {"role": "user", "content": "Thanks!  Now   spaces\n\nand newlines."},
-            ]
+            "kind": "plain",
+            "messages": [SYSTEM, USER, {"role": "assistant", "content": "4"}, {"role": "user", "content": "And 3+3?"}],
         },
     ]
     if family == "qwen3":
-        cases.append({"messages": [user], "enable_thinking": False})
-        cases.append({"messages": [system, user], "enable_thinking": True})
-    if handles_tools:
-        call = {
-            "role": "assistant",
-            "content": "",
-            "tool_calls": [
-                {
-                    "id": "call0000a",
-                    "type": "function",
-                    "function": {"name": "get_weather", "arguments": {"city": "Paris"}},
-                }
-            ],
-        }
-        weather = {"role": "user", "content": "Weather in Paris?"}
-        cases.append({"messages": [weather], "tools": TOOLS})
-        cases.append({"messages": [system, weather], "tools": TOOLS})
-        cases.append(
-            {
-                "messages": [
-                    weather,
-                    call,
-                    {"role": "tool", "tool_call_id": "call0000a", "content": "{\"temp\": 21}"},
-                ],
-                "tools": TOOLS,
-            }
-        )
-    return cases
+        cases.append({"kind": "enable_thinking", "messages": [USER], "enable_thinking": False})
+        cases.append({"kind": "enable_thinking", "messages": [SYSTEM, USER], "enable_thinking": True})
+    return cases + reasoning_cases() + tool_cases(support)
+
+
+def render(hf, messages: list[dict], tools: list[dict] | None = None, **kwargs) -> str:
+    return hf.apply_chat_template(messages, tools=tools, tokenize=False, date_string="26 Jul 2024", **kwargs)
+
+
+def probe_support(hf) -> dict:
+    """What the family's template renders, asked of the reference rather than guessed from its text."""
+    support = {"tools": False, "tool_call_arguments": None, "reasoning_content": False}
+    try:
+        support["tools"] = render(hf, [WEATHER], TOOLS) != render(hf, [WEATHER])
+    except Exception:
+        pass
+    for form in ("dict", "string"):
+        try:
+            text = render(hf, round_trip(form))
+        except Exception:
+            continue
+        if "get_weather" in text and "temp" in text:
+            support["tool_call_arguments"] = form
+            break
+    probe = {"role": "assistant", "content": "4", "reasoning_content": "PROBE-REASONING"}
+    try:
+        support["reasoning_content"] = "PROBE-REASONING" in render(hf, [USER, probe])
+    except Exception:
+        pass
+    return support
 
 
 TINY_TEMPLATE = (
@@ -257,8 +356,6 @@ def main() -> None:
         directory = str(Path(entry["tokenizer_json"]).parent)
         rust = Tokenizer.from_file(entry["tokenizer_json"])
         hf = AutoTokenizer.from_pretrained(directory)
-        config = json.loads(Path(entry["tokenizer_config"]).read_text())
-        template = config.get("chat_template") or ""
         specials = [t.content for t in rust.get_added_tokens_decoder().values() if t.special]
         rng = random.Random(f"fixtures-{family}")
         texts = BASE_TEXTS + special_texts(specials) + generated_texts(rng, specials, 120)
@@ -269,22 +366,35 @@ def main() -> None:
         # With special tokens (the post-processor's BOS policy). Rust, not transformers: 5.17's
         # LlamaTokenizer swaps DeepSeek V3's pre-tokenizer for Metaspace (different ids).
         with_special = [{"text": t, "ids": rust.encode(t).ids} for t in BASE_TEXTS[:30]]
-        handles_tools = "tools" in template
+        support = probe_support(hf)
         chats = []
-        for case in chat_cases(family, handles_tools):
-            kwargs = {"add_generation_prompt": case.get("add_generation_prompt", True)}
+        for case in chat_cases(family, support):
+            kwargs = {"add_generation_prompt": case.pop("add_generation_prompt", True)}
             if "enable_thinking" in case:
-                kwargs["enable_thinking"] = case["enable_thinking"]
+                kwargs["enable_thinking"] = case.pop("enable_thinking")
             # Templates that read strftime_now would otherwise render today's date.
             kwargs["date_string"] = "26 Jul 2024"
-            rendered = hf.apply_chat_template(
-                case["messages"], tools=case.get("tools"), tokenize=False, **kwargs
-            )
-            ids = rust.encode(rendered, add_special_tokens=False).ids
-            chats.append({**case, "kwargs": kwargs, "text": rendered, "ids": ids})
+            if case.get("tools") is None:
+                case.pop("tools", None)
+            try:
+                rendered = hf.apply_chat_template(
+                    case["messages"], tools=case.get("tools"), tokenize=False, **kwargs
+                )
+            except Exception as error:  # the template refuses these messages (raise_exception)
+                chats.append({**case, "kwargs": kwargs, "error": str(error)})
+                continue
+            entry = {**case, "kwargs": kwargs, "text": rendered}
+            entry["ids"] = rust.encode(rendered, add_special_tokens=False).ids
+            if case["kind"] == "tools_unsupported":
+                hermes = hf.apply_chat_template(
+                    with_hermes_tool_prompt(case["messages"], case["tools"]), tokenize=False, **kwargs
+                )
+                entry["ours"] = {"text": hermes, "ids": rust.encode(hermes, add_special_tokens=False).ids}
+            chats.append(entry)
         fixture = {
             "family": family,
             "generator": f"tokenizers {tokenizers.__version__}, transformers {transformers.__version__}",
+            "template_support": support,
             "texts": text_cases,
             "with_special_tokens": with_special,
             "chats": chats,

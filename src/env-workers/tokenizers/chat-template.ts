@@ -23,6 +23,8 @@ export class ChatTemplate {
   private readonly template: Template;
   /** Whether the template itself renders `tools`; if not, a Hermes system prompt is injected. */
   readonly handlesTools: boolean;
+  /** Whether the template tells a null content apart (DeepSeek V3 renders tool calls only then). */
+  private readonly testsNullContent: boolean;
 
   constructor(
     readonly source: string,
@@ -30,6 +32,8 @@ export class ChatTemplate {
   ) {
     this.template = new Template(source);
     this.handlesTools = /\btools\b/.test(source);
+    this.testsNullContent =
+      /message(?:\.content|\[['"]content['"]\])\s+is\s+(?:not\s+)?none\b/.test(source);
   }
 
   render(messages: ChatMessage[], options: ChatTemplateOptions = {}): string {
@@ -37,7 +41,7 @@ export class ChatTemplate {
     const rendered = tools && !this.handlesTools ? withHermesToolPrompt(messages, tools) : messages;
     const variables: Record<string, unknown> = {
       ...options.variables,
-      messages: rendered.map(normaliseMessage),
+      messages: this.testsNullContent ? rendered : rendered.map(normaliseMessage),
       add_generation_prompt: options.addGenerationPrompt ?? false,
       bos_token: this.context.bosToken ?? "",
       eos_token: this.context.eosToken ?? "",
@@ -48,7 +52,10 @@ export class ChatTemplate {
   }
 }
 
-/** Templates index `message.content` as a string; null content (tool-call turns) renders as "". */
+/**
+ * Most templates use `message.content` as a string, so a null content (an OpenAI tool-call turn)
+ * becomes "" for them; templates that test it against none get the null as sent.
+ */
 function normaliseMessage(message: ChatMessage): ChatMessage {
   return message.content === null || message.content === undefined
     ? { ...message, content: "" }

@@ -10,14 +10,55 @@ interface Fixture {
   texts: { text: string; ids: number[]; decoded: string }[];
   /** `encode(text)` with special tokens (the post-processor's BOS policy). */
   with_special_tokens: { text: string; ids: number[] }[];
+  /** What the family's template renders, probed on the reference renderer. */
+  template_support: {
+    tools: boolean;
+    /** The form of `tool_calls[].function.arguments` the template renders; null: none renders. */
+    tool_call_arguments: "dict" | "string" | null;
+    reasoning_content: boolean;
+  };
   chats: {
+    kind: ChatKind;
     messages: ChatMessage[];
     tools?: ToolDefinition[];
     kwargs: { add_generation_prompt: boolean; enable_thinking?: boolean; date_string?: string };
-    text: string;
-    ids: number[];
+    /** The reference refused the messages (the template's raise_exception). */
+    error?: string;
+    text?: string;
+    ids?: number[];
+    /**
+     * Known difference: for a template that ignores `tools` we add a Hermes tool prompt as a
+     * system message; this is the reference's rendering of those augmented messages.
+     */
+    ours?: { text: string; ids: number[] };
   }[];
 }
+
+type ChatKind =
+  | "plain"
+  | "enable_thinking"
+  | "think_content"
+  | "reasoning_content"
+  | "tools"
+  | "tool_calls"
+  | "tools_unsupported"
+  | "tool_calls_unsupported";
+
+/**
+ * Stated here so that a regenerated fixture cannot silently lose coverage. Gemma 3 and Llama 3
+ * render neither a tools list nor tool calls (Llama 3 shows a `tool` message under its own header
+ * and drops `tool_calls`; Gemma 3 refuses a `tool` turn); DeepSeek V3 renders tool calls and
+ * results but not a tools list; only Qwen3 renders `reasoning_content`.
+ */
+const EXPECTED_SUPPORT: Record<string, Fixture["template_support"]> = {
+  qwen2_5: { tools: true, tool_call_arguments: "dict", reasoning_content: false },
+  qwen3: { tools: true, tool_call_arguments: "dict", reasoning_content: true },
+  llama3: { tools: false, tool_call_arguments: null, reasoning_content: false },
+  llama3_2: { tools: true, tool_call_arguments: "dict", reasoning_content: false },
+  gemma3: { tools: false, tool_call_arguments: null, reasoning_content: false },
+  deepseek_v3: { tools: false, tool_call_arguments: "string", reasoning_content: false },
+  mistral_nemo: { tools: true, tool_call_arguments: "dict", reasoning_content: false },
+};
 
 function fixture(family: string): Fixture {
   const url = new URL(`../../fixtures/tokenizers/${family}.json`, import.meta.url);
@@ -30,6 +71,30 @@ describe.each(TOKENIZER_FAMILIES)("%s matches the reference implementation", (fa
   it("has at least 200 texts and the chat cases", () => {
     expect(golden.texts.length).toBeGreaterThanOrEqual(200);
     expect(golden.chats.length).toBeGreaterThanOrEqual(5);
+  });
+
+  it("covers tool calls and reasoning in every form the template renders", () => {
+    const support = golden.template_support;
+    expect(support).toEqual(EXPECTED_SUPPORT[family]);
+    const rendered = (kind: ChatKind) =>
+      golden.chats.filter((chat) => chat.kind === kind && chat.error === undefined);
+    // An earlier assistant turn followed by a user turn: the multi-turn case.
+    const multiTurn = (kind: ChatKind) =>
+      rendered(kind).some((chat) => chat.messages.at(-1)?.role === "user");
+    expect(multiTurn("think_content")).toBe(true);
+    expect(multiTurn("reasoning_content")).toBe(true);
+    if (support.reasoning_content) {
+      const reasoning = rendered("reasoning_content");
+      expect(reasoning.some((chat) => chat.text?.includes("<think>"))).toBe(true);
+    }
+    expect(rendered(support.tools ? "tools" : "tools_unsupported").length).toBeGreaterThan(0);
+    if (support.tool_call_arguments !== null) {
+      const calls = rendered("tool_calls");
+      expect(calls.some((chat) => chat.text?.includes("get_weather"))).toBe(true);
+      expect(multiTurn("tool_calls")).toBe(true);
+    } else {
+      expect(golden.chats.some((chat) => chat.kind === "tool_calls_unsupported")).toBe(true);
+    }
   });
 
   it("encodes every text to identical ids and decodes them back identically", async () => {
@@ -58,14 +123,27 @@ describe.each(TOKENIZER_FAMILIES)("%s matches the reference implementation", (fa
     const tokenizer = await getTokenizer(family);
     for (const chat of golden.chats) {
       const { add_generation_prompt, enable_thinking, ...variables } = chat.kwargs;
-      const text = tokenizer.applyChatTemplate(chat.messages, {
-        addGenerationPrompt: add_generation_prompt,
-        tools: chat.tools,
-        enableThinking: enable_thinking,
-        variables,
-      });
-      expect(text).toBe(chat.text);
-      expect(tokenizer.encode(text, { addSpecialTokens: false })).toEqual(chat.ids);
+      const render = (tools: ToolDefinition[] | undefined) =>
+        tokenizer.applyChatTemplate(chat.messages, {
+          addGenerationPrompt: add_generation_prompt,
+          tools,
+          enableThinking: enable_thinking,
+          variables,
+        });
+      const label = `${chat.kind}: ${JSON.stringify(chat.messages).slice(0, 120)}`;
+      if (chat.error !== undefined) {
+        expect(() => render(chat.tools), label).toThrow();
+        continue;
+      }
+      const expected = chat.ours ?? { text: chat.text, ids: chat.ids };
+      const text = render(chat.tools);
+      expect(text, label).toBe(expected.text);
+      expect(tokenizer.encode(text, { addSpecialTokens: false }), label).toEqual(expected.ids);
+      if (chat.ours !== undefined) {
+        // The known difference is only the added tool prompt: without tools we match the reference.
+        expect(chat.kind).toBe("tools_unsupported");
+        expect(render(undefined), label).toBe(chat.text);
+      }
     }
   });
 });
