@@ -241,7 +241,9 @@ export class ServerManager implements InferenceClient {
 
   /**
    * A ManagedServer bound to the least-loaded healthy server (it fails over to another one if
-   * that server goes down). OpenAI-compatible servers give nodes with tokens_unavailable.
+   * that server goes down). OpenAI-compatible servers give nodes with tokens_unavailable. Where
+   * the server templates chats and returns their ids, chats need no tokenizer (see
+   * TrackingManagedServer for when the client path is still taken).
    */
   async managedServer(
     options: {
