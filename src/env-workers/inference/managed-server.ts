@@ -101,8 +101,15 @@ export class TrackingManagedServer implements ManagedServer {
     const last = params.messages.at(-1);
     const addGenerationPrompt = last?.role !== "assistant";
     if (this.deps.tokenSupport === "none") return this.textOnlyChat(params, addGenerationPrompt);
-    if (this.serverTemplates && addGenerationPrompt && !this.isContinuation(params.messages)) {
-      const answer = await this.serverTemplatedChat(params, tools, toolChoice);
+    // Tools stay on the client: stock vLLM answers 400 to tools without
+    // --enable-auto-tool-choice, and its parser's tool_calls cannot be replayed verbatim.
+    if (
+      this.serverTemplates &&
+      addGenerationPrompt &&
+      !tools &&
+      !this.isContinuation(params.messages)
+    ) {
+      const answer = await this.serverTemplatedChat(params);
       if (answer) return answer;
     }
     const tokenizer = await this.requireTokenizer();
@@ -158,8 +165,6 @@ export class TrackingManagedServer implements ManagedServer {
    */
   private async serverTemplatedChat(
     params: ChatCompletionParams,
-    tools: ChatCompletionParams["tools"],
-    toolChoice: string,
   ): Promise<ChatCompletionResult | null> {
     const answer = await this.deps.chatWithTokens?.(withThinkingKwargs(params));
     if (!answer) {
@@ -168,7 +173,7 @@ export class TrackingManagedServer implements ManagedServer {
     }
     const { chat, tokens } = answer;
     const prompt = tokens.promptTokens;
-    const choices = chat.choices.map((choice, index): ChatChoice => {
+    chat.choices.forEach((choice, index) => {
       const output = tokens.outputTokens[index] ?? [];
       this.nodes.push({
         full_text: "",
@@ -180,20 +185,8 @@ export class TrackingManagedServer implements ManagedServer {
           prompt_templated_by_server: true,
         },
       });
-      // A server without a tool parser answers Hermes tool calls as text: parse them like the
-      // client path does (and remember the text so a later turn replays it verbatim).
-      const content = choice.message.content;
-      if (!tools || toolChoice === "none" || choice.message.tool_calls || !content) return choice;
-      const parsed = parseHermesToolCalls(content);
-      if (!parsed) return choice;
-      this.toolText.remember(parsed.toolCalls, content);
-      return {
-        index: choice.index,
-        message: { role: "assistant", content: parsed.content, tool_calls: parsed.toolCalls },
-        finish_reason: "tool_calls",
-      };
     });
-    return { id: chat.id, model: chat.model || this.deps.modelName, choices };
+    return { ...chat, model: chat.model || this.deps.modelName };
   }
 
   /**

@@ -195,6 +195,18 @@ describe("ManagedServer chats templated by the server (vllm return_token_ids)", 
     expect(nodes[0]!.full_text).toBe(tokenizer.decode(nodes[0]!.tokens));
   });
 
+  it("chats with tools stay on the client path (loads the tokenizer)", async () => {
+    const manager = new ServerManager([config("vllm")]);
+    const { counter, tokenizer } = countingTokenizer();
+    const before = sim.stats().byRoute["POST /v1/chat/completions"] ?? 0;
+    const managed = await manager.managedServer({ tokenizer });
+    const tools = [{ type: "function" as const, function: { name: "add" } }];
+    await managed.chatCompletion({ messages, tools });
+    expect(counter.loads).toBe(1);
+    expect(sim.stats().byRoute["POST /v1/chat/completions"] ?? 0).toBe(before);
+    expect(managed.getState().nodes[0]!.metadata.prompt_templated_by_server).toBeUndefined();
+  });
+
   it("other backends template on the client and load the tokenizer once", async () => {
     const manager = new ServerManager([config("sglang")]);
     const { counter, tokenizer } = countingTokenizer();
