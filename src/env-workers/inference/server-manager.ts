@@ -217,12 +217,26 @@ export class ServerManager implements InferenceClient {
         this.withServer(
           split,
           preferred,
-          (server, signal) => {
+          async (server, signal) => {
             const call = server.backend.chatCompletionWithTokens;
             if (!call) throw new Error(`server ${server.index} cannot return a chat's token ids`);
-            return call.call(server.backend, { ...params, n, split: undefined }, { signal });
+            try {
+              return await call.call(
+                server.backend,
+                { ...params, n, split: undefined },
+                { signal },
+              );
+            } catch (error) {
+              // An older vLLM: no prompt_token_ids. Not asked this way again.
+              if (error instanceof InferenceMismatchError) server.serverChatTokens = false;
+              throw error;
+            }
           },
-          (server) => server.backend.chatCompletionWithTokens !== undefined,
+          // A ManagedServer (preferred set) skips servers known unable: it has the client path.
+          (server) =>
+            preferred
+              ? server.serverChatTokens
+              : server.backend.chatCompletionWithTokens !== undefined,
         ),
       ),
     );
@@ -281,9 +295,9 @@ export class ServerManager implements InferenceClient {
     try {
       return await this.chatWithTokensOn(params, server);
     } catch (error) {
-      if (!(error instanceof InferenceMismatchError)) throw error;
-      server.serverChatTokens = false;
-      return null;
+      // The bound server (or, after a failover, every capable one) turned out unable.
+      if (error instanceof InferenceMismatchError || !server.serverChatTokens) return null;
+      throw error;
     }
   }
 
