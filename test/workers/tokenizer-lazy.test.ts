@@ -21,7 +21,10 @@ import { testEnvCatalog } from "./test-worker";
 
 const bindings = env as unknown as Bindings;
 const SERVER = "http://sglang.lazy.test";
+/** A stock vLLM that renders chats itself and returns the ids (return_token_ids). */
+const VLLM = "http://vllm.lazy.test/v1";
 const OUTPUT = [11, 12, 13];
+const SERVER_PROMPT = [5, 6, 7, 8];
 
 /** Loads the tiny fixture tokenizer and counts the loads. */
 function countingLoader() {
@@ -36,12 +39,42 @@ function countingLoader() {
 }
 
 let generateRequests: { input_ids: number[] }[] = [];
+let chatRequests: Record<string, unknown>[] = [];
+
+/** vLLM ≥ 0.10.2's chat answer with return_token_ids and logprobs. */
+function vllmChatAnswer(body: Record<string, unknown>): Response {
+  const n = typeof body.n === "number" ? body.n : 1;
+  return Response.json({
+    id: "chatcmpl-1",
+    model: "tiny",
+    prompt_token_ids: SERVER_PROMPT,
+    choices: Array.from({ length: n }, (_, index) => ({
+      index,
+      message: { role: "assistant", content: "abc" },
+      finish_reason: "length",
+      token_ids: OUTPUT,
+      logprobs: {
+        content: OUTPUT.map((id) => ({
+          token: `token_id:${id}`,
+          logprob: -0.25,
+          top_logprobs: [],
+        })),
+      },
+    })),
+  });
+}
 
 beforeEach(() => {
   generateRequests = [];
+  chatRequests = [];
   const realFetch = globalThis.fetch;
   vi.spyOn(globalThis, "fetch").mockImplementation(async (input, init) => {
     const request = new Request(input, init);
+    if (request.url === `${VLLM}/chat/completions`) {
+      const body = (await request.json()) as Record<string, unknown>;
+      chatRequests.push(body);
+      return vllmChatAnswer(body);
+    }
     if (!request.url.startsWith(SERVER)) return realFetch(input, init);
     expect(new URL(request.url).pathname).toBe("/generate");
     const body = (await request.json()) as {
@@ -71,6 +104,10 @@ async function invoke(
   tokenizerName: string,
   item: TokenIdsItem,
   loader: ReturnType<typeof countingLoader>,
+  server: { base_url: string; server_type: "sglang" | "vllm" } = {
+    base_url: SERVER,
+    server_type: "sglang",
+  },
 ) {
   const msg: RolloutItemMessage = {
     itemId: `${run}-${generateRequests.length}-${JSON.stringify(item).length}`,
@@ -81,9 +118,7 @@ async function invoke(
       envName: TokenIdsTestEnv.envName,
       // A fresh spec per test: rollout envs are cached per isolate and spec.
       config: { group_size: GROUP_SIZE, tokenizer_name: tokenizerName, worker_timeout: -1 },
-      inference: [
-        parseServerConfig({ base_url: SERVER, server_type: "sglang", model_name: "tiny" }),
-      ],
+      inference: [parseServerConfig({ ...server, model_name: "tiny" })],
     },
     item,
     policyVersion: 0,
@@ -128,6 +163,29 @@ describe("tokenizers in rollout invocations are lazy", () => {
     // The first attempt stopped at the env's encode() before any inference call.
     expect(generateRequests[0]!.input_ids).toEqual(expected);
     expect(generateRequests).toHaveLength(2);
+  });
+
+  it("never loads one for ManagedServer chats on a vllm that returns the chat's ids", async () => {
+    const run = uniqueRun("lazy-vllm-chat");
+    const { envIds } = await setupRun(run, 8, [GROUP_SIZE]);
+    const loader = countingLoader();
+    const name = `r2://tokenizers/${run}`;
+    const vllm = { base_url: VLLM, server_type: "vllm" as const };
+    for (const chat of ["hi", "hello"]) {
+      const result = await invoke(run, envIds[0]!, name, { chat }, loader, vllm);
+      expect(result.kind).toBe("submitted");
+    }
+    expect(loader.names).toEqual([]);
+    expect(generateRequests).toEqual([]);
+    expect(chatRequests.map((r) => r.messages)).toEqual([
+      [{ role: "user", content: "hi" }],
+      [{ role: "user", content: "hello" }],
+    ]);
+    expect(chatRequests[0]).toMatchObject({
+      return_token_ids: true,
+      n: GROUP_SIZE,
+      logprobs: true,
+    });
   });
 
   it("loads it once for ManagedServer chats (the prompt is templated client-side)", async () => {

@@ -1,5 +1,6 @@
 import type { ChatMessage } from "../../core/group-types";
-import type { TokenGenerationRequest, TokenSupport } from "./backends/types";
+import { loadTokenizer } from "../tokenizers/lazy";
+import type { ChatWithTokens, TokenGenerationRequest, TokenSupport } from "./backends/types";
 import { parseHermesToolCalls, ToolCallTextLookup } from "./tool-calls";
 import type {
   ChatChoice,
@@ -41,7 +42,10 @@ const NON_SAMPLING_KEYS = new Set([
 ]);
 
 export interface ManagedServerDeps {
-  /** null only for text-only backends whose model has no packaged tokenizer. */
+  /**
+   * null only for text-only backends whose model has no packaged tokenizer. A LazyTokenizer is
+   * loaded only when a call renders or tokenizes on the client.
+   */
   tokenizer: Tokenizer | null;
   modelName: string;
   tokenSupport: TokenSupport;
@@ -50,6 +54,13 @@ export interface ManagedServerDeps {
   /** Text calls, used only when the backend has no token API (tokenSupport "none"). */
   chatCompletion(params: ChatCompletionParams): Promise<ChatCompletionResult>;
   completion(params: CompletionParams): Promise<CompletionResult>;
+  /**
+   * Present when the bound backend renders the chat template itself and returns the prompt ids
+   * it used with the sampled ids and logprobs (stock vLLM ≥ 0.10.2): chats then need no local
+   * tokenizer. Resolves null when the server turns out unable (an older vLLM); the client path
+   * is used from then on.
+   */
+  chatWithTokens?(params: ChatCompletionParams): Promise<ChatWithTokens | null>;
   preserveThinkBlocks?: boolean;
 }
 
@@ -69,8 +80,11 @@ interface TrackedChoice {
 export class TrackingManagedServer implements ManagedServer {
   private nodes: SequenceNode[] = [];
   private readonly toolText = new ToolCallTextLookup();
+  private serverTemplates: boolean;
 
-  constructor(private readonly deps: ManagedServerDeps) {}
+  constructor(private readonly deps: ManagedServerDeps) {
+    this.serverTemplates = deps.chatWithTokens !== undefined && deps.tokenSupport !== "none";
+  }
 
   getState(): { nodes: SequenceNode[] } {
     return { nodes: this.nodes.map(cloneNode) };
@@ -87,7 +101,18 @@ export class TrackingManagedServer implements ManagedServer {
     const last = params.messages.at(-1);
     const addGenerationPrompt = last?.role !== "assistant";
     if (this.deps.tokenSupport === "none") return this.textOnlyChat(params, addGenerationPrompt);
-    const tokenizer = this.requireTokenizer();
+    // Tools stay on the client: stock vLLM answers 400 to tools without
+    // --enable-auto-tool-choice, and its parser's tool_calls cannot be replayed verbatim.
+    if (
+      this.serverTemplates &&
+      addGenerationPrompt &&
+      !tools &&
+      !this.isContinuation(params.messages)
+    ) {
+      const answer = await this.serverTemplatedChat(params);
+      if (answer) return answer;
+    }
+    const tokenizer = await this.requireTokenizer();
 
     const messages = this.toolText
       .toTemplateMessages(params.messages)
@@ -134,6 +159,59 @@ export class TrackingManagedServer implements ManagedServer {
   }
 
   /**
+   * The server renders the chat and returns its prompt ids, sampled ids and logprobs: each choice
+   * becomes a node exactly as returned, and no tokenizer is loaded. The prompt text is not known
+   * here, so full_text stays empty until a client-path call needs it (fillServerNodeTexts).
+   */
+  private async serverTemplatedChat(
+    params: ChatCompletionParams,
+  ): Promise<ChatCompletionResult | null> {
+    const answer = await this.deps.chatWithTokens?.(withThinkingKwargs(params));
+    if (!answer) {
+      this.serverTemplates = false;
+      return null;
+    }
+    const { chat, tokens } = answer;
+    const prompt = tokens.promptTokens;
+    chat.choices.forEach((choice, index) => {
+      const output = tokens.outputTokens[index] ?? [];
+      this.nodes.push({
+        full_text: "",
+        tokens: [...prompt, ...output],
+        masked_tokens: [...prompt.map(() => -100), ...output],
+        logprobs: [...prompt.map(() => 1.0), ...(tokens.outputLogprobs[index] ?? [])],
+        metadata: {
+          finish_reason: tokens.finishReasons[index] ?? choice.finish_reason,
+          prompt_templated_by_server: true,
+        },
+      });
+    });
+    return { ...chat, model: chat.model || this.deps.modelName };
+  }
+
+  /**
+   * A later turn of a conversation this server already tracks. Its exactness rests on reusing the
+   * earlier node's tokens as the prefix, which only the client path can guarantee (a server's
+   * template may rewrite history, e.g. drop earlier think blocks, or re-tokenize the reply
+   * differently), so continuations take the client path.
+   */
+  private isContinuation(messages: ChatMessage[]): boolean {
+    return (
+      this.nodes.length > 0 &&
+      messages.some((message) => message.role === "assistant" || message.role === "tool")
+    );
+  }
+
+  /** Server-rendered nodes get their text (the decoded ids) so the client path can extend them. */
+  private fillServerNodeTexts(tokenizer: Tokenizer): void {
+    for (const node of this.nodes) {
+      if (node.full_text === "" && node.metadata.prompt_templated_by_server === true) {
+        node.full_text = tokenizer.decode(node.tokens);
+      }
+    }
+  }
+
+  /**
    * Extension: the first node whose full_text prefixes the prompt is continued with its exact
    * tokens, masks and logprobs (earlier completions stay trainable); only the new suffix is
    * tokenized. Chat and completion modes behave the same (Atropos masks earlier completions in
@@ -143,7 +221,8 @@ export class TrackingManagedServer implements ManagedServer {
     prompt: string,
     params: ChatCompletionParams | CompletionParams,
   ): Promise<TrackedChoice[]> {
-    const tokenizer = this.requireTokenizer();
+    const tokenizer = await this.requireTokenizer();
+    this.fillServerNodeTexts(tokenizer);
     const extendingIndex = this.nodes.findIndex(
       (node) =>
         node.full_text.length > 0 && node.tokens.length > 0 && prompt.startsWith(node.full_text),
@@ -214,7 +293,10 @@ export class TrackingManagedServer implements ManagedServer {
     addGenerationPrompt: boolean,
   ): Promise<ChatCompletionResult> {
     const result = await this.deps.chatCompletion(params);
-    const tokenizer = this.deps.tokenizer;
+    // e.g. "gpt-4o": no tokenizer to load, nodes carry text only anyway.
+    const tokenizer = this.deps.tokenizer
+      ? await loadTokenizer(this.deps.tokenizer).catch(() => null)
+      : null;
     const prompt = tokenizer
       ? tokenizer.applyChatTemplate(params.messages, {
           addGenerationPrompt,
@@ -237,10 +319,10 @@ export class TrackingManagedServer implements ManagedServer {
     return result;
   }
 
-  private requireTokenizer(): Tokenizer {
+  private requireTokenizer(): Promise<Tokenizer> {
     if (!this.deps.tokenizer)
       throw new Error("ManagedServer: a tokenizer is required for token tracking");
-    return this.deps.tokenizer;
+    return loadTokenizer(this.deps.tokenizer);
   }
 }
 
@@ -273,6 +355,18 @@ function tokenRequest(
     seed: params.seed,
     extra,
   };
+}
+
+/** The server's template reads enable_thinking from chat_template_kwargs (vLLM). */
+function withThinkingKwargs(params: ChatCompletionParams): ChatCompletionParams {
+  const enableThinking = enableThinkingOf(params);
+  if (enableThinking === undefined) return params;
+  const { enable_thinking: _dropped, ...rest } = params;
+  const kwargs =
+    params.chat_template_kwargs && typeof params.chat_template_kwargs === "object"
+      ? params.chat_template_kwargs
+      : {};
+  return { ...rest, chat_template_kwargs: { ...kwargs, enable_thinking: enableThinking } };
 }
 
 function enableThinkingOf(params: ChatCompletionParams): boolean | undefined {

@@ -5,10 +5,10 @@ import {
   tokenizerNameOf,
 } from "../../core/server-config";
 import { getTokenizer as defaultGetTokenizer } from "../tokenizers/index";
-import { loadTokenizer } from "../tokenizers/lazy";
+import { LazyTokenizer } from "../tokenizers/lazy";
 import { AdaptiveSemaphore } from "./adaptive-semaphore";
 import type { FetchLike } from "./backends/http";
-import { createBackend, isRetryableError } from "./backends/index";
+import { createBackend, InferenceMismatchError, isRetryableError } from "./backends/index";
 import { mergeChoices } from "./backends/openai";
 import type { ChatWithTokens, InferenceBackend, TokenGenerationRequest } from "./backends/types";
 import { TrackingManagedServer } from "./managed-server";
@@ -62,6 +62,11 @@ export class ServerSlot {
   probing: Promise<void> | null = null;
   requests = 0;
   failures = 0;
+  /**
+   * Whether chats may go through the server's own template with ids returned: the backend can
+   * (chatCompletionWithTokens), until the server shows it cannot (an older vLLM).
+   */
+  serverChatTokens: boolean;
 
   constructor(
     readonly index: number,
@@ -70,6 +75,7 @@ export class ServerSlot {
   ) {
     this.train = new AdaptiveSemaphore(config.num_max_requests_at_once);
     this.eval = new AdaptiveSemaphore(config.num_requests_for_eval);
+    this.serverChatTokens = backend.chatCompletionWithTokens !== undefined;
   }
 
   /** Atropos' wait_for_sem capacity: train slots exclude those eval is using. */
@@ -197,19 +203,40 @@ export class ServerManager implements InferenceClient {
         "chatCompletionWithTokens needs a server_type vllm server (vLLM ≥ 0.10.2 returns the chat's token ids)",
       );
     }
+    return this.chatWithTokensOn(params, null);
+  }
+
+  private async chatWithTokensOn(
+    params: ChatCompletionParams,
+    preferred: ServerSlot | null,
+  ): Promise<ChatWithTokens> {
     const split = splitOf(params);
     const chunks = splitN(params.n ?? 1, this.maxN);
     const results = await Promise.all(
       chunks.map((n) =>
         this.withServer(
           split,
-          null,
-          (server, signal) =>
-            server.backend.chatCompletionWithTokens!(
-              { ...params, n, split: undefined },
-              { signal },
-            ),
-          (server) => server.backend.chatCompletionWithTokens !== undefined,
+          preferred,
+          async (server, signal) => {
+            const call = server.backend.chatCompletionWithTokens;
+            if (!call) throw new Error(`server ${server.index} cannot return a chat's token ids`);
+            try {
+              return await call.call(
+                server.backend,
+                { ...params, n, split: undefined },
+                { signal },
+              );
+            } catch (error) {
+              // An older vLLM: no prompt_token_ids. Not asked this way again.
+              if (error instanceof InferenceMismatchError) server.serverChatTokens = false;
+              throw error;
+            }
+          },
+          // A ManagedServer (preferred set) skips servers known unable: it has the client path.
+          (server) =>
+            preferred
+              ? server.serverChatTokens
+              : server.backend.chatCompletionWithTokens !== undefined,
         ),
       ),
     );
@@ -228,22 +255,23 @@ export class ServerManager implements InferenceClient {
 
   /**
    * A ManagedServer bound to the least-loaded healthy server (it fails over to another one if
-   * that server goes down). OpenAI-compatible servers give nodes with tokens_unavailable.
+   * that server goes down). OpenAI-compatible servers give nodes with tokens_unavailable. Where
+   * the server templates chats and returns their ids, chats need no tokenizer (see
+   * TrackingManagedServer for when the client path is still taken).
    */
   async managedServer(
-    options: { tokenizer?: Tokenizer; preserveThinkBlocks?: boolean } = {},
+    options: {
+      tokenizer?: Tokenizer;
+      preserveThinkBlocks?: boolean;
+      clientTemplate?: boolean;
+    } = {},
   ): Promise<ManagedServer> {
     const server = await this.pick("train", null);
-    const textOnly = server.backend.tokenSupport === "none";
-    // A lazy tokenizer (Workers) is loaded here: tracking tokens needs it synchronously.
-    const given = options.tokenizer;
-    const tokenizer = await (given
-      ? loadTokenizer(given)
-      : this.loadTokenizer(tokenizerNameOf(server.config))
-    ).catch((error: unknown) => {
-      if (textOnly) return null; // e.g. "gpt-4o": nodes carry text only anyway
-      throw error;
-    });
+    // Loaded by the ManagedServer only when a call renders or tokenizes on the client (a
+    // 128–152k vocabulary is most of a Worker's memory).
+    const name = tokenizerNameOf(server.config);
+    const tokenizer = options.tokenizer ?? new LazyTokenizer(name, () => this.loadTokenizer(name));
+    const serverTemplates = server.serverChatTokens && options.clientTemplate !== true;
     return new TrackingManagedServer({
       tokenizer,
       modelName: server.config.model_name,
@@ -252,7 +280,25 @@ export class ServerManager implements InferenceClient {
       generate: (request, split) => this.generateTokens(request, split, server),
       chatCompletion: (params) => this.chatCompletion(params),
       completion: (params) => this.completion(params),
+      ...(serverTemplates
+        ? { chatWithTokens: (params) => this.managedChatWithTokens(params, server) }
+        : {}),
     });
+  }
+
+  /** null once the server shows it cannot return a chat's ids: callers template on the client. */
+  private async managedChatWithTokens(
+    params: ChatCompletionParams,
+    server: ServerSlot,
+  ): Promise<ChatWithTokens | null> {
+    if (!server.serverChatTokens) return null;
+    try {
+      return await this.chatWithTokensOn(params, server);
+    } catch (error) {
+      // The bound server (or, after a failover, every capable one) turned out unable.
+      if (error instanceof InferenceMismatchError || !server.serverChatTokens) return null;
+      throw error;
+    }
   }
 
   /** Snapshot for dashboards and tests. */

@@ -121,6 +121,11 @@ export interface InferenceClient {
   managedServer(options?: {
     tokenizer?: Tokenizer;
     preserveThinkBlocks?: boolean;
+    /**
+     * Always render and tokenize chats on the client (loads the tokenizer), even where the
+     * server could template them and return the ids (server_type vllm).
+     */
+    clientTemplate?: boolean;
   }): Promise<ManagedServer>;
   /** Scale this env's share of each server's request slots (Atropos `env_weight`). */
   updateWeight(weight: number): void;

@@ -13,7 +13,8 @@ import { type Simulator, startSimulator } from "../../../src/sim/server";
 
 /** The route each server type generates tokens on (text-only for openai). */
 const TOKEN_ROUTE: Record<ServerType, string> = {
-  vllm: "POST /v1/completions",
+  // letter_counting samples chats: vllm renders them itself and returns the ids (no tokenizer).
+  vllm: "POST /v1/chat/completions",
   "vllm-generate": "POST /inference/v1/generate",
   atropos: "POST /generate",
   sglang: "POST /generate",

@@ -4,6 +4,7 @@ import { TrackingManagedServer } from "../../../src/env-workers/inference/manage
 import { ServerManager } from "../../../src/env-workers/inference/server-manager";
 import type { TokensAndLogprobs } from "../../../src/env-workers/inference/types";
 import { getTokenizer } from "../../../src/env-workers/tokenizers/index";
+import { LazyTokenizer } from "../../../src/env-workers/tokenizers/lazy";
 import { type Simulator, startSimulator } from "../../../src/sim/server";
 
 describe("ManagedServer against the simulator (vllm /generate)", () => {
@@ -24,7 +25,7 @@ describe("ManagedServer against the simulator (vllm /generate)", () => {
 
   it("masks the prompt with -100 and 1.0 and keeps exactly the sampled tokens", async () => {
     const tok = await getTokenizer("qwen3");
-    const managed = await manager.managedServer();
+    const managed = await manager.managedServer({ clientTemplate: true });
     const messages = [{ role: "user", content: "What is 2+2?" }];
     const result = await managed.chatCompletion({ messages, n: 2, seed: 5 });
     const { nodes } = managed.getState();
@@ -102,6 +103,145 @@ describe("ManagedServer against the simulator (vllm /generate)", () => {
       expect(node.metadata.tokens_unavailable).toBe(true);
       expect(node.full_text).toContain("hi");
     }
+  });
+});
+
+describe("ManagedServer chats templated by the server (vllm return_token_ids)", () => {
+  let sim: Simulator;
+  beforeAll(async () => {
+    sim = await startSimulator({ seed: 7 });
+  });
+  afterAll(() => sim.close());
+
+  const config = (serverType: "vllm" | "sglang") => ({
+    base_url: `${sim.url}/v1`,
+    server_type: serverType,
+    model_name: "sim",
+    tokenizer_name: "qwen3",
+  });
+
+  /** A LazyTokenizer over the real qwen3 tokenizer that counts its loads. */
+  function countingTokenizer() {
+    const counter = { loads: 0 };
+    const tokenizer = new LazyTokenizer("qwen3", async () => {
+      counter.loads++;
+      return getTokenizer("qwen3");
+    });
+    return { counter, tokenizer };
+  }
+
+  const messages = [{ role: "user", content: "What is 3+4?" }];
+
+  it("tracks the server's prompt ids, sampled ids and logprobs and never loads the tokenizer", async () => {
+    const manager = new ServerManager([config("vllm")]);
+    const { counter, tokenizer } = countingTokenizer();
+    const before = { ...sim.stats().byRoute };
+    const managed = await manager.managedServer({ tokenizer });
+    const result = await managed.chatCompletion({ messages, n: 2, seed: 11 });
+    const { nodes } = managed.getState();
+    expect(counter.loads).toBe(0);
+    expect(tokenizer.isLoaded).toBe(false);
+    const route = (key: string) => (sim.stats().byRoute[key] ?? 0) - (before[key] ?? 0);
+    expect(route("POST /v1/chat/completions")).toBe(1);
+    expect(route("POST /v1/completions")).toBe(0);
+
+    // The same request straight to the server: the nodes hold exactly what it returns.
+    const direct = await manager.chatCompletionWithTokens({ messages, n: 2, seed: 11 });
+    const prompt = direct.tokens.promptTokens;
+    const tok = await getTokenizer("qwen3");
+    expect(prompt).toEqual(
+      tok.encode(tok.applyChatTemplate(messages, { addGenerationPrompt: true })),
+    );
+    expect(nodes).toHaveLength(2);
+    nodes.forEach((node, i) => {
+      const out = direct.tokens.outputTokens[i]!;
+      expect(out.length).toBeGreaterThan(0);
+      expect(node.tokens).toEqual([...prompt, ...out]);
+      expect(node.masked_tokens).toEqual([...prompt.map(() => -100), ...out]);
+      expect(node.logprobs).toEqual([
+        ...prompt.map(() => 1.0),
+        ...direct.tokens.outputLogprobs[i]!,
+      ]);
+      expect(node.metadata).toEqual({
+        finish_reason: direct.tokens.finishReasons[i],
+        prompt_templated_by_server: true,
+      });
+      expect(result.choices[i]!.message.content).toBe(direct.chat.choices[i]!.message.content);
+    });
+    expect(counter.loads).toBe(0);
+  });
+
+  it("a continuation takes the client path: loads once and extends the server's node", async () => {
+    const manager = new ServerManager([config("vllm")]);
+    const { counter, tokenizer } = countingTokenizer();
+    const managed = await manager.managedServer({ tokenizer });
+    const first = await managed.chatCompletion({ messages, seed: 2 });
+    expect(counter.loads).toBe(0);
+    const node1 = managed.getState().nodes[0]!;
+    await managed.chatCompletion({
+      messages: [
+        ...messages,
+        { role: "assistant", content: first.choices[0]!.message.content ?? "" },
+        { role: "user", content: "And 5+6?" },
+      ],
+      seed: 3,
+    });
+    expect(counter.loads).toBe(1);
+    const nodes = managed.getState().nodes;
+    expect(nodes).toHaveLength(1);
+    expect(nodes[0]!.tokens.slice(0, node1.tokens.length)).toEqual(node1.tokens);
+    expect(nodes[0]!.masked_tokens.slice(0, node1.tokens.length)).toEqual(node1.masked_tokens);
+    expect(nodes[0]!.logprobs.slice(0, node1.tokens.length)).toEqual(node1.logprobs);
+    expect(nodes[0]!.full_text).toBe(tokenizer.decode(nodes[0]!.tokens));
+  });
+
+  it("chats with tools stay on the client path (loads the tokenizer)", async () => {
+    const manager = new ServerManager([config("vllm")]);
+    const { counter, tokenizer } = countingTokenizer();
+    const before = sim.stats().byRoute["POST /v1/chat/completions"] ?? 0;
+    const managed = await manager.managedServer({ tokenizer });
+    const tools = [{ type: "function" as const, function: { name: "add" } }];
+    await managed.chatCompletion({ messages, tools });
+    expect(counter.loads).toBe(1);
+    expect(sim.stats().byRoute["POST /v1/chat/completions"] ?? 0).toBe(before);
+    expect(managed.getState().nodes[0]!.metadata.prompt_templated_by_server).toBeUndefined();
+  });
+
+  it("other backends template on the client and load the tokenizer once", async () => {
+    const manager = new ServerManager([config("sglang")]);
+    const { counter, tokenizer } = countingTokenizer();
+    const managed = await manager.managedServer({ tokenizer });
+    expect(counter.loads).toBe(0);
+    await managed.chatCompletion({ messages, n: 2 });
+    await managed.chatCompletion({ messages: [{ role: "user", content: "Again" }] });
+    expect(counter.loads).toBe(1);
+    const tok = await getTokenizer("qwen3");
+    const prompt = tok.encode(tok.applyChatTemplate(messages, { addGenerationPrompt: true }));
+    expect(managed.getState().nodes[0]!.tokens.slice(0, prompt.length)).toEqual(prompt);
+  });
+
+  it("a vLLM without prompt_token_ids (< 0.10.2) falls back to the client path for good", async () => {
+    let chatCalls = 0;
+    // The answers of an older vLLM: no prompt_token_ids on the chat response.
+    const oldVllm = async (input: string, init?: RequestInit) => {
+      const response = await fetch(input, init);
+      if (!input.endsWith("/chat/completions")) return response;
+      chatCalls++;
+      const { prompt_token_ids: _dropped, ...body } = (await response.json()) as Record<
+        string,
+        unknown
+      >;
+      return Response.json(body);
+    };
+    const manager = new ServerManager([config("vllm")], { fetch: oldVllm });
+    const { counter, tokenizer } = countingTokenizer();
+    const managed = await manager.managedServer({ tokenizer });
+    await managed.chatCompletion({ messages });
+    expect(counter.loads).toBe(1);
+    expect(managed.getState().nodes[0]!.metadata.prompt_templated_by_server).toBeUndefined();
+    const again = await manager.managedServer({ tokenizer });
+    await again.chatCompletion({ messages });
+    expect(chatCalls).toBe(1); // the server is remembered as unable
   });
 });
 
