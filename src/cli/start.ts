@@ -425,6 +425,9 @@ export async function runStart(
     // Rates count from here, not from the wrangler startup.
     started = Date.now();
     loopStarted = true;
+    // One block at once, with the feeders' first status: a short run may end before the timer.
+    if (workersMode) await Promise.allSettled(workerEnvs.map(pollWorkerEnv));
+    printer.draw(block());
     let polling = false;
     timer = setInterval(() => {
       progress.elapsedS = (Date.now() - started) / 1000;
