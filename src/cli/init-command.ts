@@ -109,6 +109,8 @@ export function runInit(options: InitOptions): number {
   );
   const templates = join(PROJECT_ROOT, "templates", "project");
   cpSync(templates, target, { recursive: true });
+  // Only the template's own files are filled in (never the packed tarball below).
+  const templated = filesUnder(target);
   let spec = options.atroposEdgeSpec;
   if (spec === undefined) {
     const vendored = vendorCheckout(target);
@@ -120,7 +122,7 @@ export function runInit(options: InitOptions): number {
     spec = vendored ?? own.version;
   }
   const values: Record<string, string> = { name, atroposEdgeSpec: spec };
-  for (const file of filesUnder(target)) {
+  for (const file of templated) {
     const text = readFileSync(file, "utf8");
     writeFileSync(
       file,

@@ -2,6 +2,7 @@
  * Where `init` finds atropos-edge's own lockfile: a checkout's package-lock.json, or in an
  * installed package the copy `npm pack` ships (npm never packs package-lock.json itself).
  */
+import { execFileSync } from "node:child_process";
 import { existsSync, mkdirSync, mkdtempSync, readFileSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -42,7 +43,10 @@ describe("init from a checkout", () => {
     };
     const spec = manifest.dependencies["atropos-edge"]!;
     expect(spec).toMatch(/^file:vendor\/atropos-edge-[\d.]+\.tgz$/);
-    expect(existsSync(join(project, spec.slice(5)))).toBe(true);
+    // A real gzip'd npm tarball, byte for byte as packed (not rewritten as text).
+    const tarball = readFileSync(join(project, spec.slice(5)));
+    const files = execFileSync("tar", ["-tzf", "-"], { input: tarball, encoding: "utf8" });
+    expect(files.split("\n")).toContain("package/package.json");
     expect(lines.join("\n")).toContain("packed it into vendor/");
     // The lockfile pins that tarball with its integrity, so `npm install --offline` can use it.
     const lock = JSON.parse(readFileSync(join(project, "package-lock.json"), "utf8")) as {
