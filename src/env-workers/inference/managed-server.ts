@@ -1,5 +1,6 @@
 import type { ChatMessage } from "../../core/group-types";
 import { loadTokenizer } from "../tokenizers/lazy";
+import { NON_SAMPLING_KEYS } from "./backends/sampling";
 import type { ChatWithTokens, TokenGenerationRequest, TokenSupport } from "./backends/types";
 import { parseHermesToolCalls, ToolCallTextLookup } from "./tool-calls";
 import type {
@@ -18,28 +19,6 @@ const THINK_OPEN = "<think>";
 const THINK_CLOSE = "</think>";
 const THINK_OPEN_PLACEHOLDER = "__MNGD_THINK__";
 const THINK_CLOSE_PLACEHOLDER = "__MNGD_ENDTHINK__";
-
-/** Params that are not sampling parameters (everything else is passed to the server). */
-const NON_SAMPLING_KEYS = new Set([
-  "messages",
-  "prompt",
-  "n",
-  "max_tokens",
-  "max_new_tokens",
-  "max_completion_tokens",
-  "temperature",
-  "top_p",
-  "stop",
-  "seed",
-  "tools",
-  "tool_choice",
-  "split",
-  "model",
-  "input_ids",
-  "enable_thinking",
-  "chat_template_kwargs",
-  "logprobs",
-]);
 
 export interface ManagedServerDeps {
   /**

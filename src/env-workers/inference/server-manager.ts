@@ -10,6 +10,7 @@ import { AdaptiveSemaphore } from "./adaptive-semaphore";
 import type { FetchLike } from "./backends/http";
 import { createBackend, InferenceMismatchError, isRetryableError } from "./backends/index";
 import { mergeChoices } from "./backends/openai";
+import { TOKEN_CALL_KEYS } from "./backends/sampling";
 import type { ChatWithTokens, InferenceBackend, TokenGenerationRequest } from "./backends/types";
 import { TrackingManagedServer } from "./managed-server";
 import { type BackoffPolicy, backoffDelayMs, DEFAULT_BACKOFF, sleep, splitN } from "./retry";
@@ -35,23 +36,6 @@ export interface ServerManagerOptions {
 }
 
 type Split = "train" | "eval";
-
-/** Keys of a tokensAndLogprobsCompletion call that are not passed on as sampling parameters. */
-const TOKEN_CALL_KEYS = new Set([
-  "prompt",
-  "input_ids",
-  "n",
-  "max_tokens",
-  "max_new_tokens",
-  "max_completion_tokens",
-  "temperature",
-  "top_p",
-  "stop",
-  "seed",
-  "split",
-  "model",
-  "logprobs",
-]);
 
 /** One inference server: its backend, request slots and health. */
 export class ServerSlot {

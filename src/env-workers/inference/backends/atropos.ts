@@ -3,14 +3,7 @@
  * by default). It has `POST /generate` and `GET /health` but no OpenAI routes, so text calls go
  * through `/generate` too (chat template and decoding done locally).
  */
-import type {
-  ChatCompletionParams,
-  ChatCompletionResult,
-  CompletionParams,
-  CompletionResult,
-  TokensAndLogprobs,
-} from "../types";
-import { notFoundHint } from "./hints";
+import type { TokensAndLogprobs } from "../types";
 import {
   asArray,
   asNumber,
@@ -18,50 +11,34 @@ import {
   flattenFinishReason,
   InferenceProtocolError,
   parseJsonText,
-  pathOf,
   postText,
   probe,
-  type RequestContext,
   rootUrl,
 } from "./http";
 import { resolveSampling, vllmSamplingFields } from "./sampling";
-import { chatViaTokens, completionViaTokens } from "./token-text";
-import type { BackendDeps, CallOptions, InferenceBackend, TokenGenerationRequest } from "./types";
+import { TokenRouteBackend } from "./token-text";
+import type { CallOptions, InferenceBackend, TokenGenerationRequest } from "./types";
 import { scanVllmGenerateBody } from "./vllm-generate-scan";
 
-export class AtroposBackend implements InferenceBackend {
+export class AtroposBackend extends TokenRouteBackend implements InferenceBackend {
   readonly serverType = "atropos" as const;
   readonly tokenSupport = "exact" as const;
-
-  constructor(private readonly deps: BackendDeps) {}
-
-  chatCompletion(
-    params: ChatCompletionParams,
-    options: CallOptions = {},
-  ): Promise<ChatCompletionResult> {
-    return chatViaTokens(this.deps, (r, o) => this.generateTokens(r, o), params, options);
-  }
-
-  completion(params: CompletionParams, options: CallOptions = {}): Promise<CompletionResult> {
-    return completionViaTokens(this.deps, (r, o) => this.generateTokens(r, o), params, options);
-  }
 
   async generateTokens(
     request: TokenGenerationRequest,
     options: CallOptions = {},
   ): Promise<TokensAndLogprobs> {
     const url = `${rootUrl(this.deps.config.base_url)}/generate`;
-    const ctx = { ...this.context(options), notFoundHint: notFoundHint("atropos", pathOf(url)) };
-    const text = await postText(ctx, url, buildAtroposGenerateRequest(request));
+    const text = await postText(
+      this.context(options, url),
+      url,
+      buildAtroposGenerateRequest(request),
+    );
     return parseAtroposGenerateText(text, request.inputIds, url);
   }
 
   healthCheck(options: CallOptions = {}): Promise<boolean> {
     return probe(this.context(options), `${rootUrl(this.deps.config.base_url)}/health`);
-  }
-
-  private context(options: CallOptions): RequestContext {
-    return { fetch: this.deps.fetch, signal: options.signal, apiKey: this.deps.config.api_key };
   }
 }
 

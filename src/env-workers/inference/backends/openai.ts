@@ -8,6 +8,7 @@ import type {
   CompletionParams,
   CompletionResult,
 } from "../types";
+import { BackendBase } from "./base";
 import { notFoundHint } from "./hints";
 import {
   asArray,
@@ -175,14 +176,13 @@ export function mergeChoices<R extends WithChoices<{ index: number }>>(responses
   return { ...first, choices: choices.map((choice, index) => ({ ...choice, index })) };
 }
 
-/** Any OpenAI-compatible endpoint (OpenAI, OpenRouter, Together, vLLM without token ids...). */
-export class OpenAIBackend implements InferenceBackend {
-  readonly serverType = "openai" as const;
-  readonly tokenSupport = "none" as const;
-  private readonly text: OpenAICompatibleText;
+/** A backend whose text calls go to the server's OpenAI-compatible routes. */
+export abstract class OpenAITextBackend extends BackendBase {
+  protected readonly text: OpenAICompatibleText;
 
-  constructor(private readonly deps: BackendDeps) {
-    this.text = openAIText(deps, "completions-max-tokens");
+  constructor(deps: BackendDeps, defaults: OpenAICompatibleTextOptions["defaults"]) {
+    super(deps);
+    this.text = openAIText(deps, defaults);
   }
 
   chatCompletion(
@@ -195,6 +195,16 @@ export class OpenAIBackend implements InferenceBackend {
   completion(params: CompletionParams, options?: CallOptions): Promise<CompletionResult> {
     return this.text.completion(params, options);
   }
+}
+
+/** Any OpenAI-compatible endpoint (OpenAI, OpenRouter, Together, vLLM without token ids...). */
+export class OpenAIBackend extends OpenAITextBackend implements InferenceBackend {
+  readonly serverType = "openai" as const;
+  readonly tokenSupport = "none" as const;
+
+  constructor(deps: BackendDeps) {
+    super(deps, "completions-max-tokens");
+  }
 
   generateTokens(_request: TokenGenerationRequest): Promise<never> {
     return Promise.reject(
@@ -206,11 +216,7 @@ export class OpenAIBackend implements InferenceBackend {
 
   healthCheck(options: CallOptions = {}): Promise<boolean> {
     // GET /models is free; Atropos' 1 Hz chat "hi" probe costs money on paid APIs.
-    const { config } = this.deps;
-    return probe(
-      { fetch: this.deps.fetch, signal: options.signal, apiKey: config.api_key },
-      `${trimSlash(config.base_url)}/models`,
-    );
+    return probe(this.context(options), `${trimSlash(this.deps.config.base_url)}/models`);
   }
 }
 

@@ -119,3 +119,30 @@ export function withTextDefaults<P extends Record<string, unknown>>(params: P): 
   }
   return filled as P;
 }
+
+/** Fields of a token call that are the request's own, not extra sampling parameters. */
+export const TOKEN_CALL_KEYS: ReadonlySet<string> = new Set([
+  "prompt",
+  "input_ids",
+  "n",
+  "max_tokens",
+  "max_new_tokens",
+  "max_completion_tokens",
+  "temperature",
+  "top_p",
+  "stop",
+  "seed",
+  "split",
+  "model",
+  "logprobs",
+]);
+
+/** Fields of a chat or text call that are not sampling parameters (the rest go to the server). */
+export const NON_SAMPLING_KEYS: ReadonlySet<string> = new Set([
+  ...TOKEN_CALL_KEYS,
+  "messages",
+  "tools",
+  "tool_choice",
+  "enable_thinking",
+  "chat_template_kwargs",
+]);

@@ -1,46 +1,25 @@
-import type {
-  ChatCompletionParams,
-  ChatCompletionResult,
-  CompletionParams,
-  CompletionResult,
-  TokensAndLogprobs,
-} from "../types";
-import { notFoundHint } from "./hints";
+import type { TokensAndLogprobs } from "../types";
 import {
   asArray,
   asRecord,
   flattenFinishReason,
   InferenceProtocolError,
-  pathOf,
   postJson,
   probe,
-  type RequestContext,
   rootUrl,
 } from "./http";
-import { type OpenAICompatibleText, openAIText } from "./openai";
+import { OpenAITextBackend } from "./openai";
 import { resolveSampling, sglangSamplingParams } from "./sampling";
 import { sameIds, sampledLogprob, tokenIdList } from "./tokens";
 import type { BackendDeps, CallOptions, InferenceBackend, TokenGenerationRequest } from "./types";
 
 /** SGLang: OpenAI-compatible text routes, native `/generate` with `input_ids` for tokens. */
-export class SGLangBackend implements InferenceBackend {
+export class SGLangBackend extends OpenAITextBackend implements InferenceBackend {
   readonly serverType = "sglang" as const;
   readonly tokenSupport = "exact" as const;
-  private readonly text: OpenAICompatibleText;
 
-  constructor(private readonly deps: BackendDeps) {
-    this.text = openAIText(deps, "all");
-  }
-
-  chatCompletion(
-    params: ChatCompletionParams,
-    options?: CallOptions,
-  ): Promise<ChatCompletionResult> {
-    return this.text.chat(params, options);
-  }
-
-  completion(params: CompletionParams, options?: CallOptions): Promise<CompletionResult> {
-    return this.text.completion(params, options);
+  constructor(deps: BackendDeps) {
+    super(deps, "all");
   }
 
   async generateTokens(
@@ -48,17 +27,16 @@ export class SGLangBackend implements InferenceBackend {
     options: CallOptions = {},
   ): Promise<TokensAndLogprobs> {
     const url = `${rootUrl(this.deps.config.base_url)}/generate`;
-    const ctx = { ...this.context(options), notFoundHint: notFoundHint("sglang", pathOf(url)) };
-    const raw = await postJson(ctx, url, buildSGLangGenerateRequest(request));
+    const raw = await postJson(
+      this.context(options, url),
+      url,
+      buildSGLangGenerateRequest(request),
+    );
     return parseSGLangGenerateResponse(raw, request.inputIds);
   }
 
   healthCheck(options: CallOptions = {}): Promise<boolean> {
     return probe(this.context(options), `${rootUrl(this.deps.config.base_url)}/health`);
-  }
-
-  private context(options: CallOptions): RequestContext {
-    return { fetch: this.deps.fetch, signal: options.signal, apiKey: this.deps.config.api_key };
   }
 }
 

@@ -13,6 +13,8 @@ import type {
   Tokenizer,
   TokensAndLogprobs,
 } from "../types";
+import { BackendBase } from "./base";
+import { NON_SAMPLING_KEYS } from "./sampling";
 import type { BackendDeps, CallOptions, TokenGenerationRequest } from "./types";
 
 type Generate = (
@@ -20,31 +22,10 @@ type Generate = (
   options: CallOptions,
 ) => Promise<TokensAndLogprobs>;
 
-/** Keys of a text call that are not sampling parameters (or are sent under their own names). */
-const NOT_EXTRA = new Set([
-  "messages",
-  "prompt",
-  "n",
-  "max_tokens",
-  "max_new_tokens",
-  "max_completion_tokens",
-  "temperature",
-  "top_p",
-  "stop",
-  "seed",
-  "tools",
-  "tool_choice",
-  "split",
-  "model",
-  "enable_thinking",
-  "chat_template_kwargs",
-  "logprobs",
-]);
-
 function requestOf(ids: number[], params: ChatCompletionParams | CompletionParams) {
   const extra: Record<string, unknown> = {};
   for (const [key, value] of Object.entries(params)) {
-    if (!NOT_EXTRA.has(key) && value !== undefined) extra[key] = value;
+    if (!NON_SAMPLING_KEYS.has(key) && value !== undefined) extra[key] = value;
   }
   const maxTokens = params.max_tokens ?? params.max_completion_tokens ?? params.max_new_tokens;
   return {
@@ -124,4 +105,23 @@ export async function completionViaTokens(
       finish_reason: result.finishReasons[index] ?? "stop",
     })),
   };
+}
+
+/** A backend whose text calls are templated and tokenized here, then sent to its token route. */
+export abstract class TokenRouteBackend extends BackendBase {
+  abstract generateTokens(
+    request: TokenGenerationRequest,
+    options?: CallOptions,
+  ): Promise<TokensAndLogprobs>;
+
+  chatCompletion(
+    params: ChatCompletionParams,
+    options: CallOptions = {},
+  ): Promise<ChatCompletionResult> {
+    return chatViaTokens(this.deps, (r, o) => this.generateTokens(r, o), params, options);
+  }
+
+  completion(params: CompletionParams, options: CallOptions = {}): Promise<CompletionResult> {
+    return completionViaTokens(this.deps, (r, o) => this.generateTokens(r, o), params, options);
+  }
 }

@@ -7,49 +7,27 @@
  * (TRL ≥ 0.24); logprobs then come as TRL returns them (0.23–0.28: one float per token), or not
  * at all (before 0.23: `logprobsUnavailable`).
  */
-import type {
-  ChatCompletionParams,
-  ChatCompletionResult,
-  CompletionParams,
-  CompletionResult,
-  TokensAndLogprobs,
-} from "../types";
-import { notFoundHint } from "./hints";
+import type { TokensAndLogprobs } from "../types";
 import {
   asArray,
   asRecord,
   InferenceHttpError,
   InferenceMismatchError,
   InferenceProtocolError,
-  pathOf,
   postJson,
   probe,
-  type RequestContext,
   rootUrl,
 } from "./http";
 import { type ResolvedSampling, resolveSampling } from "./sampling";
-import { chatViaTokens, completionViaTokens } from "./token-text";
+import { TokenRouteBackend } from "./token-text";
 import { sameIds, sampledLogprob, tokenIdList } from "./tokens";
-import type { BackendDeps, CallOptions, InferenceBackend, TokenGenerationRequest } from "./types";
+import type { CallOptions, InferenceBackend, TokenGenerationRequest } from "./types";
 
-export class TrlBackend implements InferenceBackend {
+export class TrlBackend extends TokenRouteBackend implements InferenceBackend {
   readonly serverType = "trl" as const;
   readonly tokenSupport = "exact" as const;
   /** Set after a TRL older than 1.0 refused token-id prompts. */
   private textPrompts = false;
-
-  constructor(private readonly deps: BackendDeps) {}
-
-  chatCompletion(
-    params: ChatCompletionParams,
-    options: CallOptions = {},
-  ): Promise<ChatCompletionResult> {
-    return chatViaTokens(this.deps, (r, o) => this.generateTokens(r, o), params, options);
-  }
-
-  completion(params: CompletionParams, options: CallOptions = {}): Promise<CompletionResult> {
-    return completionViaTokens(this.deps, (r, o) => this.generateTokens(r, o), params, options);
-  }
 
   async generateTokens(
     request: TokenGenerationRequest,
@@ -77,15 +55,7 @@ export class TrlBackend implements InferenceBackend {
 
   private post(body: Record<string, unknown>, options: CallOptions): Promise<unknown> {
     const url = `${rootUrl(this.deps.config.base_url)}/generate/`;
-    return postJson(
-      { ...this.context(options), notFoundHint: notFoundHint("trl", pathOf(url)) },
-      url,
-      body,
-    );
-  }
-
-  private context(options: CallOptions): RequestContext {
-    return { fetch: this.deps.fetch, signal: options.signal, apiKey: this.deps.config.api_key };
+    return postJson(this.context(options, url), url, body);
   }
 }
 

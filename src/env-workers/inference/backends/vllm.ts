@@ -8,28 +8,19 @@
  * - "vllm-generate": the token-in/token-out `/inference/v1/generate` endpoint at the server root.
  * Wire facts and sources: docs/INFERENCE.md, test/fixtures/inference/vllm-*.json.
  */
-import type {
-  ChatCompletionParams,
-  ChatCompletionResult,
-  CompletionParams,
-  CompletionResult,
-  TokensAndLogprobs,
-} from "../types";
-import { notFoundHint } from "./hints";
+import type { ChatCompletionParams, TokensAndLogprobs } from "../types";
 import {
   asArray,
   asRecord,
   flattenFinishReason,
   InferenceMismatchError,
   InferenceProtocolError,
-  pathOf,
   postJson,
   probe,
-  type RequestContext,
   rootUrl,
   trimSlash,
 } from "./http";
-import { type OpenAICompatibleText, openAIText, parseChatResponse, requestBody } from "./openai";
+import { OpenAITextBackend, parseChatResponse, requestBody } from "./openai";
 import { resolveSampling, vllmSamplingFields, withTextDefaults } from "./sampling";
 import { placeholderTokenId, sameIds, sampledLogprob, tokenIdList } from "./tokens";
 import type {
@@ -41,24 +32,12 @@ import type {
 } from "./types";
 
 /** Stock `vllm serve`, through its OpenAI-compatible API. */
-export class VLLMBackend implements InferenceBackend {
+export class VLLMBackend extends OpenAITextBackend implements InferenceBackend {
   readonly serverType = "vllm" as const;
   readonly tokenSupport = "exact" as const;
-  private readonly text: OpenAICompatibleText;
 
-  constructor(private readonly deps: BackendDeps) {
-    this.text = openAIText(deps, "all");
-  }
-
-  chatCompletion(
-    params: ChatCompletionParams,
-    options?: CallOptions,
-  ): Promise<ChatCompletionResult> {
-    return this.text.chat(params, options);
-  }
-
-  completion(params: CompletionParams, options?: CallOptions): Promise<CompletionResult> {
-    return this.text.completion(params, options);
+  constructor(deps: BackendDeps) {
+    super(deps, "all");
   }
 
   async generateTokens(
@@ -93,36 +72,15 @@ export class VLLMBackend implements InferenceBackend {
   healthCheck(options: CallOptions = {}): Promise<boolean> {
     return probe(this.context(options), `${rootUrl(this.deps.config.base_url)}/health`);
   }
-
-  private context(options: CallOptions, url?: string): RequestContext {
-    return {
-      fetch: this.deps.fetch,
-      signal: options.signal,
-      apiKey: this.deps.config.api_key,
-      ...(url ? { notFoundHint: notFoundHint("vllm", pathOf(url)) } : {}),
-    };
-  }
 }
 
 /** Stock `vllm serve`, token-in/token-out through `POST /inference/v1/generate`. */
-export class VLLMGenerateBackend implements InferenceBackend {
+export class VLLMGenerateBackend extends OpenAITextBackend implements InferenceBackend {
   readonly serverType = "vllm-generate" as const;
   readonly tokenSupport = "exact" as const;
-  private readonly text: OpenAICompatibleText;
 
-  constructor(private readonly deps: BackendDeps) {
-    this.text = openAIText(deps, "all");
-  }
-
-  chatCompletion(
-    params: ChatCompletionParams,
-    options?: CallOptions,
-  ): Promise<ChatCompletionResult> {
-    return this.text.chat(params, options);
-  }
-
-  completion(params: CompletionParams, options?: CallOptions): Promise<CompletionResult> {
-    return this.text.completion(params, options);
+  constructor(deps: BackendDeps) {
+    super(deps, "all");
   }
 
   async generateTokens(
@@ -132,12 +90,7 @@ export class VLLMGenerateBackend implements InferenceBackend {
     const { config } = this.deps;
     const url = `${rootUrl(config.base_url)}/inference/v1/generate`;
     const raw = await postJson(
-      {
-        fetch: this.deps.fetch,
-        signal: options.signal,
-        apiKey: config.api_key,
-        notFoundHint: notFoundHint("vllm-generate", pathOf(url)),
-      },
+      this.context(options, url),
       url,
       buildVllmTokensGenerateRequest(request, config.model_name),
     );
@@ -145,10 +98,7 @@ export class VLLMGenerateBackend implements InferenceBackend {
   }
 
   healthCheck(options: CallOptions = {}): Promise<boolean> {
-    return probe(
-      { fetch: this.deps.fetch, signal: options.signal, apiKey: this.deps.config.api_key },
-      `${rootUrl(this.deps.config.base_url)}/health`,
-    );
+    return probe(this.context(options), `${rootUrl(this.deps.config.base_url)}/health`);
   }
 }
 
