@@ -1,6 +1,6 @@
 import type { ChatMessage } from "../../core/group-types";
 import { loadTokenizer } from "../tokenizers/lazy";
-import { NON_SAMPLING_KEYS } from "./backends/sampling";
+import { tokenRequestFrom } from "./backends/sampling";
 import type { ChatWithTokens, TokenGenerationRequest, TokenSupport } from "./backends/types";
 import { parseHermesToolCalls, ToolCallTextLookup } from "./tool-calls";
 import type {
@@ -224,7 +224,7 @@ export class TrackingManagedServer implements ManagedServer {
     }
 
     const result = await this.deps.generate(
-      tokenRequest(inputIds, params),
+      tokenRequestFrom(inputIds, params),
       params.split ?? "train",
     );
     const stopIds = tokenizer.stopTokenIds ?? [tokenizer.eosTokenId];
@@ -312,27 +312,6 @@ function textOnlyNode(fullText: string, finishReason: string): SequenceNode {
     masked_tokens: [],
     logprobs: [],
     metadata: { finish_reason: finishReason, tokens_unavailable: true },
-  };
-}
-
-function tokenRequest(
-  inputIds: number[],
-  params: ChatCompletionParams | CompletionParams,
-): TokenGenerationRequest {
-  const extra: Record<string, unknown> = {};
-  for (const [key, value] of Object.entries(params)) {
-    if (!NON_SAMPLING_KEYS.has(key) && value !== undefined) extra[key] = value;
-  }
-  const maxTokens = params.max_tokens ?? params.max_completion_tokens ?? params.max_new_tokens;
-  return {
-    inputIds,
-    n: params.n ?? 1,
-    maxTokens: typeof maxTokens === "number" ? maxTokens : undefined,
-    temperature: params.temperature,
-    topP: params.top_p,
-    stop: params.stop,
-    seed: params.seed,
-    extra,
   };
 }
 

@@ -10,7 +10,7 @@ import { AdaptiveSemaphore } from "./adaptive-semaphore";
 import type { FetchLike } from "./backends/http";
 import { createBackend, InferenceMismatchError, isRetryableError } from "./backends/index";
 import { mergeChoices } from "./backends/openai";
-import { TOKEN_CALL_KEYS } from "./backends/sampling";
+import { TOKEN_CALL_KEYS, tokenRequestFrom } from "./backends/sampling";
 import type { ChatWithTokens, InferenceBackend, TokenGenerationRequest } from "./backends/types";
 import { TrackingManagedServer } from "./managed-server";
 import { type BackoffPolicy, backoffDelayMs, DEFAULT_BACKOFF, sleep, splitN } from "./retry";
@@ -156,23 +156,8 @@ export class ServerManager implements InferenceClient {
       (await this.loadTokenizer(tokenizerNameOf(first.config))).encode(params.prompt, {
         addSpecialTokens: true,
       });
-    const maxTokens = params.max_tokens ?? params.max_new_tokens ?? params.max_completion_tokens;
     // Further sampling parameters (top_k, min_p, …) go to the server under its own names.
-    const extra = Object.fromEntries(
-      Object.entries(params).filter(
-        ([key, value]) => value !== undefined && !TOKEN_CALL_KEYS.has(key),
-      ),
-    );
-    const request: TokenGenerationRequest = {
-      inputIds,
-      n: params.n ?? 1,
-      maxTokens: typeof maxTokens === "number" ? maxTokens : undefined,
-      temperature: params.temperature,
-      topP: params.top_p,
-      stop: params.stop,
-      seed: params.seed,
-      extra,
-    };
+    const request = tokenRequestFrom(inputIds, params, TOKEN_CALL_KEYS);
     return this.generateTokens(request, splitOf(params), null);
   }
 

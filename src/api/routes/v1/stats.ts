@@ -6,6 +6,46 @@ import { retentionMs } from "../../retention";
 import { envStatus, getRun, listEnvs, queueCounts } from "../../storage/runs";
 import { defineRoute, jsonContent, runParams } from "../define";
 
+interface GroupTotals {
+  groups: number;
+  seqs: number;
+  scoreSum: number;
+  /** Groups with a mean score (the mean of means counts only those). */
+  scored: number;
+  completion: number;
+  bytes: number;
+  delivered: number;
+}
+
+/** Adds up per-(env, token) group totals by `key`, in first-seen order. */
+function sumBy<K>(
+  rows: Record<string, number | string | null>[],
+  key: (row: Record<string, number | string | null>) => K,
+): Map<K, GroupTotals> {
+  const sums = new Map<K, GroupTotals>();
+  for (const r of rows) {
+    const k = key(r);
+    const t = sums.get(k) ?? {
+      groups: 0,
+      seqs: 0,
+      scoreSum: 0,
+      scored: 0,
+      completion: 0,
+      bytes: 0,
+      delivered: 0,
+    };
+    t.groups += Number(r.groups ?? 0);
+    t.seqs += Number(r.seqs ?? 0);
+    t.scoreSum += Number(r.score_sum ?? 0);
+    t.scored += Number(r.scored ?? 0);
+    t.completion += Number(r.completion ?? 0);
+    t.bytes += Number(r.bytes ?? 0);
+    t.delivered += Number(r.delivered ?? 0);
+    sums.set(k, t);
+  }
+  return sums;
+}
+
 function percentile(sorted: number[], p: number): number | null {
   if (sorted.length === 0) return null;
   const i = Math.min(sorted.length - 1, Math.max(0, Math.ceil((p / 100) * sorted.length) - 1));
@@ -64,7 +104,12 @@ export const stats = defineRoute(
           .bind(run),
         db
           .prepare(
-            "SELECT env_id, COUNT(*) AS groups, SUM(num_seqs) AS seqs, AVG(score_mean) AS mean_score, SUM(completion_tokens) * 1.0 / SUM(num_seqs) AS mean_completion FROM groups WHERE run = ?1 GROUP BY env_id",
+            // One pass over the run's groups serves the per-env and the per-token totals.
+            `SELECT env_id, token_id, COUNT(*) AS groups, SUM(num_seqs) AS seqs,
+               SUM(score_mean) AS score_sum, COUNT(score_mean) AS scored,
+               SUM(completion_tokens) AS completion, COALESCE(SUM(payload_bytes), 0) AS bytes,
+               COALESCE(SUM(status = 'delivered'), 0) AS delivered
+             FROM groups WHERE run = ?1 GROUP BY env_id, token_id`,
           )
           .bind(run),
         db
@@ -81,11 +126,6 @@ export const stats = defineRoute(
         db
           .prepare(
             "SELECT env_id, items_in_flight, items_succeeded, items_failed, worker_status FROM worker_stats WHERE run = ?1",
-          )
-          .bind(run),
-        db
-          .prepare(
-            "SELECT token_id, COUNT(*) AS groups, COALESCE(SUM(payload_bytes), 0) AS bytes, COALESCE(SUM(status = 'delivered'), 0) AS delivered FROM groups WHERE run = ?1 GROUP BY token_id",
           )
           .bind(run),
       ]),
@@ -115,14 +155,15 @@ export const stats = defineRoute(
       byEnv.set(r.env_id, e);
     }
     const names = new Map(envRows.map((e) => [e.envId, e.realName]));
-    const perEnv = new Map(rows(5).map((r) => [Number(r.env_id ?? -1), r]));
+    const perEnv = sumBy(rows(5), (r) => Number(r.env_id ?? -1));
     const workers = new Map(rows(9).map((r) => [Number(r.env_id), r]));
     const formation = rows(4)
       .map((r) => Number(r.formation_ms))
       .sort((a, b) => a - b);
     const oldest = first(2).created_at as number | undefined;
-    const byToken = rows(10);
-    const total = (field: string) => byToken.reduce((sum, r) => sum + Number(r[field] ?? 0), 0);
+    const byToken = [...sumBy(rows(5), (r) => (r.token_id as string | null) ?? null)];
+    const total = (field: keyof GroupTotals) =>
+      byToken.reduce((sum, [, totals]) => sum + totals[field], 0);
     const own = ownGroupsOnly(c);
     const retention = retentionMs(c.env);
     return c.json({
@@ -177,14 +218,10 @@ export const stats = defineRoute(
           connected: e.connected,
           status: envStatus(e, now, staleSeconds),
           heartbeat_age_s: (now - e.lastSeenAt) / 1000,
-          groups_submitted: Number(s?.groups ?? 0),
-          sequences_submitted: Number(s?.seqs ?? 0),
-          mean_score:
-            s?.mean_score === null || s?.mean_score === undefined ? null : Number(s.mean_score),
-          mean_completion_tokens:
-            s?.mean_completion === null || s?.mean_completion === undefined
-              ? null
-              : Number(s.mean_completion),
+          groups_submitted: s?.groups ?? 0,
+          sequences_submitted: s?.seqs ?? 0,
+          mean_score: s && s.scored > 0 ? s.scoreSum / s.scored : null,
+          mean_completion_tokens: s && s.seqs > 0 ? s.completion / s.seqs : null,
           items_in_flight: w ? Number(w.items_in_flight) : null,
           items_succeeded: w ? Number(w.items_succeeded) : null,
           items_failed: w ? Number(w.items_failed) : null,
@@ -209,11 +246,11 @@ export const stats = defineRoute(
         delivered_groups: total("delivered"),
       },
       by_token: byToken
-        .filter((r) => own === null || r.token_id === own)
-        .map((r) => ({
-          token_id: (r.token_id as string | null) ?? null,
-          groups: Number(r.groups),
-          bytes: Number(r.bytes),
+        .filter(([tokenId]) => own === null || tokenId === own)
+        .map(([tokenId, totals]) => ({
+          token_id: tokenId,
+          groups: totals.groups,
+          bytes: totals.bytes,
         })),
     } satisfies RunStats);
   },

@@ -4,6 +4,7 @@
  * model's generation_config.json for temperature/top_p/top_k/min_p/repetition_penalty), so a
  * request that omits them samples from a distribution nobody chose (docs/INFERENCE.md).
  */
+import type { ChatCompletionParams, CompletionParams } from "../types";
 import type { TokenGenerationRequest } from "./types";
 
 /** What a request gets for a value the caller did not give (docs/INFERENCE.md lists them). */
@@ -146,3 +147,29 @@ export const NON_SAMPLING_KEYS: ReadonlySet<string> = new Set([
   "enable_thinking",
   "chat_template_kwargs",
 ]);
+
+/**
+ * A token call from a text call's parameters: the fields it knows are mapped, every other
+ * defined one (top_k, min_p, …) is an extra sampling parameter for the server. `ownKeys` are the
+ * fields that are never extras.
+ */
+export function tokenRequestFrom(
+  inputIds: number[],
+  params: ChatCompletionParams | CompletionParams,
+  ownKeys: ReadonlySet<string> = NON_SAMPLING_KEYS,
+): TokenGenerationRequest {
+  const extra = Object.fromEntries(
+    Object.entries(params).filter(([key, value]) => value !== undefined && !ownKeys.has(key)),
+  );
+  const maxTokens = params.max_tokens ?? params.max_completion_tokens ?? params.max_new_tokens;
+  return {
+    inputIds,
+    n: params.n ?? 1,
+    maxTokens: typeof maxTokens === "number" ? maxTokens : undefined,
+    temperature: params.temperature,
+    topP: params.top_p,
+    stop: params.stop,
+    seed: params.seed,
+    extra,
+  };
+}

@@ -14,31 +14,13 @@ import type {
   TokensAndLogprobs,
 } from "../types";
 import { BackendBase } from "./base";
-import { NON_SAMPLING_KEYS } from "./sampling";
+import { tokenRequestFrom } from "./sampling";
 import type { BackendDeps, CallOptions, TokenGenerationRequest } from "./types";
 
 type Generate = (
   request: TokenGenerationRequest,
   options: CallOptions,
 ) => Promise<TokensAndLogprobs>;
-
-function requestOf(ids: number[], params: ChatCompletionParams | CompletionParams) {
-  const extra: Record<string, unknown> = {};
-  for (const [key, value] of Object.entries(params)) {
-    if (!NON_SAMPLING_KEYS.has(key) && value !== undefined) extra[key] = value;
-  }
-  const maxTokens = params.max_tokens ?? params.max_completion_tokens ?? params.max_new_tokens;
-  return {
-    inputIds: ids,
-    n: params.n ?? 1,
-    maxTokens: typeof maxTokens === "number" ? maxTokens : undefined,
-    temperature: params.temperature,
-    topP: params.top_p,
-    stop: params.stop,
-    seed: params.seed,
-    extra,
-  } satisfies TokenGenerationRequest;
-}
 
 function visible(tokenizer: Tokenizer, ids: number[]): { text: string; raw: string } {
   const stopIds = tokenizer.stopTokenIds ?? [tokenizer.eosTokenId];
@@ -70,7 +52,7 @@ export async function chatViaTokens(
     enableThinking,
   });
   const ids = tokenizer.encode(prompt, { addSpecialTokens: true });
-  const result = await generate(requestOf(ids, params), options);
+  const result = await generate(tokenRequestFrom(ids, params), options);
   const choices = result.outputTokens.map((output, index): ChatChoice => {
     const { text, raw } = visible(tokenizer, output);
     const finishReason = result.finishReasons[index] ?? "stop";
@@ -95,7 +77,7 @@ export async function completionViaTokens(
 ): Promise<CompletionResult> {
   const tokenizer = await deps.tokenizer();
   const ids = tokenizer.encode(params.prompt, { addSpecialTokens: true });
-  const result = await generate(requestOf(ids, params), options);
+  const result = await generate(tokenRequestFrom(ids, params), options);
   return {
     id: crypto.randomUUID(),
     model: deps.config.model_name,

@@ -199,33 +199,7 @@ export function parseVllmChatTokensResponse(raw: unknown): ChatWithTokens {
     );
   }
   const promptTokens = tokenIdList(body.prompt_token_ids, "prompt_token_ids");
-  const choices = asArray(body.choices, "chat choices")
-    .map((entry) => asRecord(entry, "chat choice"))
-    .sort((a, b) => Number(a.index ?? 0) - Number(b.index ?? 0));
-  const tokens: TokensAndLogprobs = {
-    promptTokens,
-    outputTokens: [],
-    outputLogprobs: [],
-    finishReasons: [],
-  };
-  for (const choice of choices) {
-    const content = logprobContent(choice.logprobs, "vllm /v1/chat/completions");
-    const ids = idsOf(
-      choice.token_ids,
-      content.map((item) => itemTokenId(item)),
-      "vllm /v1/chat/completions",
-    );
-    if (content.length !== ids.length) {
-      throw new InferenceProtocolError(
-        `vllm /v1/chat/completions: ${ids.length} token ids but ${content.length} logprobs`,
-      );
-    }
-    tokens.outputTokens.push(ids);
-    tokens.outputLogprobs.push(
-      content.map((item, i) => sampledLogprob(item.logprob, `logprobs.content[${i}].logprob`)),
-    );
-    tokens.finishReasons.push(flattenFinishReason(choice.finish_reason));
-  }
+  const tokens = contentChoiceTokens(body.choices, promptTokens, "vllm /v1/chat/completions");
   // Keep the text answer's choice order the same as the ids'.
   chat.choices.sort((a, b) => a.index - b.index);
   return { chat, tokens };
@@ -256,8 +230,21 @@ export function parseVllmTokensGenerateResponse(
   promptTokens: number[],
 ): TokensAndLogprobs {
   const body = asRecord(raw, "vllm /inference/v1/generate");
-  const choices = asArray(body.choices, "vllm /inference/v1/generate choices")
-    .map((entry) => asRecord(entry, "generate choice"))
+  return contentChoiceTokens(body.choices, promptTokens, "vllm /inference/v1/generate");
+}
+
+/**
+ * Ids, sampled logprobs and finish reasons of choices (in index order) whose logprobs are
+ * `content` items and whose ids are `token_ids`: the shape of both vLLM's chat with
+ * `return_token_ids` and its `/inference/v1/generate`.
+ */
+function contentChoiceTokens(
+  rawChoices: unknown,
+  promptTokens: number[],
+  where: string,
+): TokensAndLogprobs {
+  const choices = asArray(rawChoices, `${where} choices`)
+    .map((entry) => asRecord(entry, `${where} choice`))
     .sort((a, b) => Number(a.index ?? 0) - Number(b.index ?? 0));
   const result: TokensAndLogprobs = {
     promptTokens,
@@ -266,15 +253,15 @@ export function parseVllmTokensGenerateResponse(
     finishReasons: [],
   };
   for (const choice of choices) {
-    const content = logprobContent(choice.logprobs, "vllm /inference/v1/generate");
+    const content = logprobContent(choice.logprobs, where);
     const ids = idsOf(
       choice.token_ids,
       content.map((item) => itemTokenId(item)),
-      "vllm /inference/v1/generate",
+      where,
     );
     if (content.length !== ids.length) {
       throw new InferenceProtocolError(
-        `vllm /inference/v1/generate: ${ids.length} token ids but ${content.length} logprobs`,
+        `${where}: ${ids.length} token ids but ${content.length} logprobs`,
       );
     }
     result.outputTokens.push(ids);
