@@ -151,19 +151,47 @@ export abstract class BaseEnv<
     else this.observations.set(name, [value]);
   }
 
-  /** `{name}_mean|_min|_max|_count` of everything observed since the last call; then resets. */
-  metrics(): Record<string, number> {
-    const out: Record<string, number> = {};
-    for (const [name, values] of this.observations) {
-      if (values.length === 0) continue;
-      out[`${name}_mean`] = values.reduce((a, b) => a + b, 0) / values.length;
-      out[`${name}_min`] = Math.min(...values);
-      out[`${name}_max`] = Math.max(...values);
-      out[`${name}_count`] = values.length;
-    }
+  /**
+   * Everything observed since the last call, by name; then resets. Runtimes whose rollouts run on
+   * several instances (the Worker's queue consumers) gather these and summarize them in one place.
+   */
+  takeObservations(): Record<string, number[]> {
+    const out = Object.fromEntries(this.observations);
     this.observations.clear();
     return out;
   }
+
+  /**
+   * `{name}_mean|_min|_max|_count` of everything observed since the last call; then resets.
+   * The runtimes report it once per trainer step (the Worker summarizes takeObservations() of
+   * its rollout instances the same way).
+   */
+  metrics(): Record<string, number> {
+    return summarizeObservations(this.takeObservations());
+  }
+}
+
+/** `{name}_mean|_min|_max|_count` per observed name (names without values are left out). */
+export function summarizeObservations(
+  observations: Record<string, readonly number[]>,
+): Record<string, number> {
+  const out: Record<string, number> = {};
+  for (const [name, values] of Object.entries(observations)) {
+    if (values.length === 0) continue;
+    let sum = 0;
+    let min = Number.POSITIVE_INFINITY;
+    let max = Number.NEGATIVE_INFINITY;
+    for (const v of values) {
+      sum += v;
+      if (v < min) min = v;
+      if (v > max) max = v;
+    }
+    out[`${name}_mean`] = sum / values.length;
+    out[`${name}_min`] = min;
+    out[`${name}_max`] = max;
+    out[`${name}_count`] = values.length;
+  }
+  return out;
 }
 
 /** Build one ScoredDataGroup from per-rollout items (see collectTrajectories). */

@@ -42,7 +42,10 @@ export interface SubmitCounts {
   duplicates: number;
 }
 
-export type ItemResult = RolloutItemResult<JsonValue, SubmitCounts>;
+export type ItemResult = RolloutItemResult<JsonValue, SubmitCounts> & {
+  /** What the env observe()d meanwhile (the instance is shared by the isolate's items). */
+  observations?: Record<string, number[]>;
+};
 
 /** Runs one item through the shared rollout core; never throws (failures come back classified). */
 export async function rollOutItem(
@@ -104,7 +107,9 @@ export async function rollOutItem(
   // The tokenizer is loaded only if this env's code path needs it (worker-env.ts).
   return withTokenizerOnDemand(instance, rollout, (result) =>
     result.kind === "retryable" || result.kind === "permanent" ? result.error : undefined,
-  ).catch((error: unknown) => rolloutFailure(error));
+  )
+    .then((result): ItemResult => ({ ...result, observations: instance.takeObservations() }))
+    .catch((error: unknown) => rolloutFailure(error));
 }
 
 /** Derived ids: a redelivered parent re-sends the same backlog items, whose groups then dedupe. */
@@ -232,6 +237,7 @@ export async function handleQueueBatch(
           // Groups that failed send-side validation are rejections, not failures.
           rejected: envDrop ? [] : result.drops,
           scores: result.scores,
+          observations: result.observations,
           submitted: result.kind === "submitted" ? result.groups : 0,
           backlogJson: JSON.stringify(backlog),
         });
