@@ -118,7 +118,10 @@ export type GroupPage = z.infer<typeof groupPageSchema>;
 export const groupDetailSchema = z.object({
   group: groupRowSchema,
   payload: deliveredGroupSchema,
-  token_texts: z.null(),
+  token_texts: z
+    .array(z.array(z.string()))
+    .nullable()
+    .describe("Each token's text per sequence, when the env sent it (include_token_texts)."),
 });
 export type GroupDetail = z.infer<typeof groupDetailSchema>;
 

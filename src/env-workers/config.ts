@@ -45,6 +45,11 @@ export const BaseEnvConfigSchema = z
     ensure_scores_are_not_same: z.boolean().default(true),
     /** Synthesize `messages` from decoded tokens when a group has none. */
     include_messages: z.boolean().default(false),
+    /**
+     * Send each token's decoded text with the group (`token_texts`), so the dashboard shows
+     * rollouts as text; trainers never receive it.
+     */
+    include_token_texts: z.boolean().default(false),
     /** Minimum fraction of every batch reserved for this env (null = none). */
     min_batch_allocation: z.number().min(0).max(1).nullable().default(null),
     /** Seconds before an in-flight group is abandoned (item dropped); -1 disables. */

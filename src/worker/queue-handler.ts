@@ -68,7 +68,7 @@ export async function rollOutItem(
   try {
     instance = await rolloutEnv(msg.spec, def, env.PAYLOADS, options);
     // Messages are decoded from the group's tokens during validation.
-    if (cfg.include_messages) await loadTokenizer(instance.tokenizer);
+    if (cfg.include_messages || cfg.include_token_texts) await loadTokenizer(instance.tokenizer);
     const run = await env.DB.prepare("SELECT max_token_len FROM runs WHERE name = ?1")
       .bind(msg.run)
       .first<{ max_token_len: number }>();
@@ -83,6 +83,7 @@ export async function rollOutItem(
         ensureScoresAreNotSame: cfg.ensure_scores_are_not_same,
         maxTokenLen,
         includeMessages: cfg.include_messages,
+        includeTokenTexts: cfg.include_token_texts,
         tokenizer: instance.tokenizer,
         abortOnMaxLength: true,
       },

@@ -231,6 +231,7 @@ export async function serveEnv<Item extends JsonValue, Config extends BaseEnvCon
           ensureScoresAreNotSame: config.ensure_scores_are_not_same,
           maxTokenLen,
           includeMessages: config.include_messages,
+          includeTokenTexts: config.include_token_texts,
           tokenizer: env.tokenizer,
         },
         cancelled: () => w.cancelled,
