@@ -17,6 +17,7 @@
  */
 import type { ScoredDataGroup, ScoredDataItem } from "../core/group-types";
 import type { BaseEnvConfig } from "./config";
+import { samplesPerItemMetrics } from "./evaluation";
 import type { InferenceClient, Tokenizer } from "./inference/types";
 
 export type JsonValue =
@@ -132,6 +133,39 @@ export abstract class BaseEnv<
     const workers = Math.max(1, Math.min(this.config.max_eval_workers, items.length));
     await Promise.all(Array.from({ length: workers }, worker));
     return results;
+  }
+
+  /**
+   * Evaluates `items` with config.eval_samples_per_item (k) samples each: `attempt` runs one
+   * sample and says whether it was correct. Metrics: eval/avg@k, eval/pass@j (unbiased
+   * estimator; samplesPerItemMetrics); samples: one record per sample, with its item and index.
+   */
+  protected async evaluateSampled<T>(
+    items: readonly T[],
+    attempt: (
+      item: T,
+      sample: number,
+    ) => Promise<{ correct: boolean; record: Record<string, unknown> }>,
+  ): Promise<EvalResult> {
+    const k = this.config.eval_samples_per_item;
+    const pairs = items.flatMap((item, index) =>
+      Array.from({ length: k }, (_, sample) => ({ item, index, sample })),
+    );
+    const results = await this.mapEval(pairs, async (p) => ({
+      ...p,
+      ...(await attempt(p.item, p.sample)),
+    }));
+    const correct = items.map(() => 0);
+    for (const r of results) if (r.correct) correct[r.index]!++;
+    return {
+      metrics: samplesPerItemMetrics(correct, k),
+      samples: results.map((r) => ({
+        item_index: r.index,
+        sample: r.sample,
+        ...r.record,
+        correct: r.correct,
+      })),
+    };
   }
 
   /** JSON-serializable state that getNextItem() depends on. */

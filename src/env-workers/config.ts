@@ -14,6 +14,11 @@ export const BaseEnvConfigSchema = z
     group_size: z.number().int().positive().default(4),
     /** Max groups in flight at once; -1 → max_num_workers_per_node × number of inference servers. */
     max_num_workers: z.number().int().default(-1),
+    /**
+     * Samples per evaluation item (k) for envs that evaluate with BaseEnv.evaluateSampled:
+     * they report eval/avg@k and eval/pass@j (unbiased) for j = 1, 2, 4, … k.
+     */
+    eval_samples_per_item: z.number().int().positive().default(1),
     /** Concurrency an env's own evaluate() may use (BaseEnv.mapEval). */
     max_eval_workers: z.number().int().positive().default(16),
     /** Workers per inference server when max_num_workers is -1. */

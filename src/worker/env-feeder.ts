@@ -460,6 +460,8 @@ export class EnvFeeder extends DurableObject<Bindings> implements EnvFeederPort 
       // Curriculum feedback happens here, where the iterator state lives.
       const env = await this.instance(state);
       env.recordScores(entry.item, outcome.scores);
+      // What the curriculum observed (e.g. curriculum/level) joins the step's env metrics.
+      addObservations(state, env.takeObservations());
       state.checkpoint = env.saveCheckpoint();
     }
     await this.save();
