@@ -360,6 +360,10 @@ export class RunCoordinator extends DurableObject<Bindings> {
             .prepare("UPDATE groups SET status = 'queued', batch_id = NULL WHERE batch_id = ?1")
             .bind(expired.id),
           this.db.prepare("DELETE FROM batches WHERE id = ?1").bind(expired.id),
+          // Its step was never trained on: its statistics would describe no batch.
+          this.db
+            .prepare("DELETE FROM metrics WHERE run = ?1 AND step = ?2 AND kind = 'train'")
+            .bind(run, expired.step),
         ]);
       } else {
         await this.db

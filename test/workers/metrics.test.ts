@@ -81,6 +81,24 @@ describe("per-step batch statistics", () => {
     expect(limited.truncated).toBe(true);
     expect(limited.series[0]!.steps).toEqual([1, 2]);
   });
+
+  it("are removed with a batch that is dissolved as too stale, which no trainer got", async () => {
+    const run = uniqueRun("metrics-dissolve");
+    const { base, envIds } = await setupRun(run, 4, [4]);
+    expect((await post(`${base}/scored_data`, group(1, 4, envIds[0]!))).status).toBe(200);
+    const first = await post(`/v1/runs/${run}/batches/lease`, { lease_seconds: 1 });
+    expect(first.status).toBe(200);
+    expect((await metrics(run, "?name=train/score_mean")).series[0]!.steps).toEqual([1]);
+    await new Promise((r) => setTimeout(r, 1100));
+    expect((await post(`/v1/runs/${run}/policy`, { version: 2 })).status).toBe(200);
+    expect(
+      (await post(`${base}/scored_data`, { ...group(2, 4, envIds[0]!), policy_version: 2 })).status,
+    ).toBe(200);
+    const fresh = await post(`/v1/runs/${run}/batches/lease`, { max_staleness: 0 });
+    expect(fresh.status).toBe(200);
+    expect(((await fresh.json()) as { step: number }).step).toBe(2);
+    expect((await metrics(run, "?name=train/score_mean")).series[0]!.steps).toEqual([2]);
+  });
 });
 
 describe("env metrics and evaluations", () => {
