@@ -131,7 +131,10 @@ function addObservations(state: FeederState, observations: Record<string, number
 
 /** The env metrics of a finished step: summarized observations and drops by reason. */
 function stepMetrics(state: FeederState): Record<string, number> {
-  const drops = Object.entries(state.stepDrops ?? {}).map(([reason, n]) => [`drops/${reason}`, n]);
+  const drops = Object.entries(state.stepDrops ?? {}).map(([reason, n]) => [
+    `drops/${reason}`.slice(0, 200),
+    n,
+  ]);
   return { ...summarizeObservations(state.stepObservations ?? {}), ...Object.fromEntries(drops) };
 }
 

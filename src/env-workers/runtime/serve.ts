@@ -196,7 +196,8 @@ export async function serveEnv<Item extends JsonValue, Config extends BaseEnvCon
   /** The env's metrics() and the drops by reason of the step that just ended. */
   const reportStepMetrics = (step: number) => {
     const drops = Object.fromEntries(
-      Object.entries(stepDrops).map(([reason, n]) => [`drops/${reason}`, n]),
+      // Metric names are at most 200 characters.
+      Object.entries(stepDrops).map(([reason, n]) => [`drops/${reason}`.slice(0, 200), n]),
     );
     stepDrops = {};
     reportMetrics(step, "env", { ...env.metrics(), ...drops });
