@@ -25,6 +25,23 @@ function memoryCostOf(ref: LeasedGroupRef): number {
   return memoryCost(ref.payload.length, ref.payload.encoding === "gzip");
 }
 
+/**
+ * One group for the dashboard: its canonical JSON and the token texts the env sent with it
+ * (which the canonical form, like every batch, leaves out).
+ */
+export function groupForDisplay(
+  env: Bindings,
+  ref: LeasedGroupRef,
+): Promise<{ canonical: string; tokenTexts: string[][] | null }> {
+  return withMemory(env, memoryCostOf(ref), async () => {
+    const group = await readGroup(env, ref);
+    return {
+      canonical: canonicalGroupJson(group, ref.envId),
+      tokenTexts: group.token_texts ?? null,
+    };
+  });
+}
+
 /** One group's canonical JSON as a string (single-group endpoints). */
 export function canonicalPayload(env: Bindings, ref: LeasedGroupRef): Promise<string> {
   return withMemory(env, memoryCostOf(ref), async () =>

@@ -45,6 +45,8 @@ export interface ItemReport {
   scores?: number[];
   /** Groups of the item that were submitted; any resets the drop back-off. */
   submitted?: number;
+  /** Values the env observed (observe()) while rolling the item out, by name. */
+  observations?: Record<string, number[]>;
   /** JSON of the backlog items it asked for, `{ itemId, item }[]` (a string: RPC stays flat). */
   backlogJson?: string;
 }

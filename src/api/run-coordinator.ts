@@ -17,6 +17,7 @@ import { randomUuid128Digits } from "../core/uuid128";
 import { type Bindings, numberVar } from "./bindings";
 import { type RpcResult, rpcError } from "./errors";
 import { collectGarbage, nextExpiry, retentionMs } from "./retention";
+import { batchStatisticsStatement } from "./storage/metrics";
 import {
   deletePayloadPrefix,
   GROUP_REF_COLUMNS,
@@ -359,6 +360,10 @@ export class RunCoordinator extends DurableObject<Bindings> {
             .prepare("UPDATE groups SET status = 'queued', batch_id = NULL WHERE batch_id = ?1")
             .bind(expired.id),
           this.db.prepare("DELETE FROM batches WHERE id = ?1").bind(expired.id),
+          // Its step was never trained on: its statistics would describe no batch.
+          this.db
+            .prepare("DELETE FROM metrics WHERE run = ?1 AND step = ?2 AND kind = 'train'")
+            .bind(run, expired.step),
         ]);
       } else {
         await this.db
@@ -394,6 +399,15 @@ export class RunCoordinator extends DurableObject<Bindings> {
            WHERE run = ?1 AND status = 'queued' AND id IN (SELECT value FROM json_each(?3))`,
         )
         .bind(run, batchId, JSON.stringify(ids)),
+      // Before the batch's own row: its throughput is measured from the previous batch.
+      batchStatisticsStatement(this.db, {
+        run,
+        step,
+        policyVersion: runRow.policyVersion,
+        groupIdsJson: JSON.stringify(ids),
+        sequences: packed.sequences,
+        now,
+      }),
       this.db
         .prepare(
           `INSERT INTO batches (id, run, step, status, consumer, lease_id, lease_expires_at,
@@ -600,7 +614,7 @@ export class RunCoordinator extends DurableObject<Bindings> {
         "DELETE FROM envs WHERE run = ?1",
         "DELETE FROM idempotency_keys WHERE run = ?1",
         "DELETE FROM queue_counts WHERE run = ?1",
-        "DELETE FROM evals WHERE run = ?1",
+        "DELETE FROM metrics WHERE run = ?1",
         "DELETE FROM dead_letters WHERE run = ?1",
         "DELETE FROM worker_stats WHERE run = ?1",
         "DELETE FROM env_workers WHERE run = ?1",

@@ -37,7 +37,8 @@ const ignored = (
   note: string,
 ): AtroposField => ({ name, section, atroposDefault, status: "ignored", note });
 
-const NO_WANDB = "no wandb here: metrics go to the API's stats and the dashboard";
+const NO_WANDB =
+  "envs do not log to W&B themselves: their metrics go to the run's metrics store, which `atropos-edge wandb` logs to W&B";
 
 export const ATROPOS_FIELDS: readonly AtroposField[] = [
   used("env", "group_size", "4", "rollouts per group; registration and the send-time size check"),

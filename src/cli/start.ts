@@ -372,6 +372,8 @@ export async function runStart(
       const env = await createEnv(
         defs[envNames.indexOf(name)]!,
         {
+          // The local loop's dashboard shows rollouts as text (the env config may turn it off).
+          include_token_texts: true,
           ...envConfigOf(name),
           total_steps: -1,
           rollout_server_url: dev.url,

@@ -31,8 +31,8 @@ export function checkGroupShape(
     return issues;
   }
   const sameShape = (
-    name: "masks" | "inference_logprobs",
-    value: number[][] | null | undefined,
+    name: "masks" | "inference_logprobs" | "token_texts",
+    value: unknown[][] | null | undefined,
   ) => {
     if (value === null || value === undefined) return;
     if (value.length !== n) {
@@ -56,6 +56,7 @@ export function checkGroupShape(
   };
   sameShape("masks", group.masks);
   sameShape("inference_logprobs", group.inference_logprobs);
+  sameShape("token_texts", group.token_texts);
   if (group.scores.length !== n) {
     issues.push({
       type: "value_error",

@@ -38,6 +38,11 @@ export interface ScoredDataGroup {
   distill_logprobs?: number[][][] | null;
   /** atropos-edge extension: policy version the rollouts were sampled under. */
   policy_version?: number | null;
+  /**
+   * atropos-edge extension: per sequence, each token's text as the env's tokenizer decodes it
+   * (shown by the dashboard; never delivered to trainers).
+   */
+  token_texts?: string[][] | null;
 }
 
 /** One rollout, as `collectTrajectory` returns it. */

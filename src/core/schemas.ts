@@ -100,6 +100,12 @@ export const scoredDataSchema = z
       .describe(
         "atropos-edge: policy version the rollouts were sampled under (default: the run's current version).",
       ),
+    token_texts: z
+      .array(z.array(z.string()))
+      .nullish()
+      .describe(
+        "atropos-edge: per sequence, the text of each token (aligned with tokens), for the dashboard's decoded view; stored with the group, never delivered to trainers.",
+      ),
   })
   .describe("A scored group (Atropos ScoredData). Unknown keys are ignored.");
 

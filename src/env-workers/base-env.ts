@@ -17,6 +17,7 @@
  */
 import type { ScoredDataGroup, ScoredDataItem } from "../core/group-types";
 import type { BaseEnvConfig } from "./config";
+import { samplesPerItemMetrics } from "./evaluation";
 import type { InferenceClient, Tokenizer } from "./inference/types";
 
 export type JsonValue =
@@ -134,6 +135,39 @@ export abstract class BaseEnv<
     return results;
   }
 
+  /**
+   * Evaluates `items` with config.eval_samples_per_item (k) samples each: `attempt` runs one
+   * sample and says whether it was correct. Metrics: eval/avg@k, eval/pass@j (unbiased
+   * estimator; samplesPerItemMetrics); samples: one record per sample, with its item and index.
+   */
+  protected async evaluateSampled<T>(
+    items: readonly T[],
+    attempt: (
+      item: T,
+      sample: number,
+    ) => Promise<{ correct: boolean; record: Record<string, unknown> }>,
+  ): Promise<EvalResult> {
+    const k = this.config.eval_samples_per_item;
+    const pairs = items.flatMap((item, index) =>
+      Array.from({ length: k }, (_, sample) => ({ item, index, sample })),
+    );
+    const results = await this.mapEval(pairs, async (p) => ({
+      ...p,
+      ...(await attempt(p.item, p.sample)),
+    }));
+    const correct = items.map(() => 0);
+    for (const r of results) if (r.correct) correct[r.index]!++;
+    return {
+      metrics: samplesPerItemMetrics(correct, k),
+      samples: results.map((r) => ({
+        item_index: r.index,
+        sample: r.sample,
+        ...r.record,
+        correct: r.correct,
+      })),
+    };
+  }
+
   /** JSON-serializable state that getNextItem() depends on. */
   saveCheckpoint(): JsonObject {
     return {};
@@ -151,19 +185,47 @@ export abstract class BaseEnv<
     else this.observations.set(name, [value]);
   }
 
-  /** `{name}_mean|_min|_max|_count` of everything observed since the last call; then resets. */
-  metrics(): Record<string, number> {
-    const out: Record<string, number> = {};
-    for (const [name, values] of this.observations) {
-      if (values.length === 0) continue;
-      out[`${name}_mean`] = values.reduce((a, b) => a + b, 0) / values.length;
-      out[`${name}_min`] = Math.min(...values);
-      out[`${name}_max`] = Math.max(...values);
-      out[`${name}_count`] = values.length;
-    }
+  /**
+   * Everything observed since the last call, by name; then resets. Runtimes whose rollouts run on
+   * several instances (the Worker's queue consumers) gather these and summarize them in one place.
+   */
+  takeObservations(): Record<string, number[]> {
+    const out = Object.fromEntries(this.observations);
     this.observations.clear();
     return out;
   }
+
+  /**
+   * `{name}_mean|_min|_max|_count` of everything observed since the last call; then resets.
+   * The runtimes report it once per trainer step (the Worker summarizes takeObservations() of
+   * its rollout instances the same way).
+   */
+  metrics(): Record<string, number> {
+    return summarizeObservations(this.takeObservations());
+  }
+}
+
+/** `{name}_mean|_min|_max|_count` per observed name (names without values are left out). */
+export function summarizeObservations(
+  observations: Record<string, readonly number[]>,
+): Record<string, number> {
+  const out: Record<string, number> = {};
+  for (const [name, values] of Object.entries(observations)) {
+    if (values.length === 0) continue;
+    let sum = 0;
+    let min = Number.POSITIVE_INFINITY;
+    let max = Number.NEGATIVE_INFINITY;
+    for (const v of values) {
+      sum += v;
+      if (v < min) min = v;
+      if (v > max) max = v;
+    }
+    out[`${name}_mean`] = sum / values.length;
+    out[`${name}_min`] = min;
+    out[`${name}_max`] = max;
+    out[`${name}_count`] = values.length;
+  }
+  return out;
 }
 
 /** Build one ScoredDataGroup from per-rollout items (see collectTrajectories). */

@@ -14,6 +14,11 @@ export const BaseEnvConfigSchema = z
     group_size: z.number().int().positive().default(4),
     /** Max groups in flight at once; -1 → max_num_workers_per_node × number of inference servers. */
     max_num_workers: z.number().int().default(-1),
+    /**
+     * Samples per evaluation item (k) for envs that evaluate with BaseEnv.evaluateSampled:
+     * they report eval/avg@k and eval/pass@j (unbiased) for j = 1, 2, 4, … k.
+     */
+    eval_samples_per_item: z.number().int().positive().default(1),
     /** Concurrency an env's own evaluate() may use (BaseEnv.mapEval). */
     max_eval_workers: z.number().int().positive().default(16),
     /** Workers per inference server when max_num_workers is -1. */
@@ -45,6 +50,11 @@ export const BaseEnvConfigSchema = z
     ensure_scores_are_not_same: z.boolean().default(true),
     /** Synthesize `messages` from decoded tokens when a group has none. */
     include_messages: z.boolean().default(false),
+    /**
+     * Send each token's decoded text with the group (`token_texts`), so the dashboard shows
+     * rollouts as text; trainers never receive it.
+     */
+    include_token_texts: z.boolean().default(false),
     /** Minimum fraction of every batch reserved for this env (null = none). */
     min_batch_allocation: z.number().min(0).max(1).nullable().default(null),
     /** Seconds before an in-flight group is abandoned (item dropped); -1 disables. */

@@ -16,7 +16,9 @@ export interface SendValidationOptions {
   /** ≤0 disables the length check (trainer sent -1, or `process` mode). */
   maxTokenLen: number;
   includeMessages: boolean;
-  /** Needed only for include_messages synthesis. */
+  /** Attach each token's decoded text (`token_texts`) when the group has none. */
+  includeTokenTexts?: boolean;
+  /** Needed only for include_messages synthesis and token texts. */
   tokenizer?: Pick<Tokenizer, "decode">;
   /** Atropos `abort_on_any_max_length_exceeded` (true in serve, false in process). */
   abortOnMaxLength?: boolean;
@@ -101,6 +103,11 @@ export function validateGroupForSend(
     out.messages = tokens.map((seq): ChatMessage[] => [
       { role: "user", content: decoder.decode(seq) },
     ]);
+  }
+  if (options.includeTokenTexts && !out.token_texts) {
+    if (!options.tokenizer) return invalid("include_token_texts needs a tokenizer");
+    const decoder = options.tokenizer;
+    out.token_texts = tokens.map((seq) => seq.map((t) => decoder.decode([t])));
   }
   return { ok: true, group: out };
 }

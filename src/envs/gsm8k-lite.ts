@@ -159,28 +159,31 @@ export class Gsm8kLiteEnv extends BaseEnv<Gsm8kItem, Gsm8kLiteConfig> {
     return [group, []];
   }
 
+  /**
+   * Held-out problems, eval_samples_per_item samples each (greedy for one sample, the training
+   * temperature for several): eval/percent_correct (Atropos' name, = avg@k), avg@k and pass@j.
+   */
   override async evaluateWithSamples(): Promise<EvalResult> {
-    const samples = await this.mapEval(this.test, async (item) => {
+    const k = this.config.eval_samples_per_item;
+    const result = await this.evaluateSampled(this.test, async (item) => {
       const res = await this.inference.chatCompletion({
         messages: gsm8kMessages(item.question),
         n: 1,
-        temperature: 0,
+        temperature: k === 1 ? 0 : this.config.temperature,
         max_tokens: this.config.max_token_length,
         split: "eval",
       });
       const response = res.choices[0]?.message.content ?? "";
+      const correct = this.accuracy.score(response, item.gold);
       return {
-        id: item.id,
-        question: item.question,
-        gold: item.gold,
-        response,
-        correct: this.accuracy.score(response, item.gold),
+        correct,
+        record: { id: item.id, question: item.question, gold: item.gold, response },
       };
     });
-    const correct = samples.filter((s) => s.correct).length;
+    const avg = result.metrics[`eval/avg@${k}`];
     return {
-      metrics: { "eval/percent_correct": samples.length ? correct / samples.length : 0 },
-      samples,
+      metrics: { "eval/percent_correct": avg ?? 0, ...result.metrics },
+      samples: result.samples,
     };
   }
 

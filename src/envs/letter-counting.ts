@@ -2,6 +2,7 @@ import {
   BaseEnv,
   BaseEnvConfigSchema,
   defineEnv,
+  type EvalResult,
   type JsonObject,
   mergeIntoGroup,
   type ScoredDataGroup,
@@ -28,6 +29,9 @@ export const LetterCountingConfigSchema = BaseEnvConfigSchema.extend({
   curriculum_window: z.number().int().positive().default(8),
   advance_threshold: z.number().min(0).max(1).default(0.8),
   temperature: z.number().min(0).default(1.0),
+  /** Held-out items evaluate() asks (their own seed), at `eval_level`. */
+  eval_size: z.number().int().min(0).default(16),
+  eval_level: z.number().int().min(1).default(3),
 });
 export type LetterCountingConfig = z.output<typeof LetterCountingConfigSchema>;
 
@@ -64,6 +68,17 @@ export function letterCountingSimulate(item: LetterItem): SimulatedItem {
   };
 }
 
+/** One item at `level`, drawn from `rng`. */
+export function drawLetterItem(rng: SeededRng, level: number): LetterItem {
+  const { length, alphabet } = levelShape(level);
+  const letters = "abcdefghijklmnopqrstuvwxyz".slice(0, alphabet);
+  let text = "";
+  for (let i = 0; i < length; i++) text += letters[rng.int(0, letters.length - 1)];
+  const letter = letters[rng.int(0, letters.length - 1)]!;
+  const count = [...text].filter((c) => c === letter).length;
+  return { text, letter, count, level };
+}
+
 /** String length and alphabet size for a level. */
 export function levelShape(level: number): { length: number; alphabet: number } {
   return { length: 4 + 3 * level, alphabet: Math.max(3, 14 - level) };
@@ -82,13 +97,34 @@ export class LetterCountingEnv extends BaseEnv<LetterItem, LetterCountingConfig>
   }
 
   override async getNextItem(): Promise<LetterItem> {
-    const { length, alphabet } = levelShape(this.level);
-    const letters = "abcdefghijklmnopqrstuvwxyz".slice(0, alphabet);
-    let text = "";
-    for (let i = 0; i < length; i++) text += letters[this.rng.int(0, letters.length - 1)];
-    const letter = letters[this.rng.int(0, letters.length - 1)]!;
-    const count = [...text].filter((c) => c === letter).length;
-    return { text, letter, count, level: this.level };
+    return drawLetterItem(this.rng, this.level);
+  }
+
+  /**
+   * eval_size held-out items at eval_level (a fixed set, so the curve is comparable across
+   * steps whatever the curriculum level), eval_samples_per_item samples each (greedy for one):
+   * eval/avg@k and eval/pass@j.
+   */
+  override async evaluateWithSamples(): Promise<EvalResult> {
+    const rng = new SeededRng(this.config.seed + 1_000_003);
+    const items = Array.from({ length: this.config.eval_size }, () =>
+      drawLetterItem(rng, this.config.eval_level),
+    );
+    const k = this.config.eval_samples_per_item;
+    return this.evaluateSampled(items, async (item) => {
+      const res = await this.inference.chatCompletion({
+        messages: [{ role: "user", content: letterPrompt(item.text, item.letter) }],
+        n: 1,
+        temperature: k === 1 ? 0 : this.config.temperature,
+        max_tokens: this.config.max_token_length,
+        split: "eval",
+      });
+      const response = res.choices[0]?.message.content ?? "";
+      return {
+        correct: scoreLetterAnswer(response, item.count) === 1,
+        record: { text: item.text, letter: item.letter, count: item.count, response },
+      };
+    });
   }
 
   override async collectTrajectories(

@@ -16,6 +16,7 @@ import {
   BaseEnvConfigSchema,
   type ChatMessage,
   defineEnv,
+  type EvalResult,
   hashString,
   type JsonObject,
   mergeIntoGroup,
@@ -48,6 +49,8 @@ export const ToolUseConfigSchema = BaseEnvConfigSchema.extend({
   temperature: z.number().min(0).default(1.0),
   /** Discount for process-supervision returns (1 = plain reverse cumulative sum). */
   gamma: z.number().min(0).max(1).default(1),
+  /** Held-out tasks evaluate() runs (their own seed, never served for training). */
+  eval_size: z.number().int().min(0).default(16),
 });
 export type ToolUseConfig = z.output<typeof ToolUseConfigSchema>;
 
@@ -150,8 +153,28 @@ export class ToolUseEnv extends BaseEnv<ToolTask, ToolUseConfig> {
     return generateToolTask(this.rng, this.served++);
   }
 
-  /** One episode; public so tools and rewards can be inspected in tests and by the CLI. */
-  async runEpisode(task: ToolTask, episode = 0): Promise<Episode> {
+  /**
+   * eval_size held-out tasks, eval_samples_per_item episodes each; an episode is correct when
+   * its answer is: eval/avg@k and eval/pass@j.
+   */
+  override async evaluateWithSamples(): Promise<EvalResult> {
+    const rng = new SeededRng(this.config.seed + 1_000_003);
+    const tasks = Array.from({ length: this.config.eval_size }, (_, i) => generateToolTask(rng, i));
+    return this.evaluateSampled(tasks, async (task, sample) => {
+      const e = await this.runEpisode(task, sample, false);
+      const correct = e.finalAnswer !== null && answersEquivalent(e.finalAnswer, task.answer);
+      return {
+        correct,
+        record: { id: task.id, expression: task.expression, answer: e.finalAnswer, score: e.score },
+      };
+    });
+  }
+
+  /**
+   * One episode; public so tools and rewards can be inspected in tests and by the CLI.
+   * `observe`: record training observations (off for evaluation episodes).
+   */
+  async runEpisode(task: ToolTask, episode = 0, observe = true): Promise<Episode> {
     const baseSeed = hashString(task.id) + episode * 7919;
     const store = new Map<string, string>();
     const toolbox = new Toolbox(standardTools(store, this.config.tool_timeout_ms));
@@ -216,8 +239,10 @@ export class ToolUseEnv extends BaseEnv<ToolTask, ToolUseConfig> {
       const score = (correct ? 1 : 0) + (stored ? 0.5 : 0);
       if (finished) turnRewards.push(score);
       else if (turnRewards.length > 0) turnRewards[turnRewards.length - 1]! += score;
-      this.observe("train/correct", correct ? 1 : 0);
-      this.observe("train/steps", steps.length);
+      if (observe) {
+        this.observe("train/correct", correct ? 1 : 0);
+        this.observe("train/steps", steps.length);
+      }
       const node = managed.getState().nodes.at(-1);
       if (!node) throw new Error("managed server tracked no sequence");
       const rollout = scoredItemFromNode(node, score, { tokenizer: this.tokenizer, messages });

@@ -31,6 +31,7 @@ export {
 } from "../env-workers/config";
 export * from "../env-workers/datasets/index";
 export { defineEnv, type EnvDefinition, type EnvOptions } from "../env-workers/define-env";
+export { passAtK, samplesPerItemMetrics } from "../env-workers/evaluation";
 export type {
   ChatCompletionParams,
   ChatCompletionResult,

@@ -11,8 +11,14 @@ import type { BackingOff, EnvFeederPort, FeederSummary, ItemReport } from "../ap
 
 export type { FeederSummary };
 
+import { recordMetrics } from "../api/storage/metrics";
 import { statusForEnv } from "../api/storage/status";
-import type { BaseEnv, JsonObject, JsonValue } from "../env-workers/base-env";
+import {
+  type BaseEnv,
+  type JsonObject,
+  type JsonValue,
+  summarizeObservations,
+} from "../env-workers/base-env";
 import { parseEnvConfig } from "../env-workers/config";
 import type { EnvCatalog } from "../env-workers/env-catalog";
 import { DropBackoff, type DropBackoffState } from "../env-workers/runtime/drop-backoff";
@@ -77,7 +83,13 @@ export interface FeederState {
   backoff?: DropBackoffState;
   /** While backing off: why, as last reported (every 10 s of continued drops). */
   backingOff?: BackingOff | null;
+  /** Observations and drops since the last step change, reported as that step's env metrics. */
+  stepObservations?: Record<string, number[]>;
+  stepDrops?: Record<string, number>;
 }
+
+/** Observations kept per name per step: a summary needs no more, and the state stays small. */
+const MAX_OBSERVATIONS = 5000;
 
 function summarize(state: FeederState, evalRunning: boolean): FeederSummary {
   return {
@@ -104,6 +116,26 @@ function summarize(state: FeederState, evalRunning: boolean): FeederSummary {
 function countReason(state: FeederState, reason: string): void {
   state.dropReasons ??= {};
   countDrop(state.dropReasons, reason);
+  state.stepDrops ??= {};
+  countDrop(state.stepDrops, reason);
+}
+
+function addObservations(state: FeederState, observations: Record<string, number[]>): void {
+  state.stepObservations ??= {};
+  for (const [name, values] of Object.entries(observations)) {
+    const kept = state.stepObservations[name] ?? [];
+    state.stepObservations[name] = kept;
+    kept.push(...values.slice(0, Math.max(0, MAX_OBSERVATIONS - kept.length)));
+  }
+}
+
+/** The env metrics of a finished step: summarized observations and drops by reason. */
+function stepMetrics(state: FeederState): Record<string, number> {
+  const drops = Object.entries(state.stepDrops ?? {}).map(([reason, n]) => [
+    `drops/${reason}`.slice(0, 200),
+    n,
+  ]);
+  return { ...summarizeObservations(state.stepObservations ?? {}), ...Object.fromEntries(drops) };
 }
 
 /**
@@ -289,6 +321,9 @@ export class EnvFeeder extends DurableObject<Bindings> implements EnvFeederPort 
     const def = this.envs.get(state.spec.envName);
     const cfg = parseEnvConfig(def.configSchema, state.spec.config);
     const previousStep = state.lastStep ?? null;
+    if (previousStep !== null && previousStep !== status.current_step) {
+      await this.reportStepMetrics(state, previousStep);
+    }
     state.lastStep = status.current_step;
     if (previousStep !== null && this.evaluation === null) {
       const evalStep = crossedMultiple(previousStep, status.current_step, cfg.steps_per_eval);
@@ -363,7 +398,7 @@ export class EnvFeeder extends DurableObject<Bindings> implements EnvFeederPort 
 
   /**
    * Runs env.evaluate() (with a tokenizer and inference, like a rollout worker) and stores the
-   * metrics where GET /v1/runs/{run}/envs/{id}/evals and the dashboard read them. While it runs,
+   * metrics in the metrics store (kind eval), where GET /v1/runs/{run}/metrics and the dashboard read them. While it runs,
    * eval_handling limits how many training items are fed (STOP_TRAIN: none).
    */
   private startEvaluation(state: FeederState, step: number): void {
@@ -376,13 +411,15 @@ export class EnvFeeder extends DurableObject<Bindings> implements EnvFeederPort 
       );
       const { metrics } = await withTokenizerOnDemand(env, () => env.evaluateWithSamples());
       if (this.state !== state) return; // the run was reset meanwhile
-      await this.env.DB.prepare(
-        `INSERT INTO evals (run, env_id, step, metrics, created_at) VALUES (?1, ?2, ?3, ?4, ?5)
-         ON CONFLICT (run, env_id, step) DO UPDATE SET metrics = excluded.metrics,
-           created_at = excluded.created_at`,
-      )
-        .bind(state.run, envId, step, JSON.stringify(metrics), Date.now())
-        .run();
+      if (envId !== null) {
+        await recordMetrics(this.env.DB, {
+          run: state.run,
+          envId,
+          step,
+          kind: "eval",
+          values: metrics,
+        });
+      }
       state.evaluations = (state.evaluations ?? 0) + 1;
       await this.save();
     })()
@@ -421,10 +458,13 @@ export class EnvFeeder extends DurableObject<Bindings> implements EnvFeederPort 
       countReason(state, reason);
       backoffDrop(state, reason);
     }
+    if (outcome.observations) addObservations(state, outcome.observations);
     if (outcome.ok && outcome.scores?.length) {
       // Curriculum feedback happens here, where the iterator state lives.
       const env = await this.instance(state);
       env.recordScores(entry.item, outcome.scores);
+      // What the curriculum observed (e.g. curriculum/level) joins the step's env metrics.
+      addObservations(state, env.takeObservations());
       state.checkpoint = env.saveCheckpoint();
     }
     await this.save();
@@ -436,6 +476,28 @@ export class EnvFeeder extends DurableObject<Bindings> implements EnvFeederPort 
       if (next === null || next > soon) await this.ctx.storage.setAlarm(soon);
     }
     return true;
+  }
+
+  /**
+   * Stores the finished step's env metrics. On failure they stay, and are reported with the
+   * next step's.
+   */
+  private async reportStepMetrics(state: FeederState, step: number): Promise<void> {
+    const values = stepMetrics(state);
+    if (state.envId === null || Object.keys(values).length === 0) return;
+    try {
+      await recordMetrics(this.env.DB, {
+        run: state.run,
+        envId: state.envId,
+        step,
+        kind: "env",
+        values,
+      });
+      state.stepObservations = {};
+      state.stepDrops = {};
+    } catch (error) {
+      state.lastError = `metrics of step ${step} not stored: ${error instanceof Error ? error.message : String(error)}`;
+    }
   }
 
   private drop(state: FeederState, reason: string): void {

@@ -42,7 +42,10 @@ export interface SubmitCounts {
   duplicates: number;
 }
 
-export type ItemResult = RolloutItemResult<JsonValue, SubmitCounts>;
+export type ItemResult = RolloutItemResult<JsonValue, SubmitCounts> & {
+  /** What the env observe()d meanwhile (the instance is shared by the isolate's items). */
+  observations?: Record<string, number[]>;
+};
 
 /** Runs one item through the shared rollout core; never throws (failures come back classified). */
 export async function rollOutItem(
@@ -65,7 +68,7 @@ export async function rollOutItem(
   try {
     instance = await rolloutEnv(msg.spec, def, env.PAYLOADS, options);
     // Messages are decoded from the group's tokens during validation.
-    if (cfg.include_messages) await loadTokenizer(instance.tokenizer);
+    if (cfg.include_messages || cfg.include_token_texts) await loadTokenizer(instance.tokenizer);
     const run = await env.DB.prepare("SELECT max_token_len FROM runs WHERE name = ?1")
       .bind(msg.run)
       .first<{ max_token_len: number }>();
@@ -80,6 +83,7 @@ export async function rollOutItem(
         ensureScoresAreNotSame: cfg.ensure_scores_are_not_same,
         maxTokenLen,
         includeMessages: cfg.include_messages,
+        includeTokenTexts: cfg.include_token_texts,
         tokenizer: instance.tokenizer,
         abortOnMaxLength: true,
       },
@@ -104,7 +108,9 @@ export async function rollOutItem(
   // The tokenizer is loaded only if this env's code path needs it (worker-env.ts).
   return withTokenizerOnDemand(instance, rollout, (result) =>
     result.kind === "retryable" || result.kind === "permanent" ? result.error : undefined,
-  ).catch((error: unknown) => rolloutFailure(error));
+  )
+    .then((result): ItemResult => ({ ...result, observations: instance.takeObservations() }))
+    .catch((error: unknown) => rolloutFailure(error));
 }
 
 /** Derived ids: a redelivered parent re-sends the same backlog items, whose groups then dedupe. */
@@ -232,6 +238,7 @@ export async function handleQueueBatch(
           // Groups that failed send-side validation are rejections, not failures.
           rejected: envDrop ? [] : result.drops,
           scores: result.scores,
+          observations: result.observations,
           submitted: result.kind === "submitted" ? result.groups : 0,
           backlogJson: JSON.stringify(backlog),
         });

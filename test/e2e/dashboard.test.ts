@@ -151,6 +151,82 @@ async function seed(base: string) {
   return { mathId, codeId, ackedBatch: first.batch_id, leasedBatch: second.batch_id };
 }
 
+const CURVES_RUN = "curves";
+const CURVE_STEPS = 24;
+const WORDS = ["The", " answer", " is", " 4", "2", "."];
+
+/**
+ * A second run with a learning curve: each step one group per env whose accuracy rises with the
+ * step (math faster than code), token texts sent with each group, env metrics (drops, curriculum
+ * level) at each step, an evaluation every 4 steps and a policy update every 2.
+ */
+async function seedCurves(base: string) {
+  const root = `/runs/${CURVES_RUN}`;
+  const v1 = `/v1/runs/${CURVES_RUN}`;
+  await call(base, "POST", `${root}/register`, {
+    wandb_group: "e2e",
+    wandb_project: "curves",
+    batch_size: 8,
+    max_token_len: 512,
+    checkpoint_dir: "",
+    save_checkpoint_interval: 0,
+    starting_step: 0,
+    num_steps: 100,
+  });
+  const envs = [];
+  for (const [name, rate] of [
+    ["math", 1 / 16],
+    ["code", 1 / 32],
+  ] as const) {
+    const r = await call(base, "POST", `${root}/register-env`, {
+      max_token_length: 512,
+      desired_name: name,
+      weight: 1,
+      group_size: 4,
+    });
+    envs.push({ id: Number(r.env_id), rate });
+  }
+  for (let step = 0; step < CURVE_STEPS; step++) {
+    for (const env of envs) {
+      const correct = Math.min(4, Math.floor(1 + step * env.rate * 4));
+      const tokens = Array.from({ length: 4 }, (_, s) => [
+        1,
+        2,
+        ...WORDS.map((_, j) => 100 + j + s + step * (3 + (s % 2))),
+      ]);
+      await call(base, "POST", `${root}/scored_data`, {
+        tokens,
+        masks: tokens.map((seq) => seq.map((t, j) => (j < 2 ? MASKED : t))),
+        scores: tokens.map((_, s) => (s < correct ? 1 : -0.5 + step / 100)),
+        token_texts: tokens.map(() => ["Q:", " ", ...WORDS]),
+        env_id: env.id,
+      });
+      await call(base, "POST", `${v1}/envs/${env.id}/metrics`, {
+        step,
+        metrics: {
+          "drops/all scores identical (N)": Math.max(0, 6 - step / 3 - env.id),
+          "curriculum/level": 1 + Math.floor(step / (8 + env.id * 4)),
+          response_words_mean: 12 - step / 4,
+        },
+      });
+      if (step % 4 === 0) {
+        await call(base, "POST", `${v1}/envs/${env.id}/metrics`, {
+          step,
+          kind: "eval",
+          metrics: {
+            "eval/pass@1": 0.2 + step * env.rate * 0.5,
+            "eval/pass@4": 0.45 + step * env.rate * 0.6,
+          },
+        });
+      }
+    }
+    if (step % 2 === 1) await call(base, "POST", `${v1}/policy`, { version: (step + 1) / 2 });
+    const batch = await call(base, "POST", `${v1}/batches/lease`, {});
+    await call(base, "POST", `${v1}/batches/${batch.batch_id}/ack`, { lease_id: batch.lease_id });
+  }
+  return envs;
+}
+
 async function open(page: Page, base: string, hash: string) {
   await page.goto(`${base}/dashboard/${hash}`);
   await page.waitForSelector("main[data-state=ready]");
@@ -176,6 +252,7 @@ describe("dashboard in Chromium against npm run dev", () => {
     browser = await launchChromium();
     server = await startDevServer();
     seeded = await seed(server.url);
+    await seedCurves(server.url);
     page = browser.page;
     page.on("pageerror", (error) => pageErrors.push(error.message));
     page.on("response", (response) => {
@@ -380,6 +457,52 @@ describe("dashboard in Chromium against npm run dev", () => {
       /^The answer is \d+\.$/,
     );
     await screenshot(page, "rollout");
+  });
+
+  it("curves page draws every metric of the store per env, over steps or policy versions", async () => {
+    await open(page, server.url, `?run=${CURVES_RUN}#/curves`);
+    const metrics = await api<{
+      series: { name: string; env_id: number | null; steps: number[] }[];
+    }>(`/v1/runs/${CURVES_RUN}/metrics`);
+    const reward = metrics.series.filter((s) => s.name === "train/score_mean");
+    expect(reward.map((s) => s.steps.length)).toEqual([CURVE_STEPS, CURVE_STEPS]);
+    for (const id of ["reward", "accuracy", "completion", "drops", "curriculum", "staleness"]) {
+      await page.waitForSelector(`[data-testid="${id}"] .uplot`);
+      // One legend entry per env besides the x axis.
+      const legend = await page
+        .locator(`[data-testid="${id}"] .u-legend .u-series`)
+        .allTextContents();
+      expect(legend.length, id).toBe(3);
+    }
+    const rewardLegend = await page.locator('[data-testid="reward"] .u-legend').textContent();
+    expect(rewardLegend).toContain("math");
+    expect(rewardLegend).toContain("code");
+    expect(await page.locator('[data-testid="reward"] p').textContent()).toBe(
+      `${CURVE_STEPS} steps`,
+    );
+    await page.waitForSelector('[data-testid="eval:eval/pass@4"] .uplot');
+    await page.waitForSelector('[data-testid="env:response_words_mean"] .uplot');
+    await screenshot(page, "curves");
+
+    // Policy versions on the x axis: 2 steps per version.
+    await page.selectOption("[data-testid=curves-x-axis]", "policy_version");
+    await page.waitForURL(/x=policy_version/);
+    await page.waitForSelector("main[data-state=ready]");
+    await page.waitForSelector('[data-testid="reward"] .uplot');
+    expect(await page.locator('[data-testid="reward"] p').textContent()).toBe(
+      `${CURVE_STEPS / 2 + 1} policy versions`,
+    );
+  });
+
+  it("a rollout whose env sent token texts reads as text", async () => {
+    const { groups } = await api<GroupsJson>(`/v1/runs/${CURVES_RUN}/groups?limit=1`);
+    await open(page, server.url, `?run=${CURVES_RUN}#/rollouts/${groups[0]!.id}`);
+    await page.waitForSelector("[data-testid=group-meta]");
+    expect(await page.locator("button[data-mode=text]").getAttribute("aria-pressed")).toBe("true");
+    expect(
+      await page.locator("[data-testid=compare-left] [data-field=compare_text]").textContent(),
+    ).toBe(WORDS.join(""));
+    await screenshot(page, "rollout-text");
   });
 
   it("batches page shows leased and acked batches with manifests", async () => {

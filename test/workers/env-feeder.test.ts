@@ -13,6 +13,7 @@ import {
 import { env } from "cloudflare:workers";
 import { afterEach, describe, expect, it, vi } from "vitest";
 import type { Bindings } from "../../src/api/bindings";
+import type { MetricsResponse } from "../../src/core/api-schemas";
 import { parseServerConfig } from "../../src/core/server-config";
 import type { RolloutItemMessage } from "../../src/queues/messages";
 import type { EnvFeeder, FeederState, FeederSummary } from "../../src/worker/env-feeder";
@@ -230,6 +231,44 @@ describe("EnvFeeder", () => {
       expect(later.backing_off).toEqual({ message: reason, reported_at: clock });
       // 10.5 s after the first report: the first drop at least 10 s later.
       expect(later.backing_off!.reported_at).toBe(start + 10_500);
+      await stub.stop();
+    });
+
+    it("stores each step's observations and drops by reason as env metrics when the step ends", async () => {
+      const run = uniqueRun("feeder-metrics");
+      await post(`/runs/${run}/register`, { ...REGISTRATION, batch_size: 1024 });
+      const name = `${run}/${ConstantRewardTestEnv.envName}/0`;
+      const stub = bindings.ENV_FEEDER.get(bindings.ENV_FEEDER.idFromName(name));
+      await stub.start(run, name, {
+        envName: ConstantRewardTestEnv.envName,
+        config: { group_size: GROUP_SIZE, max_num_workers: 2, worker_timeout: -1 },
+        inference: INFERENCE,
+      });
+      expect(await runDurableObjectAlarm(stub)).toBe(true);
+      const items = await inFlightMessages(stub);
+      expect(items).toHaveLength(2);
+      await consume(items);
+      const metrics = async () =>
+        (await json<MetricsResponse>(call(`/v1/runs/${run}/metrics?kind=env`))).series;
+      // Nothing until the step ends.
+      expect(await runDurableObjectAlarm(stub)).toBe(true);
+      expect(await metrics()).toEqual([]);
+
+      await post(`/runs/${run}/register`, { ...REGISTRATION, batch_size: 1024, starting_step: 1 });
+      expect(await runDurableObjectAlarm(stub)).toBe(true);
+      const series = await metrics();
+      const value = (metric: string) => {
+        const s = series.find((x) => x.name === metric);
+        expect(s, metric).toBeDefined();
+        expect(s!.steps).toEqual([0]);
+        return s!.values[0];
+      };
+      expect(value("groups_per_item_mean")).toBe(GROUPS_PER_CONSTANT_ITEM);
+      expect(value("groups_per_item_count")).toBe(2);
+      const drops = series.filter((s) => s.name.startsWith("drops/"));
+      expect(drops).toHaveLength(1);
+      expect(drops[0]!.name).toMatch(/^drops\/all scores identical/);
+      expect(drops[0]!.values).toEqual([2 * GROUPS_PER_CONSTANT_ITEM]);
       await stub.stop();
     });
   });

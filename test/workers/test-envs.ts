@@ -126,6 +126,7 @@ export class ConstantRewardTestEnv extends BaseEnv<number, BaseEnvConfig> {
 
   override async collectTrajectories(item: number): Promise<TrajectoriesResult<number>> {
     const reward = (_tokens: number[]) => 0;
+    this.observe("groups_per_item", GROUPS_PER_CONSTANT_ITEM);
     const groups = Array.from({ length: GROUPS_PER_CONSTANT_ITEM }, (_, g): ScoredDataGroup => {
       const tokens = Array.from({ length: GROUP_SIZE }, (_, s) => [101, 1000 + item, 2000 + g, s]);
       return {

@@ -14,6 +14,8 @@ import { getToken } from "./auth.js";
  * @typedef {TimeSeries["points"][number]} TimePoint
  * @typedef {import("../../../src/core/api-schemas").ScoreHistogram} ScoreHistogram
  * @typedef {import("../../../src/core/api-schemas").EvalList} EvalResults
+ * @typedef {import("../../../src/core/api-schemas").MetricsResponse} Metrics
+ * @typedef {import("../../../src/core/api-schemas").MetricSeries} MetricSeries
  * @typedef {import("../../../src/core/api-schemas").GroupRow} GroupMeta
  * @typedef {GroupMeta["status"]} GroupStatus
  * @typedef {import("../../../src/core/api-schemas").GroupPage} GroupPage
@@ -116,6 +118,13 @@ export const api = {
   /** @param {string} run @param {number} envId @param {AbortSignal} [signal] @returns {Promise<EvalResults>} */
   evals: (run, envId, signal) =>
     /** @type {Promise<EvalResults>} */ (getJson(`${runPath(run)}/envs/${envId}/evals`, signal)),
+  /**
+   * @param {string} run
+   * @param {{name?: string, env?: number, kind?: string, from_step?: number, to_step?: number}} filter
+   * @param {AbortSignal} [signal] @returns {Promise<Metrics>}
+   */
+  metrics: (run, filter, signal) =>
+    /** @type {Promise<Metrics>} */ (getJson(`${runPath(run)}/metrics${query(filter)}`, signal)),
   /**
    * @param {string} run @param {Record<string, string | number | null | undefined>} filters
    * @param {AbortSignal} [signal] @returns {Promise<GroupPage>}

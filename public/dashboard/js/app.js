@@ -5,6 +5,7 @@ import { AuthRequiredError, api } from "./api.js";
 import { clearToken, getToken, promptForToken } from "./auth.js";
 import { h, setChildren, setText } from "./dom.js";
 import { mountBatches } from "./pages/batches.js";
+import { mountCurves } from "./pages/curves.js";
 import { mountEnvs } from "./pages/envs.js";
 import { mountOverview } from "./pages/overview.js";
 import { mountRolloutDetail } from "./pages/rollout-detail.js";
@@ -17,6 +18,7 @@ const RUNS_EVERY_TICKS = 15;
 /** @type {Record<string, import("./page.js").PageFactory>} */
 const PAGES = {
   overview: mountOverview,
+  curves: mountCurves,
   envs: mountEnvs,
   rollouts: mountRollouts,
   rollout: mountRolloutDetail,

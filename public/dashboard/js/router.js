@@ -1,8 +1,8 @@
 // @ts-check
-// Hash routes: #/overview, #/envs, #/rollouts?filters, #/rollouts/<groupId>, #/batches.
+// Hash routes: #/overview, #/curves?x=step|policy_version, #/envs, #/rollouts?filters, #/rollouts/<groupId>, #/batches.
 
 /**
- * @typedef {{name: "overview" | "envs" | "rollouts" | "rollout" | "batches" | "unknown",
+ * @typedef {{name: "overview" | "curves" | "envs" | "rollouts" | "rollout" | "batches" | "unknown",
  *   params: string[], query: URLSearchParams, path: string}} Route
  */
 
@@ -20,7 +20,13 @@ export function parseRoute(hash) {
   if (head === "rollouts" && rest.length > 0) {
     return { name: "rollout", params: rest, query, path };
   }
-  if (head === "overview" || head === "envs" || head === "rollouts" || head === "batches") {
+  if (
+    head === "overview" ||
+    head === "curves" ||
+    head === "envs" ||
+    head === "rollouts" ||
+    head === "batches"
+  ) {
     return { name: head, params: rest, query, path };
   }
   return { name: "unknown", params: parts, query, path };

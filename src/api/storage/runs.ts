@@ -1,7 +1,7 @@
 /**
  * Reads of run and env metadata shared by the Worker routes and the Durable Objects.
  */
-import { eq } from "drizzle-orm";
+import { and, eq } from "drizzle-orm";
 import { drizzle } from "drizzle-orm/d1";
 import type { EnvRecordForStatus, QueueByEnv } from "../../core/status-env";
 import { envs, runs } from "./schema";
@@ -20,6 +20,19 @@ export async function getRun(d1: D1Database, run: string): Promise<RunRow | unde
 
 export async function listEnvs(d1: D1Database, run: string): Promise<EnvRow[]> {
   return db(d1).select().from(envs).where(eq(envs.run, run)).orderBy(envs.envId);
+}
+
+export async function getEnv(
+  d1: D1Database,
+  run: string,
+  envId: number,
+): Promise<EnvRow | undefined> {
+  const rows = await db(d1)
+    .select()
+    .from(envs)
+    .where(and(eq(envs.run, run), eq(envs.envId, envId)))
+    .limit(1);
+  return rows[0];
 }
 
 export function isEnvActive(env: EnvRow, now: number, staleSeconds: number): boolean {

@@ -164,16 +164,29 @@ export const deadLetters = sqliteTable(
   (t) => [index("dead_letters_by_run").on(t.run, t.createdAt)],
 );
 
-export const evals = sqliteTable(
-  "evals",
+/**
+ * Every metric of a run, one value per (name, env, step, kind): statistics the API computes when it forms
+ * a batch (kind "train"), values envs report (kind "env": observe()/metrics(), drop counts,
+ * curriculum) and evaluation results (kind "eval"). A second value for the same key replaces the first.
+ */
+export const metrics = sqliteTable(
+  "metrics",
   {
     run: text("run").notNull(),
+    name: text("name").notNull(),
+    /** -1 for run-wide values (throughput). */
     envId: integer("env_id").notNull(),
     step: integer("step").notNull(),
-    metrics: text("metrics").notNull(),
+    /** The run's policy version when the value was recorded (null when the reporter did not say). */
+    policyVersion: integer("policy_version"),
+    value: real("value").notNull(),
+    kind: text("kind", { enum: ["train", "env", "eval"] }).notNull(),
     createdAt: integer("created_at").notNull(),
   },
-  (t) => [primaryKey({ columns: [t.run, t.envId, t.step] })],
+  (t) => [
+    primaryKey({ columns: [t.run, t.name, t.envId, t.step, t.kind] }),
+    index("metrics_by_step").on(t.run, t.step),
+  ],
 );
 
 /** Counters reported by env workers (feeder DO and queue consumers) for the dashboard. */

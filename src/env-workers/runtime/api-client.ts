@@ -170,6 +170,26 @@ export class RolloutApiClient {
   }
 
   /**
+   * POST /v1/runs/{run}/envs/{envId}/metrics: values the env recorded during `step`, or
+   * evaluation results (`kind: "eval"`). Throws ApiError on a refusal (404: not atropos-edge).
+   */
+  async reportMetrics(
+    envId: number,
+    report: { step: number; kind: "env" | "eval"; metrics: Record<string, number> },
+    signal?: AbortSignal,
+  ): Promise<void> {
+    const root = this.options.url.replace(/\/+$/, "");
+    const run = encodeURIComponent(this.options.run ?? "default");
+    parseJsonAnswer(
+      await this.http.send("POST", `${root}/v1/runs/${run}/envs/${envId}/metrics`, {
+        json: report,
+        signal,
+      }),
+      "metrics",
+    );
+  }
+
+  /**
    * POST /scored_data (one group) or /scored_data_list (an array), `env_id` stamped into each
    * group, gzip when the JSON is ≥ gzipThreshold bytes and compression helps. 4xx → not retried.
    */

@@ -13,7 +13,7 @@
 import { abortableSleep } from "../../core/abortable-sleep";
 import type { BaseEnv, EvalResult, JsonObject, JsonValue } from "../base-env";
 import type { BaseEnvConfig } from "../config";
-import type { RolloutApiClient } from "./api-client";
+import { ApiError, type RolloutApiClient } from "./api-client";
 import { DropBackoff } from "./drop-backoff";
 import { countDrop, runRolloutItem } from "./rollout-core";
 import { crossedMultiple, type EnvStatus, planWorkers, resolveMaxNumWorkers } from "./scheduler";
@@ -35,6 +35,10 @@ export type ServeEvent =
   | { type: "worker_error"; message: string; errorClass?: "retryable" | "permanent" }
   | { type: "status_error"; message: string }
   | { type: "eval"; step: number; result: EvalResult }
+  /** Values of a finished step (env: observe()/metrics() and drops by reason) or an evaluation. */
+  | { type: "metrics"; step: number; kind: "env" | "eval"; metrics: Record<string, number> }
+  /** The API refused or failed a metrics report (the loop goes on; 404/405: reporting stops). */
+  | { type: "metrics_error"; message: string }
   | { type: "checkpoint"; step: number };
 
 export interface ServeOptions {
@@ -167,6 +171,38 @@ export async function serveEnv<Item extends JsonValue, Config extends BaseEnvCon
       });
   };
 
+  // Drops since the last step change, reported with that step's metrics.
+  let stepDrops: Record<string, number> = {};
+  let reportingMetrics = true;
+  // Reports go one at a time, in step order, without holding up the loop.
+  let metricReports: Promise<void> = Promise.resolve();
+  const reportMetrics = (step: number, kind: "env" | "eval", metrics: Record<string, number>) => {
+    if (Object.keys(metrics).length === 0) return;
+    emit({ type: "metrics", step, kind, metrics });
+    metricReports = metricReports.then(async () => {
+      if (!reportingMetrics) return;
+      try {
+        // No signal: the last step's report is sent while the loop is being stopped.
+        await api.reportMetrics(envId, { step, kind, metrics });
+      } catch (err) {
+        // An API without the metrics route (Atropos' own server) will never have it.
+        if (err instanceof ApiError && (err.status === 404 || err.status === 405)) {
+          reportingMetrics = false;
+        }
+        emit({ type: "metrics_error", message: err instanceof Error ? err.message : String(err) });
+      }
+    });
+  };
+  /** The env's metrics() and the drops by reason of the step that just ended. */
+  const reportStepMetrics = (step: number) => {
+    const drops = Object.fromEntries(
+      // Metric names are at most 200 characters.
+      Object.entries(stepDrops).map(([reason, n]) => [`drops/${reason}`.slice(0, 200), n]),
+    );
+    stepDrops = {};
+    reportMetrics(step, "env", { ...env.metrics(), ...drops });
+  };
+
   const backoff = new DropBackoff({ now });
   // Items failing with a bug in the env's code would otherwise be retried as fast as they fail.
   const failureBackoff = new DropBackoff({ now, threshold: 50 });
@@ -175,6 +211,7 @@ export async function serveEnv<Item extends JsonValue, Config extends BaseEnvCon
     if (backingOff) emit({ type: "backing_off", message: backingOff });
     summary.groupsDropped++;
     countDrop(summary.dropReasons, reason);
+    countDrop(stepDrops, reason);
     emit({ type: "dropped", reason });
   };
 
@@ -195,6 +232,7 @@ export async function serveEnv<Item extends JsonValue, Config extends BaseEnvCon
           ensureScoresAreNotSame: config.ensure_scores_are_not_same,
           maxTokenLen,
           includeMessages: config.include_messages,
+          includeTokenTexts: config.include_token_texts,
           tokenizer: env.tokenizer,
         },
         cancelled: () => w.cancelled,
@@ -268,6 +306,7 @@ export async function serveEnv<Item extends JsonValue, Config extends BaseEnvCon
       .then((result) => {
         summary.evaluations.push({ step, metrics: result.metrics });
         emit({ type: "eval", step, result });
+        reportMetrics(step, "eval", result.metrics);
       })
       .catch((err) => emit({ type: "worker_error", message: `evaluate: ${String(err)}` }))
       .finally(() => {
@@ -317,6 +356,7 @@ export async function serveEnv<Item extends JsonValue, Config extends BaseEnvCon
           await options.checkpointStore.save(ckptStep, env.saveCheckpoint());
           emit({ type: "checkpoint", step: ckptStep });
         }
+        reportStepMetrics(currStep);
         currStep = status.current_step;
         summary.finalStep = currStep;
         emit({ type: "step", step: currStep });
@@ -391,6 +431,8 @@ export async function serveEnv<Item extends JsonValue, Config extends BaseEnvCon
     // Finished work of cancelled workers is discarded; wait briefly so cleanup() hooks run.
     await Promise.race([Promise.allSettled([...inFlight]), abortableSleep(1000)]);
     if (evalPromise) await Promise.race([evalPromise, abortableSleep(1000)]);
+    reportStepMetrics(currStep);
+    await Promise.race([metricReports, abortableSleep(2000)]);
     if (options.disconnectOnExit ?? true) await api.disconnectEnv(envId).catch(() => {});
   }
   return summary;

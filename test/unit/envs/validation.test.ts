@@ -166,3 +166,30 @@ describe("BaseEnv defaults", () => {
     ).toBeUndefined();
   });
 });
+
+describe("token texts", () => {
+  it("attaches each token's decoded text with include_token_texts, and keeps what the env sent", () => {
+    const tokenizer = new CharTokenizer();
+    const tokens = [tokenizer.encode("ab!"), tokenizer.encode("cd?")];
+    const withTexts = validateGroupForSend(
+      { tokens, masks: tokens.map((t) => t.map(() => -100)), scores: [1, 0] },
+      { ...opts, includeTokenTexts: true, tokenizer },
+    );
+    expect(withTexts.ok && withTexts.group.token_texts).toEqual([
+      ["a", "b", "!"],
+      ["c", "d", "?"],
+    ]);
+    const sent = [
+      ["x", "y", "z"],
+      ["u", "v", "w"],
+    ];
+    const kept = validateGroupForSend(group([1, 0], { token_texts: sent }), {
+      ...opts,
+      includeTokenTexts: true,
+      tokenizer,
+    });
+    expect(kept.ok && kept.group.token_texts).toEqual(sent);
+    const off = validateGroupForSend(group([1, 0]), { ...opts, tokenizer });
+    expect(off.ok && off.group.token_texts).toBeUndefined();
+  });
+});

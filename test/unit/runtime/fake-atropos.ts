@@ -23,6 +23,8 @@ export interface FakeAtroposOptions {
   rejectScoredWith4xx?: boolean;
   /** Don't let the trainer consume batches (queue fills up → env pauses). */
   trainerPaused?: boolean;
+  /** Answer atropos-edge's POST /v1/runs/{run}/envs/{id}/metrics (Atropos itself has no such route). */
+  acceptMetrics?: boolean;
 }
 
 export async function startFakeAtropos(options: FakeAtroposOptions = {}) {
@@ -122,6 +124,13 @@ export async function startFakeAtropos(options: FakeAtroposOptions = {}) {
         return send(503, { detail: "try again" });
       }
       return send(200, { status: "received" });
+    }
+    if (
+      options.acceptMetrics &&
+      req.method === "POST" &&
+      /^\/v1\/runs\/[^/]+\/envs\/\d+\/metrics$/.test(path)
+    ) {
+      return send(200, { status: "stored", step: (json as { step: number }).step, stored: 1 });
     }
     if (req.method === "POST" && path === "/disconnect-env")
       return send(200, { status: "success" });

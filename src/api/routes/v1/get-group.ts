@@ -1,6 +1,6 @@
 import { groupDetailSchema } from "../../../core/api-schemas";
 import { runOf } from "../../context";
-import { canonicalPayload } from "../../delivery";
+import { groupForDisplay } from "../../delivery";
 import { ApiError } from "../../errors";
 import { ownGroupsOnly } from "../../middleware/auth";
 import { intParam, intPathParam } from "../../request";
@@ -38,9 +38,9 @@ export const getGroup = defineRoute(
       throw new ApiError("NOT_FOUND", `group ${id} does not exist in run '${run}'`);
     }
     const { payload_key, payload_encoding, payload_offset, payload_bytes, ...meta } = row;
-    const payload = await canonicalPayload(c.env, groupRef(row));
+    const { canonical, tokenTexts } = await groupForDisplay(c.env, groupRef(row));
     return new Response(
-      `{"group":${JSON.stringify(meta)},"payload":${payload},"token_texts":null}`,
+      `{"group":${JSON.stringify(meta)},"payload":${canonical},"token_texts":${JSON.stringify(tokenTexts)}}`,
       {
         headers: { "content-type": "application/json" },
       },

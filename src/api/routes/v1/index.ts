@@ -9,6 +9,7 @@ import { envScores } from "./env-scores";
 import { getCheckpoint } from "./get-checkpoint";
 import { getEnvWorker } from "./get-env-worker";
 import { getGroup } from "./get-group";
+import { getMetrics } from "./get-metrics";
 import { getPolicy } from "./get-policy";
 import { leaseBatch } from "./lease-batch";
 import { listBatches } from "./list-batches";
@@ -18,6 +19,7 @@ import { listGroups } from "./list-groups";
 import { listRuns } from "./list-runs";
 import { listTokensRoute } from "./list-tokens";
 import { reportEval } from "./report-eval";
+import { reportMetrics } from "./report-metrics";
 import { revokeTokenRoute } from "./revoke-token";
 import { saveCheckpoint } from "./save-checkpoint";
 import { setPolicy } from "./set-policy";
@@ -34,6 +36,8 @@ export const v1Routes: readonly ApiRoute[] = [
   getPolicy,
   stats,
   timeseries,
+  getMetrics,
+  reportMetrics,
   listGroups,
   getGroup,
   listBatches,

@@ -2,6 +2,7 @@ import { z } from "zod";
 import { evalReportSchema } from "../../../core/schemas";
 import { runOf } from "../../context";
 import { intParam, intPathParam, jsonBody } from "../../request";
+import { recordMetrics } from "../../storage/metrics";
 import { bodyErrors, defineRoute, jsonContent, jsonRequest, runParams } from "../define";
 
 export const reportEval = defineRoute(
@@ -10,7 +11,8 @@ export const reportEval = defineRoute(
     path: "/runs/{run}/envs/{envId}/evals",
     "x-scope": "env",
     summary: "Report evaluation metrics for a step",
-    description: "A second report for the same step replaces the first.",
+    description:
+      "Stored in the metrics store as kind `eval` (GET /v1/runs/{run}/metrics?kind=eval); a value reported again for the same step replaces the first.",
     request: {
       params: runParams.extend({ envId: intPathParam }),
       body: jsonRequest(evalReportSchema),
@@ -27,12 +29,13 @@ export const reportEval = defineRoute(
     const run = runOf(c);
     const envId = intParam(c, "envId");
     const body = await jsonBody(c, evalReportSchema);
-    await c.env.DB.prepare(
-      `INSERT INTO evals (run, env_id, step, metrics, created_at) VALUES (?1, ?2, ?3, ?4, ?5)
-     ON CONFLICT (run, env_id, step) DO UPDATE SET metrics = excluded.metrics, created_at = excluded.created_at`,
-    )
-      .bind(run, envId, body.step, JSON.stringify(body.metrics), Date.now())
-      .run();
+    await recordMetrics(c.env.DB, {
+      run,
+      envId,
+      step: body.step,
+      kind: "eval",
+      values: body.metrics,
+    });
     return c.json({ status: "stored", step: body.step });
   },
 );

@@ -1,0 +1,250 @@
+/**
+ * The metrics store: one table (schema.ts `metrics`) for every value charted or exported per step.
+ * - "train": statistics of each batch, computed by the API in the statement that forms it;
+ * - "env": what envs report (observe()/metrics(), drop counts by reason, curriculum level);
+ * - "eval": evaluation results.
+ */
+import type { MetricKind, MetricSeries } from "../../core/api-schemas";
+
+/** Env id of run-wide values (throughput). */
+export const RUN_WIDE = -1;
+
+export interface MetricValues {
+  run: string;
+  envId: number;
+  step: number;
+  kind: MetricKind;
+  values: Record<string, number>;
+  /** Default: the run's policy version now. */
+  policyVersion?: number | null;
+  now?: number;
+}
+
+/**
+ * Stores values for one (env, step, kind); a value already stored under the same name replaces
+ * it (reports are retried). Non-finite values are skipped: a chart cannot draw them.
+ */
+export function recordMetricsStatement(d1: D1Database, m: MetricValues): D1PreparedStatement {
+  const finite = Object.fromEntries(
+    Object.entries(m.values).filter(([, v]) => typeof v === "number" && Number.isFinite(v)),
+  );
+  return d1
+    .prepare(
+      `INSERT INTO metrics (run, name, env_id, step, policy_version, value, kind, created_at)
+       SELECT ?1, j.key, ?2, ?3, COALESCE(?4, (SELECT policy_version FROM runs WHERE name = ?1)),
+         j.value, ?5, ?6
+       FROM json_each(?7) AS j WHERE true
+       ON CONFLICT (run, name, env_id, step, kind) DO UPDATE SET value = excluded.value,
+         policy_version = excluded.policy_version, created_at = excluded.created_at`,
+    )
+    .bind(
+      m.run,
+      m.envId,
+      m.step,
+      m.policyVersion ?? null,
+      m.kind,
+      m.now ?? Date.now(),
+      JSON.stringify(finite),
+    );
+}
+
+export async function recordMetrics(d1: D1Database, m: MetricValues): Promise<number> {
+  const result = await recordMetricsStatement(d1, m).run();
+  return result.meta.changes ?? 0;
+}
+
+/** Names of the per-env statistics of each batch (kind "train"). */
+export const BATCH_STATISTICS = [
+  "train/score_mean",
+  "train/score_std",
+  "train/score_min",
+  "train/score_max",
+  "train/percent_correct",
+  "train/completion_lengths",
+  "train/groups",
+  "train/sequences",
+  "train/staleness_mean",
+  "train/staleness_max",
+] as const;
+
+export interface BatchStatistics {
+  run: string;
+  step: number;
+  /** The run's policy version when the batch was formed: staleness is measured against it. */
+  policyVersion: number;
+  /** JSON array of the batch's group ids. */
+  groupIdsJson: string;
+  sequences: number;
+  now: number;
+}
+
+/**
+ * Per-step statistics of a batch being formed, per env: score mean/std/min/max over its
+ * sequences, percent_correct (share of sequences scoring above 0), completion length, groups,
+ * sequences and staleness; run-wide: sequences per second since the previous batch.
+ * One statement, so it joins the batch-forming D1 batch (put it before the batch's own INSERT,
+ * so "the previous batch" is the latest one).
+ */
+export function batchStatisticsStatement(d1: D1Database, b: BatchStatistics): D1PreparedStatement {
+  return d1
+    .prepare(
+      `INSERT OR REPLACE INTO metrics (run, name, env_id, step, policy_version, value, kind, created_at)
+       WITH g AS (
+         SELECT COALESCE(env_id, ${RUN_WIDE}) AS env_id, num_seqs, completion_tokens, policy_version,
+           scores_json FROM groups WHERE id IN (SELECT value FROM json_each(?3))
+       ),
+       s AS (SELECT g.env_id, CAST(j.value AS REAL) AS x FROM g, json_each(g.scores_json) AS j),
+       by_env AS (
+         SELECT env_id, COUNT(*) AS groups, SUM(num_seqs) AS seqs,
+           SUM(completion_tokens) * 1.0 / SUM(num_seqs) AS completion,
+           AVG(?4 - policy_version) AS stale_mean, MAX(?4 - policy_version) AS stale_max
+         FROM g GROUP BY env_id
+       ),
+       score AS (
+         SELECT env_id, AVG(x) AS mean, AVG(x * x) - AVG(x) * AVG(x) AS var, MIN(x) AS lo,
+           MAX(x) AS hi, AVG(x > 0) AS correct
+         FROM s GROUP BY env_id
+       ),
+       wide AS (SELECT * FROM by_env LEFT JOIN score USING (env_id)),
+       -- One row per (env, name): D1 caps compound SELECTs, so the columns are unpivoted by a join.
+       v(env_id, name, value) AS (
+         SELECT w.env_id, n.value, CASE n.value
+           WHEN 'train/score_mean' THEN w.mean
+           WHEN 'train/score_std' THEN sqrt(max(w.var, 0))
+           WHEN 'train/score_min' THEN w.lo
+           WHEN 'train/score_max' THEN w.hi
+           WHEN 'train/percent_correct' THEN w.correct
+           WHEN 'train/completion_lengths' THEN w.completion
+           WHEN 'train/groups' THEN w.groups
+           WHEN 'train/sequences' THEN w.seqs
+           WHEN 'train/staleness_mean' THEN w.stale_mean
+           WHEN 'train/staleness_max' THEN w.stale_max END
+         FROM wide AS w, json_each('${JSON.stringify(BATCH_STATISTICS)}') AS n
+         UNION ALL SELECT ${RUN_WIDE}, 'train/sequences_per_s', ?5 * 1000.0 / (?6 - latest)
+           FROM (SELECT MAX(created_at) AS latest FROM batches WHERE run = ?1) WHERE latest < ?6
+       )
+       SELECT ?1, name, env_id, ?2, ?4, value, 'train', ?6 FROM v WHERE value IS NOT NULL`,
+    )
+    .bind(b.run, b.step, b.groupIdsJson, b.policyVersion, b.sequences, b.now);
+}
+
+export interface MetricFilter {
+  /** Exact names; a name ending in `*` matches that prefix. Empty: every name. */
+  names?: string[];
+  envId?: number;
+  kind?: MetricKind;
+  fromStep?: number;
+  toStep?: number;
+  limit: number;
+}
+
+interface MetricRow {
+  name: string;
+  env_id: number;
+  step: number;
+  policy_version: number | null;
+  value: number;
+  kind: MetricKind;
+}
+
+/** Values matching `filter`, as one series per (name, env, kind), steps ascending. */
+export async function queryMetrics(
+  d1: D1Database,
+  run: string,
+  filter: MetricFilter,
+): Promise<{ series: MetricSeries[]; truncated: boolean }> {
+  const where = ["run = ?1"];
+  const binds: (string | number)[] = [run];
+  const bind = (v: string | number) => {
+    binds.push(v);
+    return `?${binds.length}`;
+  };
+  const names = filter.names ?? [];
+  if (names.length > 0) {
+    const clauses = names.map((n) =>
+      n.endsWith("*")
+        ? `substr(name, 1, ${n.length - 1}) = ${bind(n.slice(0, -1))}`
+        : `name = ${bind(n)}`,
+    );
+    where.push(`(${clauses.join(" OR ")})`);
+  }
+  if (filter.envId !== undefined) where.push(`env_id = ${bind(filter.envId)}`);
+  if (filter.kind !== undefined) where.push(`kind = ${bind(filter.kind)}`);
+  if (filter.fromStep !== undefined) where.push(`step >= ${bind(filter.fromStep)}`);
+  if (filter.toStep !== undefined) where.push(`step <= ${bind(filter.toStep)}`);
+  const { results } = await d1
+    .prepare(
+      `SELECT name, env_id, step, policy_version, value, kind FROM metrics WHERE ${where.join(" AND ")}
+       ORDER BY name, env_id, kind, step LIMIT ${bind(filter.limit + 1)}`,
+    )
+    .bind(...binds)
+    .all<MetricRow>();
+  const truncated = results.length > filter.limit;
+  const series = new Map<string, MetricSeries>();
+  for (const r of results.slice(0, filter.limit)) {
+    const key = `${r.kind}\u0000${r.env_id}\u0000${r.name}`;
+    let s = series.get(key);
+    if (!s) {
+      s = {
+        name: r.name,
+        env_id: r.env_id === RUN_WIDE ? null : r.env_id,
+        kind: r.kind,
+        steps: [],
+        values: [],
+        policy_versions: [],
+      };
+      series.set(key, s);
+    }
+    s.steps.push(r.step);
+    s.values.push(r.value);
+    s.policy_versions.push(r.policy_version);
+  }
+  return { series: [...series.values()], truncated };
+}
+
+/** Evaluation results of an env, one record per step with every metric of that step. */
+export async function evaluationsByStep(
+  d1: D1Database,
+  run: string,
+  envId: number,
+): Promise<{ step: number; metrics: Record<string, number>; created_at: number }[]> {
+  const { results } = await d1
+    .prepare(
+      `SELECT step, name, value, created_at FROM metrics
+       WHERE run = ?1 AND env_id = ?2 AND kind = 'eval' ORDER BY step, name`,
+    )
+    .bind(run, envId)
+    .all<{ step: number; name: string; value: number; created_at: number }>();
+  const bySteps = new Map<
+    number,
+    { step: number; metrics: Record<string, number>; created_at: number }
+  >();
+  for (const r of results) {
+    const e = bySteps.get(r.step) ?? { step: r.step, metrics: {}, created_at: r.created_at };
+    e.metrics[r.name] = r.value;
+    e.created_at = Math.max(e.created_at, r.created_at);
+    bySteps.set(r.step, e);
+  }
+  return [...bySteps.values()];
+}
+
+/**
+ * One evaluation metric over steps (for regression guards and curricula): every env's value of
+ * `name` at each evaluated step, steps ascending; `envId` narrows it to one env.
+ */
+export async function evaluationMetricOverSteps(
+  d1: D1Database,
+  run: string,
+  name: string,
+  envId?: number,
+): Promise<{ step: number; env_id: number; value: number; policy_version: number | null }[]> {
+  const { results } = await d1
+    .prepare(
+      `SELECT step, env_id, value, policy_version FROM metrics
+       WHERE run = ?1 AND name = ?2 AND kind = 'eval' AND (?3 IS NULL OR env_id = ?3)
+       ORDER BY step, env_id`,
+    )
+    .bind(run, name, envId ?? null)
+    .all<{ step: number; env_id: number; value: number; policy_version: number | null }>();
+  return results;
+}

@@ -1,0 +1,189 @@
+/**
+ * The metrics store: per-step batch statistics computed when a batch is formed, env-reported
+ * values and evaluation results, all read back through GET /v1/runs/{run}/metrics (and the
+ * /evals view), on local D1 through the real Worker entry.
+ */
+import { env } from "cloudflare:workers";
+import { describe, expect, it } from "vitest";
+import type { Bindings } from "../../src/api/bindings";
+import { evaluationMetricOverSteps } from "../../src/api/storage/metrics";
+import type { MetricSeries, MetricsResponse } from "../../src/core/api-schemas";
+import { call, group, json, post, setupRun, uniqueRun } from "./helpers";
+
+const bindings = env as unknown as Bindings;
+
+async function metrics(run: string, query = ""): Promise<MetricsResponse> {
+  const res = await call(`/v1/runs/${run}/metrics${query}`);
+  expect(res.status).toBe(200);
+  return (await res.json()) as MetricsResponse;
+}
+
+function find(series: MetricSeries[], name: string, envId: number | null): MetricSeries {
+  const s = series.find((x) => x.name === name && x.env_id === envId);
+  if (!s) throw new Error(`no series ${name} for env ${envId}: ${series.map((x) => x.name)}`);
+  return s;
+}
+
+async function lease(run: string) {
+  const res = await post(`/v1/runs/${run}/batches/lease`, { lease_seconds: 60 });
+  expect(res.status).toBe(200);
+  return (await res.json()) as { step: number; batch_id: string };
+}
+
+describe("per-step batch statistics", () => {
+  it("are stored per env with the step and policy version of the batch", async () => {
+    const run = uniqueRun("metrics-batch");
+    const { base, envIds } = await setupRun(run, 8, [4, 4]);
+    const [a, b] = envIds as [number, number];
+    // env a: scores 1,0,1,0 (group helper); env b: all 0.5 except one 1.
+    expect((await post(`${base}/scored_data`, group(1, 4, a, 6))).status).toBe(200);
+    const other = { ...group(2, 4, b, 10), scores: [0.5, 0.5, 0.5, 1] };
+    expect((await post(`${base}/scored_data`, other)).status).toBe(200);
+    expect((await post(`/v1/runs/${run}/policy`, { version: 3 })).status).toBe(200);
+    const batch = await lease(run);
+    expect(batch.step).toBe(1);
+
+    const { series } = await metrics(run, "?kind=train");
+    const meanA = find(series, "train/score_mean", a);
+    expect(meanA.steps).toEqual([1]);
+    expect(meanA.values[0]).toBeCloseTo(0.5);
+    expect(meanA.policy_versions).toEqual([3]);
+    expect(find(series, "train/score_std", a).values[0]).toBeCloseTo(0.5);
+    expect(find(series, "train/percent_correct", a).values[0]).toBeCloseTo(0.5);
+    expect(find(series, "train/score_mean", b).values[0]).toBeCloseTo(0.625);
+    expect(find(series, "train/score_max", b).values[0]).toBe(1);
+    expect(find(series, "train/percent_correct", b).values[0]).toBe(1);
+    // group(): 2 prompt tokens per sequence, the rest completion.
+    expect(find(series, "train/completion_lengths", a).values[0]).toBe(4);
+    expect(find(series, "train/completion_lengths", b).values[0]).toBe(8);
+    expect(find(series, "train/sequences", a).values[0]).toBe(4);
+    // Groups were produced at version 0 and trained at version 3.
+    expect(find(series, "train/staleness_mean", a).values[0]).toBe(3);
+  });
+
+  it("add a step per batch and a run-wide throughput from the second batch on", async () => {
+    const run = uniqueRun("metrics-steps");
+    const { base, envIds } = await setupRun(run, 4, [4]);
+    for (let i = 0; i < 3; i++) {
+      expect((await post(`${base}/scored_data`, group(10 + i, 4, envIds[0]!))).status).toBe(200);
+      await lease(run);
+    }
+    const { series } = await metrics(run, "?name=train/score_mean,train/sequences_per*");
+    expect(series.map((s) => s.name).sort()).toEqual(["train/score_mean", "train/sequences_per_s"]);
+    expect(find(series, "train/score_mean", envIds[0]!).steps).toEqual([1, 2, 3]);
+    const throughput = find(series, "train/sequences_per_s", null);
+    expect(throughput.steps).toEqual([2, 3]);
+    expect(throughput.values.every((v) => v > 0)).toBe(true);
+
+    const ranged = await metrics(run, `?name=train/score_mean&from_step=2&to_step=2`);
+    expect(ranged.series[0]!.steps).toEqual([2]);
+    const limited = await metrics(run, "?name=train/score_mean&limit=2");
+    expect(limited.truncated).toBe(true);
+    expect(limited.series[0]!.steps).toEqual([1, 2]);
+  });
+
+  it("are removed with a batch that is dissolved as too stale, which no trainer got", async () => {
+    const run = uniqueRun("metrics-dissolve");
+    const { base, envIds } = await setupRun(run, 4, [4]);
+    expect((await post(`${base}/scored_data`, group(1, 4, envIds[0]!))).status).toBe(200);
+    const first = await post(`/v1/runs/${run}/batches/lease`, { lease_seconds: 1 });
+    expect(first.status).toBe(200);
+    expect((await metrics(run, "?name=train/score_mean")).series[0]!.steps).toEqual([1]);
+    await new Promise((r) => setTimeout(r, 1100));
+    expect((await post(`/v1/runs/${run}/policy`, { version: 2 })).status).toBe(200);
+    expect(
+      (await post(`${base}/scored_data`, { ...group(2, 4, envIds[0]!), policy_version: 2 })).status,
+    ).toBe(200);
+    const fresh = await post(`/v1/runs/${run}/batches/lease`, { max_staleness: 0 });
+    expect(fresh.status).toBe(200);
+    expect(((await fresh.json()) as { step: number }).step).toBe(2);
+    expect((await metrics(run, "?name=train/score_mean")).series[0]!.steps).toEqual([2]);
+  });
+});
+
+describe("env metrics and evaluations", () => {
+  it("stores reported values, replaces a repeated report and filters by env and kind", async () => {
+    const run = uniqueRun("metrics-env");
+    const { envIds } = await setupRun(run, 8, [4, 4]);
+    const [a, b] = envIds as [number, number];
+    const report = (envId: number, body: unknown) =>
+      post(`/v1/runs/${run}/envs/${envId}/metrics`, body);
+    const first = await report(a, {
+      step: 2,
+      metrics: { "curriculum/level": 1, "drops/too long": 3 },
+    });
+    expect(first.status).toBe(200);
+    expect(await first.json()).toEqual({ status: "stored", step: 2, stored: 2 });
+    expect((await report(a, { step: 2, metrics: { "curriculum/level": 2 } })).status).toBe(200);
+    expect((await report(b, { step: 2, metrics: { "curriculum/level": 5 } })).status).toBe(200);
+    expect(
+      (await report(a, { step: 4, kind: "eval", policy_version: 7, metrics: { "eval/acc": 0.25 } }))
+        .status,
+    ).toBe(200);
+
+    const onlyA = await metrics(run, `?name=curriculum/level&env=${a}`);
+    expect(onlyA.series).toHaveLength(1);
+    expect(onlyA.series[0]).toMatchObject({ kind: "env", steps: [2], values: [2] });
+    const evals = await metrics(run, "?kind=eval");
+    expect(evals.series).toEqual([
+      {
+        name: "eval/acc",
+        env_id: a,
+        kind: "eval",
+        steps: [4],
+        values: [0.25],
+        policy_versions: [7],
+      },
+    ]);
+    // The /evals route is a view of the same values.
+    const view = await json<{ evals: { step: number; metrics: Record<string, number> }[] }>(
+      call(`/v1/runs/${run}/envs/${a}/evals`),
+    );
+    expect(view.evals.map(({ step, metrics }) => ({ step, metrics }))).toEqual([
+      { step: 4, metrics: { "eval/acc": 0.25 } },
+    ]);
+    expect(await evaluationMetricOverSteps(bindings.DB, run, "eval/acc")).toEqual([
+      { step: 4, env_id: a, value: 0.25, policy_version: 7 },
+    ]);
+  });
+
+  it("POST /evals lands in the store as kind eval", async () => {
+    const run = uniqueRun("metrics-evals");
+    const { envIds } = await setupRun(run, 8, [4]);
+    const a = envIds[0]!;
+    for (const [step, acc] of [
+      [1, 0.2],
+      [3, 0.6],
+    ] as const) {
+      const res = await post(`/v1/runs/${run}/envs/${a}/evals`, { step, metrics: { acc } });
+      expect(res.status).toBe(200);
+    }
+    expect(await evaluationMetricOverSteps(bindings.DB, run, "acc", a)).toMatchObject([
+      { step: 1, value: 0.2 },
+      { step: 3, value: 0.6 },
+    ]);
+  });
+
+  it("refuses bad reports with a 4xx and stores nothing", async () => {
+    const run = uniqueRun("metrics-bad");
+    const { envIds } = await setupRun(run, 8, [4]);
+    const a = envIds[0]!;
+    const bad = await post(`/v1/runs/${run}/envs/${a}/metrics`, { step: -1, metrics: { x: 1 } });
+    expect(bad.status).toBe(422);
+    const wrongType = await post(`/v1/runs/${run}/envs/${a}/metrics`, {
+      step: 1,
+      metrics: { x: "high" },
+    });
+    expect(wrongType.status).toBe(422);
+    const unknownEnv = await post(`/v1/runs/${run}/envs/99/metrics`, {
+      step: 1,
+      metrics: { x: 1 },
+    });
+    expect(unknownEnv.status).toBe(404);
+    expect((await unknownEnv.json()) as { error: { message: string } }).toMatchObject({
+      error: { message: expect.stringContaining("not registered") },
+    });
+    expect((await call(`/v1/runs/${run}/metrics?kind=nope`)).status).toBe(400);
+    expect((await metrics(run)).series).toEqual([]);
+  });
+});
