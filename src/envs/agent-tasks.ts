@@ -212,13 +212,18 @@ export class AgentTasksEnv extends BaseEnv<AgentTaskItem, AgentTasksConfig> {
       if (
         task.evaluation.kind === "judge" &&
         this.config.judges.length === 0 &&
-        !AgentTasksEnv.deps.judges
+        !this.deps.judges
       ) {
         throw new Error(
           `agent_tasks: task "${task.id}" is judged by a rubric but no judges are configured (judges: […])`,
         );
       }
     }
+  }
+
+  /** The dependencies of the class this instance was built from (see createAgentTasksEnv). */
+  private get deps(): AgentTasksDeps {
+    return (this.constructor as typeof AgentTasksEnv).deps;
   }
 
   /** The current curriculum level (the highest difficulty served). */
@@ -238,7 +243,7 @@ export class AgentTasksEnv extends BaseEnv<AgentTaskItem, AgentTasksConfig> {
 
   judgePanel(): JudgePanel {
     this.panel ??= new JudgePanel(
-      AgentTasksEnv.deps.judges?.(this.config) ??
+      this.deps.judges?.(this.config) ??
         panelJudges(this.config.judges, {
           n: this.config.n_judges ?? undefined,
           calibrations: this.config.calibration,
@@ -336,7 +341,7 @@ export class AgentTasksEnv extends BaseEnv<AgentTaskItem, AgentTasksConfig> {
       };
     }
     if (ev.kind === "hidden_tests") {
-      const runTests = AgentTasksEnv.deps.runTests;
+      const runTests = this.deps.runTests;
       if (!runTests) {
         throw new DropGroupError(
           "hidden tests need a sandbox: no runTests is wired into agent_tasks",
