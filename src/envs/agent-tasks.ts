@@ -369,7 +369,7 @@ export class AgentTasksEnv extends BaseEnv<AgentTaskItem, AgentTasksConfig> {
     this.observe("judge/calls", judged.report.calls);
     if (judged.report.kendall_tau !== null)
       this.observe("judge/kendall_tau", judged.report.kendall_tau);
-    const short = judged.scores.findIndex((s) => s === null);
+    const short = judged.scores.indexOf(null);
     if (short >= 0) {
       const got = judged.report.scores.filter((row) => row[short] !== null).length;
       throw new DropGroupError(

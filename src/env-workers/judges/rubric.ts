@@ -124,10 +124,12 @@ export function rankingPrompt(
   options: { judgeName: string; criteria?: string },
 ): JudgeMessage[] {
   const task = inputs[0]?.task ?? "";
+  // The shared task is printed once above; trajectories of different tasks carry their own.
+  const sameTask = inputs.every((x) => x.task === task);
   const body = inputs
     .map(
       (input, i) =>
-        `<trajectory id="${i + 1}">\n${renderTrajectory(input, { withTask: inputs.every((x) => x.task === task) ? false : true })}\n</trajectory>`,
+        `<trajectory id="${i + 1}">\n${renderTrajectory(input, { withTask: !sameTask })}\n</trajectory>`,
     )
     .join("\n\n");
   const criteria = options.criteria?.trim()
