@@ -37,7 +37,9 @@ export async function runTrain(
   const def = getEnvDefinition("agent_tasks");
   const trainer = config.training.trainer;
   const judged = tasks.some((t) => t.evaluation.kind === "judge");
-  if (judged && judgeEndpoints(config, "").length === 0) {
+  // Fails now, not after the dev server started, when a judge has no endpoint.
+  const simulated = config.inference.url === undefined;
+  if (judged && judgeEndpoints(config, simulated ? "http://simulator/v1" : null).length === 0) {
     throw new Error(
       `${options.configPath}: tasks with a judge rubric need judge.model or judge.models`,
     );
@@ -66,10 +68,10 @@ export async function runTrain(
       maxSeconds: options.maxSeconds,
       summaryJson: options.summaryJson,
       prepareEnvConfigs: async (inference) => {
-        const judgeBase = inference.simulator
-          ? `${inference.simulator.url}/v1`
-          : (config.inference.url ?? "");
-        const judges = judgeEndpoints(config, judgeBase);
+        const judges = judgeEndpoints(
+          config,
+          inference.simulator ? `${inference.simulator.url}/v1` : null,
+        );
         const { calibration, lines } = await judgeCalibrations(config, options.configPath, judges);
         const names = judges.map((j) => `${j.name} (${j.model_name} at ${j.base_url})`);
         return {

@@ -93,7 +93,7 @@ export const TrainConfigSchema = z
         /** Judge models: names served at base_url, or endpoints of their own. */
         models: z.array(JudgeModelSchema).optional(),
         n_judges: z.number().int().positive().optional(),
-        /** Where judges without a base_url live (default: the simulator when no inference url). */
+        /** Where judges without a base_url live (default: the simulator, when there is no inference.url). */
         base_url: z.string().optional(),
         server_type: z.enum(SERVER_TYPES).default("openai"),
         api_key: z.string().default(""),
@@ -159,23 +159,35 @@ export function parseTrainConfig(file: Record<string, unknown>, path: string): T
   return parsed.data;
 }
 
-/** The judges' endpoints; models without a base_url go to `defaultBaseUrl`. */
-export function judgeEndpoints(config: TrainConfig, defaultBaseUrl: string): JudgeEndpointInput[] {
+/**
+ * The judges' endpoints; models without a base_url use judge.base_url, else `simulatorUrl` (null
+ * when the policy runs on a real server: judges then need endpoints of their own).
+ */
+export function judgeEndpoints(
+  config: TrainConfig,
+  simulatorUrl: string | null,
+): JudgeEndpointInput[] {
   const judge = config.judge;
   if (!judge) return [];
   const models = judge.models ?? (judge.model ? [judge.model] : []);
-  const baseUrl = judge.base_url ?? defaultBaseUrl;
+  const baseUrl = judge.base_url ?? simulatorUrl;
   return models.map((m, i) => {
     const entry: z.output<typeof JudgeModelSchema> & object =
       typeof m === "string" ? { model_name: m } : m;
     const model = entry.model_name ?? entry.name ?? `judge-${i + 1}`;
+    const url = entry.base_url ?? baseUrl;
+    if (!url) {
+      throw new Error(
+        `judge.models[${i}] (${entry.name ?? model}) has no base_url: with inference.url set, judges run on endpoints of their own (set judge.base_url or a base_url per model)`,
+      );
+    }
     return {
       server_type: judge.server_type,
       api_key: judge.api_key,
       ...entry,
       name: entry.name ?? model,
       model_name: model,
-      base_url: entry.base_url ?? baseUrl,
+      base_url: url,
     };
   });
 }

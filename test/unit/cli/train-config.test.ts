@@ -58,7 +58,7 @@ describe("train config", () => {
       },
       "c.yaml",
     );
-    expect(judgeEndpoints(config, "unused")).toEqual([
+    expect(judgeEndpoints(config, null)).toEqual([
       {
         name: "gpt-4o",
         model_name: "gpt-4o",
@@ -67,6 +67,16 @@ describe("train config", () => {
         api_key: "k",
       },
     ]);
+  });
+
+  it("refuses judges without an endpoint when the policy is a real server", () => {
+    const config = parseTrainConfig(
+      { judge: { models: ["judge-a"] }, tasks: { task_file: "t.jsonl" } },
+      "c.yaml",
+    );
+    expect(() => judgeEndpoints(config, null)).toThrow(
+      /judge\.models\[0\] \(judge-a\) has no base_url: with inference\.url set, judges run on endpoints of their own/,
+    );
   });
 
   it("names every field to fix", () => {
