@@ -16,8 +16,9 @@ import {
   parseLabelledSet,
 } from "../core/judge-schemas";
 import { SERVER_TYPES } from "../core/server-config";
-import { parseTasksFile, TASK_ORDERS, type Task } from "../core/tasks";
+import { TASK_ORDERS, type Task } from "../core/tasks";
 import { JudgePanel, panelJudges } from "../env-workers/judges/index";
+import { parseTasksFile } from "./tasks-file";
 
 /** The keys that mark this layout (any one of them). */
 export const TRAIN_LAYOUT_KEYS = ["trajectory_collection", "judge", "tasks", "training"] as const;

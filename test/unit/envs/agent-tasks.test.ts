@@ -8,6 +8,7 @@ import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createEnv, type InferenceHandle, openInference } from "../../../src/cli/inference";
+import { parseTasksFile } from "../../../src/cli/tasks-file";
 import type { ScoredDataGroup } from "../../../src/core/group-types";
 import {
   type JudgeEndpointInput,
@@ -15,7 +16,7 @@ import {
   type JudgeReport,
   parseLabelledSet,
 } from "../../../src/core/judge-schemas";
-import { parseTasksFile, selectTasks, type Task } from "../../../src/core/tasks";
+import { selectTasks, type Task } from "../../../src/core/tasks";
 import { applyCalibration, JudgePanel, panelJudges } from "../../../src/env-workers/judges/index";
 import { processEnv } from "../../../src/env-workers/runtime/process";
 import {
