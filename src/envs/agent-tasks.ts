@@ -364,7 +364,10 @@ export class AgentTasksEnv extends BaseEnv<AgentTaskItem, AgentTasksConfig> {
       steps: e.steps,
       final_response: e.finalResponse,
     }));
-    const judged = await this.judgePanel().scoreGroup(inputs, this.config.judge_mode, ev.rubric);
+    const judged = await this.judgePanel().scoreGroup(inputs, this.config.judge_mode, {
+      criteria: ev.rubric,
+      weights: ev.weights,
+    });
     this.observe("judge/failures", judged.report.failures.length);
     this.observe("judge/calls", judged.report.calls);
     if (judged.report.kendall_tau !== null)

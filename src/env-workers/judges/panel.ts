@@ -40,6 +40,12 @@ export interface GroupJudgement {
   report: JudgeReport;
 }
 
+/** Per-call additions: task-specific criteria and rubric weights (default: the panel's). */
+export interface JudgeAsk {
+  criteria?: string;
+  weights?: RubricWeights;
+}
+
 type Outcome = { ok: true; scores: number[] } | { ok: false; reason: string };
 
 const reasonOf = (err: unknown) => (err instanceof Error ? err.message : String(err)).slice(0, 300);
@@ -71,10 +77,13 @@ export class JudgePanel {
   }
 
   /** One judge's raw (uncalibrated) score of one trajectory. */
-  async pointwise(judge: PanelJudge, input: JudgeInput, criteria?: string): Promise<Outcome> {
+  async pointwise(judge: PanelJudge, input: JudgeInput, ask: JudgeAsk = {}): Promise<Outcome> {
     try {
-      const reply = await this.ask(judge, rubricPrompt(input, { judgeName: judge.name, criteria }));
-      const parsed = parseRubricReply(reply, this.weights);
+      const reply = await this.ask(
+        judge,
+        rubricPrompt(input, { judgeName: judge.name, criteria: ask.criteria }),
+      );
+      const parsed = parseRubricReply(reply, ask.weights ?? this.weights);
       return parsed.ok ? { ok: true, scores: [parsed.score] } : parsed;
     } catch (err) {
       return { ok: false, reason: reasonOf(err) };
@@ -85,12 +94,12 @@ export class JudgePanel {
   async ranking(
     judge: PanelJudge,
     inputs: readonly JudgeInput[],
-    criteria?: string,
+    ask: JudgeAsk = {},
   ): Promise<Outcome> {
     try {
       const reply = await this.ask(
         judge,
-        rankingPrompt(inputs, { judgeName: judge.name, criteria }),
+        rankingPrompt(inputs, { judgeName: judge.name, criteria: ask.criteria }),
       );
       const parsed = parseRankingReply(reply, inputs.length);
       return parsed.ok ? { ok: true, scores: parsed.scores } : parsed;
@@ -106,11 +115,11 @@ export class JudgePanel {
   async rawScores(
     inputs: readonly JudgeInput[],
     mode: JudgeMode,
-    criteria?: string,
+    ask: JudgeAsk = {},
   ): Promise<{ raw: (number | null)[][]; failures: JudgeReport["failures"]; calls: number }> {
     const failures: JudgeReport["failures"] = [];
     if (mode === "ranking") {
-      const outcomes = await Promise.all(this.judges.map((j) => this.ranking(j, inputs, criteria)));
+      const outcomes = await Promise.all(this.judges.map((j) => this.ranking(j, inputs, ask)));
       const raw = outcomes.map((o, j) => {
         if (o.ok) return o.scores;
         failures.push({ judge: this.judges[j]!.name, answer: null, reason: o.reason });
@@ -122,7 +131,7 @@ export class JudgePanel {
       this.judges.map(async (judge) =>
         Promise.all(
           inputs.map(async (input, a) => {
-            const o = await this.pointwise(judge, input, criteria);
+            const o = await this.pointwise(judge, input, ask);
             if (o.ok) return o.scores[0]!;
             failures.push({ judge: judge.name, answer: a, reason: o.reason });
             return null;
@@ -138,9 +147,9 @@ export class JudgePanel {
   async scoreGroup(
     inputs: readonly JudgeInput[],
     mode: JudgeMode = "pointwise",
-    criteria?: string,
+    ask: JudgeAsk = {},
   ): Promise<GroupJudgement> {
-    const { raw, failures, calls } = await this.rawScores(inputs, mode, criteria);
+    const { raw, failures, calls } = await this.rawScores(inputs, mode, ask);
     const scores = raw.map((row, j) =>
       row.map((x) => (x === null ? null : applyCalibration(x, this.judges[j]!.calibration))),
     );

@@ -3,6 +3,7 @@ import {
   applyCalibration,
   fitCalibration,
   fitLinear,
+  JudgePanel,
   kendallTau,
   meanPairwiseTau,
   parseRankingReply,
@@ -198,5 +199,95 @@ describe("renderTrajectory", () => {
     expect(renderTrajectory({ task: "t", steps: "", final_response: null })).toContain(
       "(no steps)\n\nFinal response:\n(none)",
     );
+  });
+});
+
+describe("JudgePanel with scripted judges (test doubles answering fixed replies)", () => {
+  const reply = (content: string) => ({
+    id: "x",
+    model: "m",
+    choices: [
+      { index: 0, message: { role: "assistant" as const, content }, finish_reason: "stop" },
+    ],
+  });
+  const judge = (name: string, answer: (prompt: string) => string) => ({
+    name,
+    client: {
+      chatCompletion: async (p: { messages: { content: unknown }[] }) =>
+        reply(answer(String(p.messages.at(-1)?.content ?? ""))),
+    },
+  });
+  const dims = (tc: number, rest: number) =>
+    `{"task_completion": ${tc}, "reasoning_quality": ${rest}, "tool_usage": ${rest}, "error_handling": ${rest}, "efficiency": ${rest}}`;
+  const input = (final: string) => ({ task: "t", steps: "", final_response: final });
+
+  it("applies per-call weights and criteria, trims across judges and records failures", async () => {
+    const prompts: string[] = [];
+    const panel = new JudgePanel(
+      [
+        judge("a", (p) => (prompts.push(p), dims(10, 0))),
+        judge("b", () => dims(10, 0)),
+        judge("c", () => "no idea"),
+      ],
+      { minJudges: 2 },
+    );
+    const onlyCompletion = {
+      task_completion: 1,
+      reasoning_quality: 0,
+      tool_usage: 0,
+      error_handling: 0,
+      efficiency: 0,
+    };
+    const { scores, report } = await panel.scoreGroup([input("x"), input("y")], "pointwise", {
+      criteria: "Mentions jitter.",
+      weights: onlyCompletion,
+    });
+    expect(scores).toEqual([1, 1]);
+    expect(prompts[0]).toContain("Task-specific criteria: Mentions jitter.");
+    expect(report.failures).toEqual([
+      { judge: "c", answer: 0, reason: 'no score in the reply ("no idea")' },
+      { judge: "c", answer: 1, reason: 'no score in the reply ("no idea")' },
+    ]);
+    expect(report.calls).toBe(6);
+    // Default weights: task_completion is 0.4 of the composite.
+    const plain = await panel.scoreGroup([input("x")]);
+    expect(plain.scores[0]).toBeCloseTo(0.4);
+  });
+
+  it("gives no panel score to an answer with fewer than minJudges scores", async () => {
+    const panel = new JudgePanel([judge("a", () => "Score: 8/10"), judge("b", () => "")], {
+      minJudges: 2,
+    });
+    const { scores, report } = await panel.scoreGroup([input("x")]);
+    expect(scores).toEqual([null]);
+    expect(report.scores).toEqual([[0.8], [null]]);
+  });
+
+  it("ranking: one call per judge, calibrated scores, tau across judges", async () => {
+    let calls = 0;
+    const ranked = (s: number[]) => () => {
+      calls++;
+      return JSON.stringify({ scores: s.map((score, i) => ({ id: i + 1, score })) });
+    };
+    const panel = new JudgePanel([
+      { ...judge("a", ranked([0.9, 0.1, 0.5])) },
+      {
+        ...judge("strict", ranked([0.6, 0.0, 0.2])),
+        calibration: {
+          offset: 0.3,
+          scale: 1,
+          accepted: true,
+          heldout_mae_before: 0.3,
+          heldout_mae_after: 0.05,
+          n_fit: 8,
+          n_heldout: 4,
+        },
+      },
+    ]);
+    const { report } = await panel.scoreGroup([input("1"), input("2"), input("3")], "ranking");
+    expect(calls).toBe(2);
+    expect(report.scores[1]![0]).toBeCloseTo(0.9);
+    expect(report.kendall_tau).toBe(1);
+    expect(report.calibrated).toEqual(["strict"]);
   });
 });
