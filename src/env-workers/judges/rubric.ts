@@ -26,11 +26,14 @@ export interface JudgeStep {
   observation?: string | null;
 }
 
-/** The judge's input: the task, the steps (structured or already rendered) and the answer. */
+/**
+ * The judge's input: the task, the steps (structured or already rendered) and the answer. A
+ * recorded trajectory with these fields (and any others) can be passed as it is.
+ */
 export interface JudgeInput {
   task: string;
   steps: string | readonly JudgeStep[];
-  final_response: string | null;
+  final_response?: string | null;
 }
 
 /** Markers the prompts start with (the simulator's judge responder recognises them). */
