@@ -140,15 +140,27 @@ interface Episode {
 /** Candidate answers for the simulator's toy policy (good ones score well under every evaluation). */
 export function agentTasksSimulate(task: Task): SimulatedItem {
   const ev = task.evaluation;
+  const match = `${AGENT_TASK_PREFIX} ${task.id}\n`;
   let candidates: SimCandidate[];
   if (ev.kind === "reference") {
-    candidates = [
-      {
-        text: `Key points: I worked through the task step by step.\n<answer>${ev.answer}</answer>`,
-        label: "correct",
-      },
-      { text: "I am not sure.\n<answer>unknown</answer>", label: "guess" },
-    ];
+    const answer: SimCandidate = {
+      text: `Key points: I worked through the task step by step.\n<answer>${ev.answer}</answer>`,
+      label: "correct",
+    };
+    const guess: SimCandidate = {
+      text: "I am not sure.\n<answer>unknown</answer>",
+      label: "guess",
+    };
+    if (!task.required_tools.includes("calculator")) return { match, candidates: [answer, guess] };
+    // Tasks that need the calculator: check the result with it first, then answer.
+    const call = `Let me check with the calculator.\n<tool_call>${JSON.stringify({ name: "calculator", arguments: { expression: ev.answer } })}</tool_call>`;
+    return {
+      match,
+      candidates: (promptText) =>
+        promptText.includes("calculator result:")
+          ? [answer, guess]
+          : [{ text: call, label: "use_calculator" }, guess],
+    };
   } else if (ev.kind === "hidden_tests") {
     candidates = [
       {
@@ -166,7 +178,7 @@ export function agentTasksSimulate(task: Task): SimulatedItem {
       { text: "It depends on many things, hard to say.", label: "vague" },
     ];
   }
-  return { match: `${AGENT_TASK_PREFIX} ${task.id}\n`, candidates };
+  return { match, candidates };
 }
 
 export class AgentTasksEnv extends BaseEnv<AgentTaskItem, AgentTasksConfig> {
@@ -182,6 +194,11 @@ export class AgentTasksEnv extends BaseEnv<AgentTaskItem, AgentTasksConfig> {
 
   constructor(...args: ConstructorParameters<typeof BaseEnv<AgentTaskItem, AgentTasksConfig>>) {
     super(...args);
+    if (this.config.tasks.length === 0) {
+      throw new Error(
+        "agent_tasks needs tasks: set env.tasks (a list of tasks), or run `atropos-edge train --config` with tasks.task_file (docs/JUDGES.md)",
+      );
+    }
     const all = parseTasks(this.config.tasks, "env.tasks");
     this.tasks = selectTasks(all, {
       minDifficulty: this.config.min_difficulty,

@@ -226,6 +226,12 @@ describe("agent_tasks on the simulator", () => {
         else expect(g.scores[i]).toBe(answer.includes("<answer>unknown</answer>") ? 0 : 1);
       });
     }
+    // The agent loop ran the calculator for tasks that need it, and fed the result back.
+    const toolTurns = out
+      .flatMap((g) => g.messages!.flat())
+      .filter((m) => m.role === "tool")
+      .map((m) => m.content);
+    expect(toolTurns).toEqual(expect.arrayContaining(["calculator result: 28"]));
   });
 
   it("drops hidden-test tasks with a reason while no sandbox is wired", async () => {
