@@ -25,6 +25,7 @@ import { PROJECT_ROOT } from "./dev-process";
 import { isEnvPath, loadEnvDefinition } from "./env-loader";
 import { registerTokenizeCommands } from "./tokenize-command";
 import { registerTokensCommand } from "./tokens-command";
+import { isTrainLayout, TRAIN_LAYOUT_KEYS } from "./train-config";
 
 interface OptionSpec {
   flags: string;
@@ -91,6 +92,8 @@ const ENV_COMMANDS = ["serve", "process", "evaluate", "start"];
 
 /** The env-side configuration of one command invocation. */
 interface EnvContext {
+  /** The --config file as the loader read it (train parses its own layout from it). */
+  configFile: { path: string; contents: Record<string, unknown> } | null;
   atropos: AtroposInput;
   /** Loads `--env` values (names or paths) with the `env.*` config each one gets. */
   loadEnvs(namesOrPaths: string[]): Promise<LoadedEnv[]>;
@@ -140,9 +143,19 @@ function withOptions<S extends OptionSpec[]>(
         `--env.* / --openai.* flags apply to ${ENV_COMMANDS.join(", ")}, not ${name}`,
       );
     }
-    const file = configPath
-      ? splitAtroposFile(loadConfigFile(configPath), configPath)
-      : { rest: {}, atropos: emptyAtroposInput() };
+    const loaded = configPath ? loadConfigFile(configPath) : {};
+    const trainLayout = isTrainLayout(loaded);
+    if (trainLayout !== (name === "train") && configPath) {
+      throw new Error(
+        trainLayout
+          ? `${configPath} is a train config (${TRAIN_LAYOUT_KEYS.join(", ")}): run \`atropos-edge train --config ${configPath}\``
+          : `${configPath} has none of ${TRAIN_LAYOUT_KEYS.join(", ")}: train takes a config in that layout (docs/JUDGES.md)`,
+      );
+    }
+    const file =
+      configPath && !trainLayout
+        ? splitAtroposFile(loaded, configPath)
+        : { rest: {}, atropos: emptyAtroposInput() };
     const atropos = runsEnv ? withDottedFlags(file.atropos, dotted) : emptyAtroposInput();
     const scope: OptionScope = { command: name, optionKeys: specs.map((s) => s.key) };
     const mapped = atroposOptions(atropos, scope, dotted);
@@ -162,6 +175,7 @@ function withOptions<S extends OptionSpec[]>(
       return defs.map((def, i) => ({ def, config: configs[i] ?? {} }));
     };
     const envContext: EnvContext = {
+      configFile: configPath ? { path: configPath, contents: loaded } : null,
       atropos,
       loadEnvs,
       loadEnv: async (nameOrPath) => {
@@ -293,6 +307,43 @@ export function buildProgram(dotted: DottedFlags = { env: {}, openai: {} }): Com
         workers: Boolean(o.workers),
         learningRate: Number(o.learningRate),
         summaryJson: str(o.summaryJson),
+      });
+    },
+  );
+
+  options(
+    program
+      .command("train")
+      .description(
+        "start with one config file (training, trajectory_collection, judge, tasks, inference): the agent_tasks env, a judge panel, the API and the trainer",
+      ),
+    [
+      opt("--steps <n>", "steps", "trainer steps (default: training.max_steps)", undefined),
+      opt("--port <port>", "port", "port of the local API (default: api.port or 8787)", undefined),
+      opt("--max-seconds <s>", "maxSeconds", "fail if not done in this time (0 = never)", 0),
+      opt(
+        "--summary-json <file>",
+        "summaryJson",
+        "write the per-step learning curve as JSON",
+        undefined,
+      ),
+      opt("--sim-latency-ms <ms>", "simLatencyMs", "simulator latency per request", 0),
+      opt("--sim-seed <n>", "simSeed", "simulator seed", 0),
+    ],
+    async (o, _args, env) => {
+      if (!env.configFile) {
+        throw new Error("train needs --config atropos_config.yaml (docs/JUDGES.md)");
+      }
+      const { runTrain } = await import("./train-command");
+      return runTrain({
+        configPath: env.configFile.path,
+        file: env.configFile.contents,
+        steps: str(o.steps) === undefined ? undefined : Number(o.steps),
+        port: str(o.port) === undefined ? undefined : Number(o.port),
+        maxSeconds: Number(o.maxSeconds),
+        summaryJson: str(o.summaryJson),
+        simLatencyMs: Number(o.simLatencyMs),
+        simSeed: Number(o.simSeed),
       });
     },
   );

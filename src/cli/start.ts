@@ -6,6 +6,7 @@
  * demo trainer lease → check shapes / compute GRPO advantages → bump the policy version → ack,
  * until --steps or Ctrl-C.
  */
+import { spawn } from "node:child_process";
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { join, resolve } from "node:path";
 import { type RunStats, TrainerClient } from "../client/trainer-client";
@@ -53,6 +54,19 @@ export interface StartOptions extends InferenceFlags {
   envModules?: (string | null)[];
   /** `env.*` config per env, in the same order. */
   envConfigs?: Record<string, unknown>[];
+  /**
+   * Final env configs once inference is up (e.g. judges on the simulator, fitted calibrations);
+   * replaces envConfigs. Lines it returns are printed.
+   */
+  prepareEnvConfigs?: (
+    inference: InferenceHandle,
+  ) => Promise<{ envConfigs: Record<string, unknown>[]; lines: string[] }>;
+  /**
+   * Train with this shell command instead of the demo trainer: it gets ATROPOS_EDGE_API_URL (and
+   * `trainerEnv`), registers and leases itself, and `start` ends when it exits (its exit code).
+   */
+  trainerCommand?: string;
+  trainerEnv?: Record<string, string>;
 }
 
 interface EnvRun {
@@ -219,6 +233,39 @@ function workerEnvsFailure(envs: WorkerEnvRun[]): string | null {
     .join("; ")}`;
 }
 
+/** Runs the trainer command in the foreground; a failure when it exits non-zero or overruns. */
+async function runTrainerCommand(
+  command: string,
+  env: Record<string, string>,
+  stopRequested: () => boolean,
+  maxSeconds: number,
+): Promise<{ failure: string | null }> {
+  const child = spawn(command, {
+    shell: true,
+    stdio: ["ignore", "inherit", "inherit"],
+    env: { ...process.env, ...env },
+  });
+  const exited = new Promise<number | null>((done) => {
+    child.on("exit", (code) => done(code));
+    child.on("error", () => done(127));
+  });
+  const started = Date.now();
+  for (;;) {
+    const code = await Promise.race([exited, sleep(250).then(() => undefined)]);
+    if (code !== undefined) {
+      return { failure: code === 0 ? null : `trainer command exited with code ${code}` };
+    }
+    const overran = maxSeconds > 0 && Date.now() - started > maxSeconds * 1000;
+    if (stopRequested() || overran) {
+      child.kill("SIGTERM");
+      await exited;
+      return {
+        failure: overran ? `trainer command still running after --max-seconds ${maxSeconds}` : null,
+      };
+    }
+  }
+}
+
 export async function runStart(
   options: StartOptions,
   out: NodeJS.WriteStream = process.stdout,
@@ -231,7 +278,8 @@ export async function runStart(
       .filter(Boolean)
       .map((name) => getEnvDefinition(name));
   const envNames = defs.map((d) => d.name);
-  const envConfigOf = (name: string) => options.envConfigs?.[envNames.indexOf(name)] ?? {};
+  let envConfigs = options.envConfigs;
+  const envConfigOf = (name: string) => envConfigs?.[envNames.indexOf(name)] ?? {};
   if (envNames.length === 0) throw new Error("--envs needs at least one env name");
   if (options.steps < 1) throw new Error("--steps must be at least 1");
   const lr = options.learningRate ?? DEFAULT_LEARNING_RATE;
@@ -313,7 +361,12 @@ export async function runStart(
   try {
     // Inference first: an unreachable endpoint fails in a second, not after the dev server starts.
     inference = await openInference(options);
-    if (inference.simulator) {
+    if (options.prepareEnvConfigs) {
+      const prepared = await options.prepareEnvConfigs(inference);
+      envConfigs = prepared.envConfigs;
+      for (const line of prepared.lines) out.write(`${line}\n`);
+    }
+    if (inference.simulator && !options.trainerCommand) {
       const sim = inference.simulator;
       policyTrainer = new ToyPolicyTrainer({
         simulatorUrl: sim.url,
@@ -338,11 +391,14 @@ export async function runStart(
       );
     }
     trainer = new TrainerClient({ url: dev.url });
-    await trainer.register({
-      batch_size: options.batchSize,
-      max_token_len: options.maxTokenLen,
-      num_steps: options.steps,
-    });
+    // A trainer command registers itself, as Atropos trainers do.
+    if (!options.trainerCommand) {
+      await trainer.register({
+        batch_size: options.batchSize,
+        max_token_len: options.maxTokenLen,
+        num_steps: options.steps,
+      });
+    }
 
     for (const name of workersMode ? envNames : []) {
       const sim = inference.simulator;
@@ -454,7 +510,20 @@ export async function runStart(
       });
     }, 1000);
 
-    while (!stopRequested && progress.step < options.steps) {
+    if (options.trainerCommand) {
+      const result = await runTrainerCommand(
+        options.trainerCommand,
+        {
+          ...options.trainerEnv,
+          ATROPOS_EDGE_API_URL: dev.url,
+        },
+        () => stopRequested,
+        options.maxSeconds,
+      );
+      if (result.failure) failure = result.failure;
+      else out.write(`\ntrainer command exited with code 0\n`);
+    }
+    while (!options.trainerCommand && !stopRequested && progress.step < options.steps) {
       if (options.maxSeconds > 0 && Date.now() - started > options.maxSeconds * 1000) {
         failure = `gave up after --max-seconds ${options.maxSeconds} (last reason: ${progress.lastReason ?? "none"})`;
         break;

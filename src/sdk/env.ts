@@ -12,7 +12,9 @@ export type {
   ScoredDataItem,
   ToolCall,
 } from "../core/group-types";
+export * from "../core/judge-schemas";
 export { hashString, SeededRng } from "../core/rng";
+export * from "../core/tasks";
 export {
   BaseEnv,
   DropGroupError,
@@ -43,6 +45,7 @@ export type {
   Tokenizer,
   ToolDefinition,
 } from "../env-workers/inference/types";
+export * from "../env-workers/judges/index";
 export * from "../env-workers/rewards/index";
 export { type SampledChoice, sampleChat } from "../env-workers/runtime/sampling";
 export { PROMPT_MASK, scoredItemFromNode } from "../env-workers/runtime/sequences";

@@ -20,6 +20,7 @@ import { getToken } from "./auth.js";
  * @typedef {GroupMeta["status"]} GroupStatus
  * @typedef {import("../../../src/core/api-schemas").GroupPage} GroupPage
  * @typedef {import("../../../src/core/schemas").ScoredDataInput} GroupPayload
+ * @typedef {import("../../../src/core/judge-schemas").JudgeReport} JudgeReport
  * @typedef {{group: GroupMeta, payload: GroupPayload, token_texts: string[][] | null}} GroupDetail
  * @typedef {import("../../../src/core/api-schemas").BatchRow} BatchInfo
  * @typedef {import("../../../src/core/api-schemas").BatchPage} BatchPage

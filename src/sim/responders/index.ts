@@ -3,6 +3,7 @@ import { gsm8kLiteResponder } from "./gsm8k-lite";
 import { letterCountingResponder } from "./letter-counting";
 import { judgedPolicyResponder, judgeResponder } from "./llm-judge";
 import { toolUseResponder } from "./tool-use";
+import { trajectoryJudgeResponder } from "./trajectory-judge";
 import type { Responder, ResponderContext } from "./types";
 
 /** Fallback: a short, deterministic, plausible answer. */
@@ -18,7 +19,8 @@ const fallback: Responder = {
 
 /** Ordered: the first responder whose `matches` is true answers. Env-specific ones go first. */
 export const responders: Responder[] = [
-  // The judge prompt quotes a policy answer, so it must be recognised before the others.
+  // Judge prompts quote policy answers, so they must be recognised before the others.
+  trajectoryJudgeResponder,
   judgeResponder,
   judgedPolicyResponder,
   toolUseResponder,

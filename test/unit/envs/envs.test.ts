@@ -45,8 +45,9 @@ function expectExactSequences(group: ScoredDataGroup) {
 }
 
 describe("registry", () => {
-  it("lists the five example envs with parsed defaults", () => {
+  it("lists the example envs with parsed defaults", () => {
     expect(Object.keys(envRegistry).sort()).toEqual([
+      "agent_tasks",
       "blackjack",
       "gsm8k_lite",
       "letter_counting",

@@ -10,6 +10,91 @@ import { completionCount, MASKED, tokenLegend, tokenStrip } from "../tokens.js";
 import { GROUP_STATUS_TONE } from "./rollouts.js";
 
 /**
+ * The judge panel's record of a group (group_overrides.judge, written by judged envs), or null.
+ * @param {import("../api.js").GroupDetail} detail
+ * @returns {import("../api.js").JudgeReport | null}
+ */
+function judgeReportOf(detail) {
+  const report = /** @type {Record<string, unknown> | null | undefined} */ (
+    detail.payload.group_overrides
+  )?.judge;
+  if (
+    !report ||
+    typeof report !== "object" ||
+    !("judges" in report) ||
+    !Array.isArray(report.judges)
+  )
+    return null;
+  return /** @type {import("../api.js").JudgeReport} */ (report);
+}
+
+/**
+ * Per-judge scores (rows: judges, columns: sequences), the panel score, agreement and failures.
+ * @param {import("../api.js").JudgeReport} report
+ */
+function judgePanel(report) {
+  const n = report.panel.length;
+  const failedBy = new Map(report.failures.map((f) => [f.judge, f]));
+  const head = h(
+    "tr",
+    null,
+    h("th", null, "judge"),
+    Array.from({ length: n }, (_, i) => h("th", { class: "num" }, `seq ${i + 1}`)),
+  );
+  const rows = report.judges.map((name, j) =>
+    h(
+      "tr",
+      { "data-judge": name },
+      h(
+        "td",
+        null,
+        name,
+        report.calibrated.includes(name)
+          ? h("span", { class: "muted small" }, " (calibrated)")
+          : null,
+      ),
+      (report.scores[j] ?? []).map((s) =>
+        h("td", { class: "num" }, s === null ? pill("failed", "bad") : fmtNum(s, 3)),
+      ),
+    ),
+  );
+  const panelRow = h(
+    "tr",
+    null,
+    h("th", null, "panel (trimmed mean)"),
+    report.panel.map((s) => h("th", { class: "num" }, s === null ? "–" : fmtNum(s, 3))),
+  );
+  return [
+    h(
+      "p",
+      { class: "small", "data-testid": "judge-summary" },
+      `${report.mode} · ${report.judges.length} judges · ${report.calls} calls · agreement (Kendall's tau) ${report.kendall_tau === null ? "–" : fmtNum(report.kendall_tau, 2)} · ${report.failures.length} failures`,
+    ),
+    h(
+      "table",
+      { class: "data-table", "data-testid": "judge-scores" },
+      h("thead", null, head),
+      h("tbody", null, rows, panelRow),
+    ),
+    failedBy.size > 0
+      ? h(
+          "ul",
+          { class: "small" },
+          report.failures.map((f) =>
+            h(
+              "li",
+              null,
+              h("strong", null, f.judge),
+              f.answer === null ? " (whole group): " : ` (seq ${f.answer + 1}): `,
+              f.reason,
+            ),
+          ),
+        )
+      : null,
+  ];
+}
+
+/**
  * @param {import("../api.js").GroupDetail} detail
  * @param {number} i
  * @returns {import("../tokens.js").TokenSequence}
@@ -281,6 +366,12 @@ export function mountRolloutDetail(root, ctx) {
           ),
         ),
       ]),
+      judgeReportOf(detail)
+        ? card(
+            "Judges",
+            judgePanel(/** @type {import("../api.js").JudgeReport} */ (judgeReportOf(detail))),
+          )
+        : null,
       n > 1
         ? card("Compare sequences", [
             h(

@@ -1,0 +1,494 @@
+/**
+ * agent_tasks: a generic agent env driven by a tasks file. Each task names its type, difficulty
+ * (1–10), the tools it needs, the prompt and how answers are evaluated: a reference answer, hidden
+ * tests (run by an injected `runTests`, the sandbox), or a judge rubric scored by a panel of
+ * judges on their own endpoints (pointwise or ranking mode; see docs/JUDGES.md). The policy works
+ * in up to `max_steps_per_trajectory` turns with the allowed tools (Hermes `<tool_call>` format).
+ *
+ * Difficulty feeds the curriculum: tasks are filtered to [min_difficulty, max_difficulty] and
+ * ordered (easy_first by default); with `curriculum: adaptive` only tasks up to the current level
+ * are served, and the level rises once a window of groups at that level averages
+ * `advance_threshold`.
+ */
+import {
+  answersEquivalent,
+  BaseEnv,
+  BaseEnvConfigSchema,
+  type ChatMessage,
+  DropGroupError,
+  defineEnv,
+  difficultyLevels,
+  type EnvDefinition,
+  hashString,
+  type JsonObject,
+  JUDGE_MODES,
+  JudgeCalibrationSchema,
+  JudgeEndpointSchema,
+  type JudgeInput,
+  JudgePanel,
+  type JudgeStep,
+  mergeIntoGroup,
+  type PanelJudge,
+  panelJudges,
+  parseTasks,
+  RubricWeightsSchema,
+  type ScoredDataGroup,
+  type SimCandidate,
+  type SimulatedItem,
+  scoredItemFromNode,
+  selectTasks,
+  TASK_ORDERS,
+  type Task,
+  TaskSchema,
+  z,
+} from "../sdk/env";
+import {
+  fromOpenAiToolCalls,
+  type ParsedToolCall,
+  parseHermesToolCalls,
+  thoughtOf,
+} from "./tools/hermes";
+import { standardTools, Toolbox } from "./tools/toolbox";
+
+export const AGENT_TASK_PREFIX = "Agent task id:";
+
+export const AgentTasksConfigSchema = BaseEnvConfigSchema.extend({
+  /** The tasks (the CLI reads them from `tasks.task_file`); validated with TaskSchema. */
+  tasks: z.array(TaskSchema).default([]),
+  /** Tools offered to the policy (each task's required_tools must be among them). */
+  tools: z.array(z.string()).default(["calculator", "kv_get", "kv_set"]),
+  max_steps_per_trajectory: z.number().int().positive().default(6),
+  tool_timeout_ms: z.number().int().positive().default(1000),
+  temperature: z.number().min(0).default(1.0),
+  judges: z.array(JudgeEndpointSchema).default([]),
+  /** Judges on the panel (default: one per endpoint); more reuse endpoints with other seeds. */
+  n_judges: z.number().int().positive().nullable().default(null),
+  /** Answers scored by fewer judges drop the group. */
+  min_judges: z.number().int().positive().default(2),
+  judge_mode: z.enum(JUDGE_MODES).default("pointwise"),
+  judge_weights: RubricWeightsSchema.optional(),
+  /** Fitted calibrations by judge name (a calibration file's `judges`). */
+  calibration: z.record(z.string(), JudgeCalibrationSchema).default({}),
+  order: z.enum(TASK_ORDERS).default("easy_first"),
+  min_difficulty: z.number().int().min(1).max(10).default(1),
+  max_difficulty: z.number().int().min(1).max(10).default(10),
+  curriculum: z.enum(["none", "adaptive"]).default("none"),
+  advance_threshold: z.number().min(0).max(1).default(0.7),
+  advance_window: z.number().int().positive().default(4),
+});
+export type AgentTasksConfig = z.output<typeof AgentTasksConfigSchema>;
+
+/** Items are the tasks themselves (small JSON records; an item travels in a queue message). */
+export type AgentTaskItem = Task;
+
+export interface TestRunResult {
+  passed: number;
+  total: number;
+  output?: string;
+}
+
+/** Runs hidden tests against an answer's code (the sandbox; wired by the deployment). */
+export type RunTests = (
+  code: string,
+  tests: string,
+  options: { language: string; taskId: string },
+) => Promise<TestRunResult>;
+
+export interface AgentTasksDeps {
+  runTests?: RunTests;
+  /** Builds the panel's judges (default: one ServerManager per configured endpoint). */
+  judges?: (config: AgentTasksConfig) => PanelJudge[];
+}
+
+const SYSTEM_PROMPT = (tools: string[]) =>
+  `You are an agent that solves tasks.${tools.length ? ` You may call these tools: ${tools.join(", ")}, with <tool_call>{"name": ..., "arguments": {...}}</tool_call>.` : ""} When done, give your final response; put a short final answer inside <answer></answer> tags.`;
+
+export function agentTaskPrompt(task: Pick<Task, "id" | "prompt">): string {
+  return `${AGENT_TASK_PREFIX} ${task.id}\n\n${task.prompt}`;
+}
+
+/** The final answer: the <answer> content if any, else the whole response. */
+export function finalAnswerOf(response: string): string {
+  return (/<answer>\s*([\s\S]*?)\s*<\/answer>/i.exec(response)?.[1] ?? response).trim();
+}
+
+/** The last fenced code block of a response, else the response itself. */
+export function codeOf(response: string): string {
+  const blocks = [...response.matchAll(/```[A-Za-z0-9_+-]*\n([\s\S]*?)```/g)];
+  return (blocks.at(-1)?.[1] ?? response).trim();
+}
+
+export function referenceScore(
+  response: string,
+  evaluation: { answer: string; match: "exact" | "contains" | "numeric" },
+): number {
+  const answer = finalAnswerOf(response);
+  const gold = evaluation.answer.trim();
+  if (evaluation.match === "contains")
+    return response.toLowerCase().includes(gold.toLowerCase()) ? 1 : 0;
+  if (evaluation.match === "numeric") return answersEquivalent(answer, gold) ? 1 : 0;
+  return answer.toLowerCase() === gold.toLowerCase() ? 1 : 0;
+}
+
+interface Episode {
+  steps: JudgeStep[];
+  finalResponse: string | null;
+  messages: ChatMessage[];
+  rollout: ReturnType<typeof scoredItemFromNode>;
+}
+
+/** Candidate answers for the simulator's toy policy (good ones score well under every evaluation). */
+export function agentTasksSimulate(task: Task): SimulatedItem {
+  const ev = task.evaluation;
+  const match = `${AGENT_TASK_PREFIX} ${task.id}\n`;
+  let candidates: SimCandidate[];
+  if (ev.kind === "reference") {
+    const answer: SimCandidate = {
+      text: `Key points: I worked through the task step by step.\n<answer>${ev.answer}</answer>`,
+      label: "correct",
+    };
+    const guess: SimCandidate = {
+      text: "I am not sure.\n<answer>unknown</answer>",
+      label: "guess",
+    };
+    if (!task.required_tools.includes("calculator")) return { match, candidates: [answer, guess] };
+    // Tasks that need the calculator: check the result with it first, then answer.
+    const call = `Let me check with the calculator.\n<tool_call>${JSON.stringify({ name: "calculator", arguments: { expression: ev.answer } })}</tool_call>`;
+    return {
+      match,
+      candidates: (promptText) =>
+        promptText.includes("calculator result:")
+          ? [answer, guess]
+          : [{ text: call, label: "use_calculator" }, guess],
+    };
+  } else if (ev.kind === "hidden_tests") {
+    candidates = [
+      {
+        text: `Key points: a small, tested solution.\n\`\`\`${ev.language}\n${ev.solution ?? "# no solution given"}\n\`\`\``,
+        label: "solution",
+      },
+      { text: `\`\`\`${ev.language}\npass\n\`\`\``, label: "stub" },
+    ];
+  } else {
+    candidates = [
+      {
+        text: "Key points: the main cause, how it works, a short example and the caveats.\n<answer>See the key points above.</answer>",
+        label: "thorough",
+      },
+      { text: "It depends on many things, hard to say.", label: "vague" },
+    ];
+  }
+  return { match, candidates };
+}
+
+export class AgentTasksEnv extends BaseEnv<AgentTaskItem, AgentTasksConfig> {
+  static override envName = "agent_tasks";
+  /** Set by createAgentTasksEnv: the sandbox and the judge factory. */
+  static deps: AgentTasksDeps = {};
+  readonly tasks: Task[];
+  private readonly levels: number[];
+  private panel: JudgePanel | null = null;
+  private next = 0;
+  private level: number;
+  private window: number[] = [];
+
+  constructor(...args: ConstructorParameters<typeof BaseEnv<AgentTaskItem, AgentTasksConfig>>) {
+    super(...args);
+    if (this.config.tasks.length === 0) {
+      throw new Error(
+        "agent_tasks needs tasks: set env.tasks (a list of tasks), or run `atropos-edge train --config` with tasks.task_file (docs/JUDGES.md)",
+      );
+    }
+    const all = parseTasks(this.config.tasks, "env.tasks");
+    this.tasks = selectTasks(all, {
+      minDifficulty: this.config.min_difficulty,
+      maxDifficulty: this.config.max_difficulty,
+      order: this.config.order,
+    });
+    if (this.tasks.length === 0) {
+      throw new Error(
+        `agent_tasks: no task has a difficulty within ${this.config.min_difficulty}..${this.config.max_difficulty}`,
+      );
+    }
+    this.levels = difficultyLevels(this.tasks);
+    this.level = this.levels[0]!;
+    const known = Object.keys(standardTools(new Map()));
+    const unknown = this.config.tools.filter((t) => !known.includes(t));
+    if (unknown.length > 0) {
+      throw new Error(
+        `agent_tasks: unknown tool ${unknown.join(", ")} (this env provides ${known.join(", ")})`,
+      );
+    }
+    for (const task of this.tasks) {
+      const missing = task.required_tools.filter((t) => !this.config.tools.includes(t));
+      if (missing.length > 0) {
+        throw new Error(
+          `agent_tasks: task "${task.id}" requires ${missing.join(", ")}, not among the tools offered (${this.config.tools.join(", ") || "none"})`,
+        );
+      }
+      if (
+        task.evaluation.kind === "judge" &&
+        this.config.judges.length === 0 &&
+        !this.deps.judges
+      ) {
+        throw new Error(
+          `agent_tasks: task "${task.id}" is judged by a rubric but no judges are configured (judges: […])`,
+        );
+      }
+    }
+  }
+
+  /** The dependencies of the class this instance was built from (see createAgentTasksEnv). */
+  private get deps(): AgentTasksDeps {
+    return (this.constructor as typeof AgentTasksEnv).deps;
+  }
+
+  /** The current curriculum level (the highest difficulty served). */
+  get curriculumLevel(): number {
+    return this.level;
+  }
+
+  private served(): Task[] {
+    if (this.config.curriculum !== "adaptive") return this.tasks;
+    return this.tasks.filter((t) => t.difficulty <= this.level);
+  }
+
+  override async getNextItem(): Promise<AgentTaskItem> {
+    const pool = this.served();
+    return pool[this.next++ % pool.length]!;
+  }
+
+  judgePanel(): JudgePanel {
+    this.panel ??= new JudgePanel(
+      this.deps.judges?.(this.config) ??
+        panelJudges(this.config.judges, {
+          n: this.config.n_judges ?? undefined,
+          calibrations: this.config.calibration,
+        }),
+      { weights: this.config.judge_weights, minJudges: this.config.min_judges },
+    );
+    return this.panel;
+  }
+
+  async runEpisode(task: Task, episode: number): Promise<Episode> {
+    const baseSeed = hashString(task.id) + episode * 7919;
+    const toolbox = new Toolbox(
+      Object.fromEntries(
+        Object.entries(standardTools(new Map(), this.config.tool_timeout_ms)).filter(([name]) =>
+          this.config.tools.includes(name),
+        ),
+      ),
+    );
+    const tools = toolbox.definitions();
+    const managed = await this.inference.managedServer({ tokenizer: this.tokenizer });
+    const messages: ChatMessage[] = [
+      { role: "system", content: SYSTEM_PROMPT(this.config.tools) },
+      { role: "user", content: agentTaskPrompt(task) },
+    ];
+    const steps: JudgeStep[] = [];
+    let finalResponse: string | null = null;
+    try {
+      for (let turn = 0; turn < this.config.max_steps_per_trajectory; turn++) {
+        const res = await managed.chatCompletion({
+          messages,
+          ...(tools.length ? { tools, tool_choice: "auto" as const } : {}),
+          n: 1,
+          max_tokens: this.config.max_token_length,
+          temperature: this.config.temperature,
+          seed: (baseSeed + turn) % 2 ** 31,
+        });
+        const choice = res.choices[0];
+        if (!choice) throw new Error("inference returned no choice");
+        const text = choice.message.content ?? "";
+        const parsed = choice.message.tool_calls?.length
+          ? fromOpenAiToolCalls(choice.message.tool_calls)
+          : parseHermesToolCalls(text);
+        messages.push({
+          role: "assistant",
+          content: choice.message.content,
+          ...(choice.message.tool_calls?.length ? { tool_calls: choice.message.tool_calls } : {}),
+        });
+        if (parsed.calls.length === 0 && parsed.errors.length === 0) {
+          finalResponse = text;
+          break;
+        }
+        for (const error of parsed.errors) {
+          steps.push({
+            thought: thoughtOf(text),
+            tool_call: { name: "-invalid-", error },
+            observation: `tool error: ${error}`,
+          });
+          messages.push({ role: "tool", name: "invalid", content: `tool error: ${error}` });
+        }
+        for (const [i, call] of parsed.calls.entries()) {
+          const out = await toolbox.call(call.name, call.arguments);
+          const observation = out.error
+            ? `${call.name} error: ${out.error}`
+            : `${call.name} result: ${out.result}`;
+          steps.push(stepOf(thoughtOf(text), call, out, observation));
+          messages.push({
+            role: "tool",
+            name: call.name,
+            tool_call_id: choice.message.tool_calls?.[i]?.id ?? `call_${turn}_${i}`,
+            content: observation,
+          });
+        }
+      }
+      const node = managed.getState().nodes.at(-1);
+      if (!node) throw new Error("managed server tracked no sequence");
+      // Scores are set once the whole group is evaluated (judges compare answers).
+      const rollout = scoredItemFromNode(node, 0, { tokenizer: this.tokenizer, messages });
+      return { steps, finalResponse, messages, rollout };
+    } finally {
+      managed.reset();
+    }
+  }
+
+  /** Scores for a group's episodes, plus the judge report when judges scored them. */
+  async evaluateEpisodes(
+    task: Task,
+    episodes: readonly Pick<Episode, "steps" | "finalResponse">[],
+  ): Promise<{ scores: number[]; judge?: JsonObject }> {
+    const ev = task.evaluation;
+    if (ev.kind === "reference") {
+      return {
+        scores: episodes.map((e) =>
+          e.finalResponse === null ? 0 : referenceScore(e.finalResponse, ev),
+        ),
+      };
+    }
+    if (ev.kind === "hidden_tests") {
+      const runTests = this.deps.runTests;
+      if (!runTests) {
+        throw new DropGroupError(
+          "hidden tests need a sandbox: no runTests is wired into agent_tasks",
+        );
+      }
+      const scores = await Promise.all(
+        episodes.map(async (e) => {
+          if (e.finalResponse === null) return 0;
+          const r = await runTests(codeOf(e.finalResponse), ev.tests, {
+            language: ev.language,
+            taskId: task.id,
+          });
+          return r.total > 0 ? r.passed / r.total : 0;
+        }),
+      );
+      return { scores };
+    }
+    const inputs: JudgeInput[] = episodes.map((e) => ({
+      task: task.prompt,
+      steps: e.steps,
+      final_response: e.finalResponse,
+    }));
+    const judged = await this.judgePanel().scoreGroup(inputs, this.config.judge_mode, {
+      criteria: ev.rubric,
+      weights: ev.weights,
+    });
+    this.observe("judge/failures", judged.report.failures.length);
+    this.observe("judge/calls", judged.report.calls);
+    if (judged.report.kendall_tau !== null)
+      this.observe("judge/kendall_tau", judged.report.kendall_tau);
+    const short = judged.scores.indexOf(null);
+    if (short >= 0) {
+      const got = judged.report.scores.filter((row) => row[short] !== null).length;
+      throw new DropGroupError(
+        `only ${got} of ${judged.report.judges.length} judges scored an answer (min ${this.config.min_judges})`,
+      );
+    }
+    // why: JudgeReport is plain JSON (numbers, strings, nulls, arrays).
+    return { scores: judged.scores as number[], judge: judged.report as unknown as JsonObject };
+  }
+
+  override async collectTrajectories(
+    item: AgentTaskItem,
+  ): Promise<[ScoredDataGroup | null, AgentTaskItem[]]> {
+    const task = item;
+    const episodes = await Promise.all(
+      Array.from({ length: this.config.group_size }, (_, i) => this.runEpisode(task, i)),
+    );
+    const { scores, judge } = await this.evaluateEpisodes(task, episodes);
+    for (const s of scores) this.observe(`train/score_difficulty_${task.difficulty}`, s);
+    const group = mergeIntoGroup(episodes.map((e, i) => ({ ...e.rollout, scores: scores[i]! })));
+    const meta = { task_id: task.id, task_type: task.task_type, difficulty: task.difficulty };
+    group.group_overrides = {
+      ...(group.group_overrides ?? {}),
+      ...meta,
+      ...(judge ? { judge } : {}),
+    };
+    return [group, []];
+  }
+
+  /** Adaptive curriculum: a window of groups at the current level decides when to move up. */
+  override recordScores(item: AgentTaskItem, scores: number[]): void {
+    if (
+      this.config.curriculum !== "adaptive" ||
+      item.difficulty !== this.level ||
+      scores.length === 0
+    )
+      return;
+    this.window.push(scores.reduce((a, b) => a + b, 0) / scores.length);
+    if (this.window.length > this.config.advance_window) this.window.shift();
+    const mean = this.window.reduce((a, b) => a + b, 0) / this.window.length;
+    const higher = this.levels.find((l) => l > this.level);
+    if (
+      this.window.length === this.config.advance_window &&
+      mean >= this.config.advance_threshold &&
+      higher !== undefined
+    ) {
+      this.level = higher;
+      this.window = [];
+    }
+  }
+
+  override saveCheckpoint(): JsonObject {
+    return { next: this.next, level: this.level, window: this.window };
+  }
+
+  override loadCheckpoint(state: JsonObject): void {
+    this.next = Number(state.next ?? 0);
+    if (typeof state.level === "number" && this.levels.includes(state.level))
+      this.level = state.level;
+    this.window = Array.isArray(state.window) ? state.window.map(Number) : [];
+  }
+}
+
+function stepOf(
+  thought: string,
+  call: ParsedToolCall,
+  out: { result: string | null; error: string | null; latency_ms: number },
+  observation: string,
+): JudgeStep {
+  return {
+    thought,
+    tool_call: {
+      name: call.name,
+      parameters: call.arguments,
+      result: out.result,
+      error: out.error,
+      latency_ms: out.latency_ms,
+    },
+    observation,
+  };
+}
+
+const DESCRIPTION =
+  "Agent tasks from a tasks file: reference answers, hidden tests or a judge panel";
+
+/**
+ * The env with its dependencies wired: `runTests` (the sandbox for hidden tests) and, optionally,
+ * how judges are built. The default export has neither: hidden-test tasks are dropped with a
+ * reason until a deployment wires a sandbox.
+ */
+export function createAgentTasksEnv(deps: AgentTasksDeps = {}): EnvDefinition {
+  class WiredAgentTasksEnv extends AgentTasksEnv {
+    static override deps = deps;
+  }
+  return defineEnv(WiredAgentTasksEnv, AgentTasksConfigSchema, DESCRIPTION, {
+    simulate: agentTasksSimulate,
+  });
+}
+
+export default defineEnv(AgentTasksEnv, AgentTasksConfigSchema, DESCRIPTION, {
+  simulate: agentTasksSimulate,
+});
