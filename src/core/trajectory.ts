@@ -52,3 +52,24 @@ export const groupTrajectoriesSchema = z.object({
   trajectories: z.array(trajectorySchema),
 });
 export type GroupTrajectories = z.infer<typeof groupTrajectoriesSchema>;
+
+/**
+ * The `trajectories` a submitted group carries beside its 14 keys: null when it has none, the
+ * validated list, or the reason it is invalid (answered 422 at loc body.trajectories).
+ */
+export function groupTrajectoriesOf(
+  json: unknown,
+): { ok: true; trajectories: Trajectory[] | null } | { ok: false; message: string } {
+  if (!json || typeof json !== "object" || !("trajectories" in json)) {
+    return { ok: true, trajectories: null };
+  }
+  const value = (json as { trajectories: unknown }).trajectories;
+  if (value === null || value === undefined) return { ok: true, trajectories: null };
+  const parsed = z.array(trajectorySchema).safeParse(value);
+  if (parsed.success) return { ok: true, trajectories: parsed.data };
+  const issue = parsed.error.issues[0];
+  return {
+    ok: false,
+    message: `trajectories${issue?.path.length ? `.${issue.path.join(".")}` : ""}: ${issue?.message ?? "invalid"}`,
+  };
+}

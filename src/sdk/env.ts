@@ -14,6 +14,16 @@ export type {
 } from "../core/group-types";
 export { hashString, SeededRng } from "../core/rng";
 export {
+  type GroupTrajectories,
+  groupTrajectoriesSchema,
+  type Trajectory,
+  type TrajectoryStep,
+  type TrajectoryToolCall,
+  trajectorySchema,
+  trajectoryStepSchema,
+  trajectoryToolCallSchema,
+} from "../core/trajectory";
+export {
   BaseEnv,
   DropGroupError,
   type EvalResult,

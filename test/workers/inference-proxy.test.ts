@@ -10,7 +10,7 @@ import { createApp } from "../../src/api/app";
 import type { Bindings } from "../../src/api/bindings";
 import { atroposNodesSchema, proxySessionStateSchema } from "../../src/core/api-schemas";
 import { createInferenceProxy } from "../../src/env-workers/inference/proxy";
-import { json, uniqueRun } from "./helpers";
+import { call, group, json, post, setupRun, uniqueRun } from "./helpers";
 
 const ADMIN = "admin-secret-for-proxy-tests";
 const KEY = "sk-very-secret-inference-key";
@@ -403,5 +403,70 @@ describe("proxy scopes", () => {
     const shown = await send(`/v1/runs/${run}/inference`, "GET", undefined, reader);
     expect(shown.status).toBe(200);
     expect(await shown.text()).not.toContain(KEY);
+  });
+});
+
+describe("trajectories submitted with a group (agent envs)", () => {
+  const trajectory = (sequence: number) => ({
+    task: "Tool task: compute 1 + 1",
+    steps: [
+      {
+        thought: "I need the calculator.",
+        tool_call: {
+          name: "calculator",
+          parameters: { expression: "1 + 1" },
+          result: "2",
+          error: null,
+          latency_ms: 3,
+        },
+        observation: "calculator result: 2",
+        timestamp: 1_700_000_000_000,
+      },
+    ],
+    final_response: "<answer>2</answer>",
+    success: true,
+    judge_score: null,
+    token_count: 6,
+    wall_time_ms: 40,
+    sequence,
+    source: "env",
+  });
+
+  it("stores them beside the group, serves them by group, and leaves the leased group unchanged", async () => {
+    const run = uniqueRun("traj");
+    const { envIds } = await setupRun(run, 2, [2]);
+    const sent = {
+      ...group(5, 2, envIds[0]!),
+      trajectories: [trajectory(0), trajectory(1)],
+    };
+    expect((await post(`/runs/${run}/scored_data`, sent)).status).toBe(200);
+    const { groups } = await json<{ groups: { id: number }[] }>(call(`/v1/runs/${run}/groups`));
+    const stored = await json<{ trajectories: unknown[] }>(
+      call(`/v1/runs/${run}/groups/${groups[0]!.id}/trajectories`),
+    );
+    expect(stored.trajectories).toEqual([trajectory(0), trajectory(1)]);
+
+    const batch = await json<{ batch: Record<string, unknown>[] }>(call(`/runs/${run}/batch`));
+    expect(batch.batch).toHaveLength(1);
+    expect(Object.keys(batch.batch[0]!)).toHaveLength(14);
+    expect(batch.batch[0]).not.toHaveProperty("trajectories");
+  });
+
+  it("refuses invalid trajectories with 422 and stores nothing", async () => {
+    const run = uniqueRun("traj");
+    const { envIds } = await setupRun(run, 2, [2]);
+    const outside = await post(`/runs/${run}/scored_data`, {
+      ...group(6, 2, envIds[0]!),
+      trajectories: [trajectory(2)],
+    });
+    expect(outside.status).toBe(422);
+    expect(await outside.text()).toContain("names sequence 2; the group has 2");
+    const malformed = await post(`/runs/${run}/scored_data`, {
+      ...group(7, 2, envIds[0]!),
+      trajectories: [{ ...trajectory(0), steps: "none" }],
+    });
+    expect(malformed.status).toBe(422);
+    const { groups } = await json<{ groups: unknown[] }>(call(`/v1/runs/${run}/groups`));
+    expect(groups).toHaveLength(0);
   });
 });
