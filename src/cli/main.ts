@@ -428,9 +428,9 @@ export function buildProgram(dotted: DottedFlags = { env: {}, openai: {} }): Com
   options(
     program
       .command("export")
-      .argument("<kind>", "sft or dpo")
+      .argument("<kind>", "sft, dpo or trajectories")
       .description(
-        "build an SFT or DPO dataset from scored groups (a JSONL file, or the API read-only)",
+        "build an SFT or DPO dataset, or export trajectories, from scored groups (a JSONL file, or the API read-only)",
       ),
     [
       opt(
@@ -480,7 +480,9 @@ export function buildProgram(dotted: DottedFlags = { env: {}, openai: {} }): Com
     ],
     async (o, args) => {
       const kind = args[0];
-      if (kind !== "sft" && kind !== "dpo") throw new Error("export kind must be sft or dpo");
+      if (kind !== "sft" && kind !== "dpo" && kind !== "trajectories") {
+        throw new Error("export kind must be sft, dpo or trajectories");
+      }
       const { runExport } = await import("./export-command");
       const diff =
         o.minScoreDiff === undefined ? (kind === "sft" ? 0 : 0.5) : Number(o.minScoreDiff);

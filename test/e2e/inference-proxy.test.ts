@@ -6,9 +6,12 @@
  * exactly the tokens, masks and logprobs of a direct ManagedServer run of the same conversation.
  */
 import { execFile } from "node:child_process";
+import { mkdtempSync, readFileSync } from "node:fs";
+import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { promisify } from "node:util";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { runExport } from "../../src/cli/export-command";
 import type { ChatMessage } from "../../src/core/group-types";
 import { ServerManager } from "../../src/env-workers/inference/server-manager";
 import type { SequenceNode, ToolDefinition } from "../../src/env-workers/inference/types";
@@ -171,6 +174,34 @@ describe("inference proxy: exact tokens from unmodified agents", () => {
       null,
     ]);
     expect(trajectories[0]!.success).toBe(true);
+
+    // `export trajectories` reads them back, read-only, with their group and score.
+    const out = join(mkdtempSync(join(tmpdir(), "export-trajectories-")), "t.jsonl");
+    await runExport(
+      {
+        kind: "trajectories",
+        api: server.url,
+        run: RUN,
+        out,
+        topN: 0,
+        minScoreDiff: 0,
+        allowNegativeScores: false,
+        saveMessages: false,
+        maxRecords: 0,
+        maxGroups: 0,
+        tokenizer: "qwen3",
+        seed: 0,
+        append: false,
+      },
+      () => {},
+    );
+    const records = readFileSync(out, "utf8")
+      .trim()
+      .split("\n")
+      .map((line) => JSON.parse(line) as { group_id: number; score: number; steps: unknown[] });
+    expect(records).toHaveLength(1);
+    expect(records[0]).toMatchObject({ group_id: transcript.finish.group_id, score: 1.5 });
+    expect(records[0]!.steps).toHaveLength(3);
   });
 
   it("an Atropos-style client over plain HTTP: the same conversation, the same nodes", async () => {
