@@ -31,6 +31,9 @@ import {
 
 export const DEFAULT_SESSION_TTL_S = 3600;
 
+/** A session is one D1 row (at most 2 MB): refuse to grow it past this, with a way out. */
+export const MAX_SESSION_BYTES = 1_800_000;
+
 export function sessionTtlMs(c: AppContext): number {
   return numberVar(c.env.PROXY_SESSION_TTL_S, DEFAULT_SESSION_TTL_S) * 1000;
 }
@@ -116,6 +119,13 @@ export async function forwardProxyCall(
     if (error instanceof ProxyInputError) throw new ApiError("BAD_REQUEST", error.message);
     const message = error instanceof Error ? error.message : String(error);
     throw new ApiError("UNAVAILABLE", `the run's inference servers failed: ${message}`);
+  }
+  const size = JSON.stringify(tracking).length;
+  if (size > MAX_SESSION_BYTES) {
+    throw new ApiError(
+      "PAYLOAD_TOO_LARGE",
+      `inference-proxy session '${id}' would hold ${size} bytes of tracked sequences (limit ${MAX_SESSION_BYTES}); this completion was not recorded: finish the session and continue in a new one`,
+    );
   }
   const saved = await saveTracking(c.env.DB, session, tracking, Date.now(), sessionTtlMs(c));
   if (!saved) {

@@ -39,16 +39,44 @@ interface SeenRequest {
   body: Record<string, unknown>;
 }
 
+/** vLLM /v1/completions with return_token_ids: the prompt's ids and the sampled ids per choice. */
+function scriptedCompletion(body: Record<string, unknown>): Response {
+  const prompt = typeof body.prompt === "string" ? ids(body.prompt) : (body.prompt as number[]);
+  const text = " and so on";
+  const output = ids(text);
+  return Response.json({
+    id: "cmpl-test",
+    object: "text_completion",
+    model: "scripted",
+    choices: [
+      {
+        index: 0,
+        text,
+        finish_reason: "length",
+        prompt_token_ids: prompt,
+        token_ids: output,
+        logprobs: {
+          tokens: output.map((id) => `token_id:${id}`),
+          token_logprobs: output.map(() => -0.5),
+        },
+      },
+    ],
+  });
+}
+
 function scriptedVllm(seen: SeenRequest[]) {
   return async (input: RequestInfo | URL, init?: RequestInit): Promise<Response> => {
     const request = new Request(input, init);
     const body = (await request.json()) as Record<string, unknown>;
     seen.push({ url: request.url, authorization: request.headers.get("authorization"), body });
+    if (request.url.endsWith("/v1/completions")) return scriptedCompletion(body);
     if (!request.url.endsWith("/chat/completions")) return new Response("no", { status: 404 });
     const messages = body.messages as { role: keyof typeof ROLE; content: string | null }[];
     const turn = messages.filter((m) => m.role === "assistant").length;
     const text = REPLIES[Math.min(turn, REPLIES.length - 1)]!;
-    const output = [...ids(text), END];
+    // "flood": an answer too long for a session to keep.
+    const flood = messages.at(-1)?.content === "flood";
+    const output = flood ? Array.from({ length: 150_000 }, () => 1065) : [...ids(text), END];
     return Response.json({
       id: "chatcmpl-test",
       object: "chat.completion",
@@ -318,6 +346,15 @@ describe("OpenAI-style proxy sessions", () => {
     });
     expect(ok.status).toBe(200);
 
+    // A completion that would outgrow the session's row is refused; the session keeps its state.
+    const flood = await send(`${base}/v1/chat/completions`, "POST", {
+      messages: [{ role: "user", content: "flood" }],
+    });
+    expect(flood.status).toBe(413);
+    expect(await flood.text()).toContain("finish the session and continue in a new one");
+    const kept = await json<{ nodes: unknown[] }>(send(`${base}/state`));
+    expect(kept.nodes).toHaveLength(1);
+
     await env.DB.prepare("UPDATE proxy_sessions SET expires_at = 1 WHERE run = ?1").bind(run).run();
     const expired = await send(`${base}/state`);
     expect(expired.status).toBe(404);
@@ -326,6 +363,29 @@ describe("OpenAI-style proxy sessions", () => {
       messages: [{ role: "user", content: "hi" }],
     });
     expect(call.status).toBe(404);
+  });
+
+  it("tracks text completions: a continued prompt extends the earlier sequence", async () => {
+    const run = uniqueRun("proxy");
+    const send = app([]);
+    expect((await send(`/v1/runs/${run}/inference`, "PUT", SERVERS)).status).toBe(200);
+    const base = `/v1/runs/${run}/proxy/text-1`;
+    const first = await json<{ choices: { text: string }[]; usage: { prompt_tokens: number } }>(
+      send(`${base}/v1/completions`, "POST", { prompt: "Once", max_tokens: 10 }),
+    );
+    expect(first.choices[0]!.text).toBe(" and so on");
+    expect(first.usage.prompt_tokens).toBe(4);
+    const second = await send(`${base}/v1/completions`, "POST", {
+      prompt: `Once${first.choices[0]!.text}. Then`,
+    });
+    expect(second.status).toBe(200);
+    const state = await json<{ nodes: { masked_tokens: number[] }[] }>(send(`${base}/state`));
+    expect(state.nodes).toHaveLength(1);
+    const masks = state.nodes[0]!.masked_tokens;
+    const trainable = masks.filter((m) => m !== -100);
+    expect(trainable).toEqual([...ids(" and so on"), ...ids(" and so on")]);
+    const bad = await send(`${base}/v1/completions`, "POST", { prompt: ["a", "b"] });
+    expect(bad.status).toBe(400);
   });
 
   it("refuses non-vllm servers with a message naming the server type", async () => {

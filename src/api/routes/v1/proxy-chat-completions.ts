@@ -7,6 +7,7 @@ import { sessionParams } from "./proxy-params";
 export const proxyErrors = errors({
   404: "The session expired (the message says when) or, on routes that do not create, does not exist.",
   409: "The run has no inference servers, the session is finished, or another call on it is in flight.",
+  413: "The session's tracked sequences would outgrow its storage; finish it and start another.",
   503: "The run's inference servers failed.",
 });
 
