@@ -18,7 +18,7 @@ import { summarizeDetails, toValidationDetails, type ValidationDetail } from "..
 import { type Bindings, numberVar } from "./bindings";
 import { ApiError } from "./errors";
 import { payloadKey, putPayload } from "./storage/payloads";
-import { trajectoryInserts } from "./storage/proxy-sessions";
+import { trajectoryInserts } from "./storage/trajectories";
 import { Timings } from "./timings";
 
 /** What D1 records about a group: the parsed group itself is not held while a commit waits. */

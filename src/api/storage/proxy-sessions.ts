@@ -1,6 +1,7 @@
-/** Inference-proxy sessions and trajectories in D1 (tables proxy_sessions, trajectories). */
+/** Inference-proxy sessions in D1 (table proxy_sessions). */
 import { type ProxyTracking, proxyTrackingSchema } from "../../core/proxy-session";
-import { type Trajectory, trajectorySchema } from "../../core/trajectory";
+import type { Trajectory } from "../../core/trajectory";
+import { trajectoryInserts } from "./trajectories";
 
 export interface ProxySessionRow {
   run: string;
@@ -55,7 +56,13 @@ export async function loadSession(
   return row ? fromRaw(row) : null;
 }
 
-/** Creates the session unless it exists; returns the stored one either way. */
+/** Expired sessions are kept this long (their routes answer 404 saying when they expired). */
+export const EXPIRED_KEPT_MS = 24 * 3_600_000;
+
+/**
+ * Creates the session unless it exists; returns the stored one either way. Sessions of the run
+ * expired for longer than EXPIRED_KEPT_MS are dropped on the way.
+ */
 export async function createSession(
   db: D1Database,
   run: string,
@@ -64,14 +71,18 @@ export async function createSession(
   now: number,
   ttlMs: number,
 ): Promise<ProxySessionRow> {
-  const row = await db
-    .prepare(
-      `INSERT INTO proxy_sessions (${COLUMNS}) VALUES (?1, ?2, 'open', ?3, 0, ?4, ?4, ?5, NULL)
-       ON CONFLICT (run, id) DO UPDATE SET run = run RETURNING ${COLUMNS}`,
-    )
-    .bind(run, id, JSON.stringify(tracking), now, now + ttlMs)
-    .first<RawRow>();
-  return fromRaw(row!);
+  const [, created] = await db.batch<RawRow>([
+    db
+      .prepare("DELETE FROM proxy_sessions WHERE run = ?1 AND expires_at < ?2")
+      .bind(run, now - EXPIRED_KEPT_MS),
+    db
+      .prepare(
+        `INSERT INTO proxy_sessions (${COLUMNS}) VALUES (?1, ?2, 'open', ?3, 0, ?4, ?4, ?5, NULL)
+         ON CONFLICT (run, id) DO UPDATE SET run = run RETURNING ${COLUMNS}`,
+      )
+      .bind(run, id, JSON.stringify(tracking), now, now + ttlMs),
+  ]);
+  return fromRaw(created!.results[0]!);
 }
 
 /** Writes the tracking if nobody wrote since `session` was read; false when someone did. */
@@ -110,38 +121,10 @@ export async function finishSession(
   ]);
 }
 
-export function trajectoryInserts(
-  db: D1Database,
-  run: string,
-  groupId: number,
-  trajectories: readonly Trajectory[],
-  now: number,
-): D1PreparedStatement[] {
-  return trajectories.map((trajectory) =>
-    db
-      .prepare(
-        "INSERT OR REPLACE INTO trajectories (run, group_id, sequence, body, created_at) VALUES (?1, ?2, ?3, ?4, ?5)",
-      )
-      .bind(run, groupId, trajectory.sequence, JSON.stringify(trajectory), now),
-  );
-}
-
 export async function deleteSession(db: D1Database, run: string, id: string): Promise<boolean> {
   const result = await db
     .prepare("DELETE FROM proxy_sessions WHERE run = ?1 AND id = ?2")
     .bind(run, id)
     .run();
   return result.meta.changes > 0;
-}
-
-export async function groupTrajectories(
-  db: D1Database,
-  run: string,
-  groupId: number,
-): Promise<Trajectory[]> {
-  const { results } = await db
-    .prepare("SELECT body FROM trajectories WHERE run = ?1 AND group_id = ?2 ORDER BY sequence")
-    .bind(run, groupId)
-    .all<{ body: string }>();
-  return results.map((row) => trajectorySchema.parse(JSON.parse(row.body)));
 }

@@ -1,7 +1,7 @@
 import { groupTrajectoriesSchema } from "../../../core/trajectory";
 import { runOf } from "../../context";
 import { intParam, intPathParam } from "../../request";
-import { groupTrajectories } from "../../storage/proxy-sessions";
+import { groupTrajectories } from "../../storage/trajectories";
 import { defineRoute, jsonContent, runParams } from "../define";
 
 export const getTrajectories = defineRoute(
