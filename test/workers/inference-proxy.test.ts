@@ -8,6 +8,7 @@ import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
 import { createApp } from "../../src/api/app";
 import type { Bindings } from "../../src/api/bindings";
+import { submitGroupInProcess } from "../../src/api/ingest";
 import { atroposNodesSchema, proxySessionStateSchema } from "../../src/core/api-schemas";
 import { createInferenceProxy } from "../../src/env-workers/inference/proxy";
 import { call, group, json, post, setupRun, uniqueRun } from "./helpers";
@@ -510,6 +511,20 @@ describe("trajectories submitted with a group (agent envs)", () => {
     expect(batch.batch).toHaveLength(1);
     expect(Object.keys(batch.batch[0]!)).toHaveLength(14);
     expect(batch.batch[0]).not.toHaveProperty("trajectories");
+  });
+
+  it("stores an env worker's trajectories once when its queue item is delivered twice", async () => {
+    const run = uniqueRun("traj");
+    const { envIds } = await setupRun(run, 2, [2]);
+    const sent = { ...group(8, 2, envIds[0]!), trajectories: [trajectory(1)] };
+    const bindings = env as unknown as Bindings;
+    const first = await submitGroupInProcess(bindings, run, sent, "item:x:0");
+    const again = await submitGroupInProcess(bindings, run, sent, "item:x:0");
+    expect(again).toMatchObject({ status: "duplicate", groupId: first.groupId });
+    const stored = await json<{ trajectories: unknown[] }>(
+      call(`/v1/runs/${run}/groups/${first.groupId}/trajectories`),
+    );
+    expect(stored.trajectories).toEqual([trajectory(1)]);
   });
 
   it("refuses invalid trajectories with 422 and stores nothing", async () => {
