@@ -221,7 +221,7 @@ export const apiTokens = sqliteTable(
     boundRun: text("bound_run"),
     rpsLimit: real("rps_limit"),
     bytesPerDay: integer("bytes_per_day"),
-    /** For the inference proxy; recorded, not enforced until the proxy exists. */
+    /** For the inference proxy; recorded, not enforced yet. */
     proxyTokensPerDay: integer("proxy_tokens_per_day"),
     createdAt: integer("created_at").notNull(),
     revokedAt: integer("revoked_at"),
