@@ -99,7 +99,13 @@ export async function forwardProxyCall(
   if (!proxy) {
     throw new ApiError("UNAVAILABLE", "this Worker was built without the inference proxy");
   }
-  const inference = await getRunInference(c.env.DB, run, c.env.INFERENCE_KEYS_SECRET);
+  const inference = await getRunInference(c.env.DB, run, c.env.INFERENCE_KEYS_SECRET).catch(
+    (error: unknown) => {
+      // Keys sealed with a secret this Worker no longer has (or another one).
+      const message = error instanceof Error ? error.message : String(error);
+      throw new ApiError("UNAVAILABLE", `cannot read run '${run}' inference keys: ${message}`);
+    },
+  );
   if (!inference) {
     throw new ApiError(
       "CONFLICT",

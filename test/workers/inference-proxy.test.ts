@@ -194,6 +194,15 @@ describe("run inference servers", () => {
     expect(row!.servers).not.toContain(KEY);
     expect(row!.api_keys).not.toContain(KEY);
     expect(row!.api_keys.startsWith("aesgcm:")).toBe(true);
+
+    // Without the secret the servers still show, but the proxy cannot forward, and says why.
+    const noSecret = app([]);
+    expect((await noSecret(`/v1/runs/${run}/inference`)).status).toBe(200);
+    const call = await noSecret(`/v1/runs/${run}/proxy/s/v1/chat/completions`, "POST", {
+      messages: [{ role: "user", content: "hi" }],
+    });
+    expect(call.status).toBe(503);
+    expect(await call.text()).toContain("INFERENCE_KEYS_SECRET is not set");
   });
 
   it("refuses an invalid list with 422 and keeps the previous one", async () => {
