@@ -3,6 +3,7 @@
  * under /runs/{run}, /v1 routes, the generated OpenAPI document) and the dashboard's static assets.
  */
 import { OpenAPIHono } from "@hono/zod-openapi";
+import type { InferenceProxy } from "../core/proxy-session";
 import type { AppEnv } from "./context";
 import { ApiError, errorBody } from "./errors";
 import { auth } from "./middleware/auth";
@@ -12,9 +13,18 @@ import { gzipResponse } from "./middleware/gzip-response";
 import { requestContext } from "./middleware/request-context";
 import { registerRoutes } from "./routes";
 
-export function createApp() {
+export interface AppOptions {
+  /** Serves the inference proxy's routes (the Worker factory passes the ManagedServer's). */
+  inferenceProxy?: InferenceProxy;
+}
+
+export function createApp(options: AppOptions = {}) {
   const app = new OpenAPIHono<AppEnv>();
   app.use("*", drainUnreadBody, requestContext, cors, gzipResponse, auth);
+  app.use("*", async (c, next) => {
+    c.set("inferenceProxy", options.inferenceProxy);
+    await next();
+  });
 
   app.get("/dashboard", (c) => c.redirect("/dashboard/", 302));
   app.get("/dashboard/*", async (c) => {

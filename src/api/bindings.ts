@@ -30,6 +30,10 @@ interface OptionalSettings {
   MEMORY_BUDGET_MB?: string;
   /** How often an env worker's feeder ticks, in ms (default 500). */
   FEEDER_TICK_MS?: string;
+  /** Encrypts the API keys of runs' inference servers at rest (`wrangler secret put`). */
+  INFERENCE_KEYS_SECRET?: string;
+  /** Inference-proxy sessions expire this many seconds after their last call (default 3600). */
+  PROXY_SESSION_TTL_S?: string;
   /** Base URL env workers use to reach this API (defaults to the request origin). */
   PUBLIC_API_URL?: string;
 }

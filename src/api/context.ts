@@ -1,4 +1,5 @@
 import type { Context } from "hono";
+import type { InferenceProxy } from "../core/proxy-session";
 import { runNameSchema } from "../core/schemas";
 import type { Bindings } from "./bindings";
 import { ApiError } from "./errors";
@@ -13,7 +14,13 @@ export type Principal =
 
 export interface AppEnv {
   Bindings: Bindings;
-  Variables: { requestId: string; timings: Timings; principal: Principal };
+  Variables: {
+    requestId: string;
+    timings: Timings;
+    principal: Principal;
+    /** Forwards inference-proxy calls; absent when the Worker was built without one. */
+    inferenceProxy: InferenceProxy | undefined;
+  };
 }
 
 export type AppContext = Context<AppEnv>;

@@ -13,10 +13,12 @@
 import { GroupCommit } from "../core/group-commit";
 import { checkGroupShape, type GroupStats, groupStats } from "../core/group-stats";
 import { type ScoredDataInput, scoredDataListSchema, scoredDataSchema } from "../core/schemas";
+import { groupTrajectoriesOf, type Trajectory } from "../core/trajectory";
 import { summarizeDetails, toValidationDetails, type ValidationDetail } from "../core/validation";
 import { type Bindings, numberVar } from "./bindings";
 import { ApiError } from "./errors";
 import { payloadKey, putPayload } from "./storage/payloads";
+import { trajectoryInserts } from "./storage/trajectories";
 import { Timings } from "./timings";
 
 /** What D1 records about a group: the parsed group itself is not held while a commit waits. */
@@ -81,6 +83,33 @@ export function validateGroup(json: unknown): ScoredDataInput {
   const shape = checkGroupShape(parsed.data);
   if (shape.length) fail(shape);
   return parsed.data;
+}
+
+/**
+ * The trajectories a submitted group carries beside its 14 keys (agent envs), checked against the
+ * group: null when it has none; 422 when they are invalid or name a sequence it does not have.
+ */
+export function trajectoriesOfSubmission(json: unknown, sequences: number): Trajectory[] | null {
+  const invalid = (msg: string) =>
+    fail([{ type: "value_error", loc: ["body", "trajectories"], msg }]);
+  const result = groupTrajectoriesOf(json);
+  if (!result.ok) return invalid(result.message);
+  const outside = result.trajectories?.find((t) => t.sequence >= sequences);
+  if (outside) {
+    return invalid(`a trajectory names sequence ${outside.sequence}; the group has ${sequences}`);
+  }
+  return result.trajectories;
+}
+
+/** Stores a group's trajectories beside it (replacing any stored for the same sequence). */
+export async function storeTrajectories(
+  env: Bindings,
+  run: string,
+  groupId: number,
+  trajectories: readonly Trajectory[],
+): Promise<void> {
+  if (trajectories.length === 0) return;
+  await env.DB.batch(trajectoryInserts(env.DB, run, groupId, trajectories, Date.now()));
 }
 
 export function validateGroupList(json: unknown): ScoredDataInput[] {
@@ -369,6 +398,7 @@ export async function submitGroupInProcess(
   idempotencyKey: string,
 ): Promise<{ status: "received" | "buffered" | "duplicate"; groupId?: number }> {
   const validated = validateGroup(group);
+  const trajectories = trajectoriesOfSubmission(group, validated.tokens.length);
   const bytes = textEncoder.encode(JSON.stringify(validated)) as Uint8Array<ArrayBuffer>;
   const hash = await sha256Hex(bytes);
   const [outcome] = await ingestGroups(env, run, [
@@ -381,6 +411,9 @@ export async function submitGroupInProcess(
       idempotencyKey,
     },
   ]);
+  if (trajectories && !outcome!.duplicate) {
+    await storeTrajectories(env, run, outcome!.groupId, trajectories);
+  }
   if (outcome!.status === "buffered" && outcome!.envId !== null) {
     await env.RUN_COORDINATOR.get(env.RUN_COORDINATOR.idFromName(run)).releaseBuffered(
       run,

@@ -2,9 +2,11 @@
  * Retention: groups a trainer has acknowledged (status 'delivered', their batch acked) are removed
  * RETENTION_HOURS after the ack, with their payloads. Queued, buffered and leased groups are never
  * touched. Group commit stores several groups in one R2 object, so an object is deleted only when
- * no row references it any more. Unset (or 0) keeps everything forever.
+ * no row references it any more; their trajectories go with them. Unset (or 0) keeps everything
+ * forever.
  */
 import { type Bindings, numberVar } from "./bindings";
+import { deleteGroupTrajectories } from "./storage/trajectories";
 
 /** Retention in ms, or null to keep delivered groups forever. */
 export function retentionMs(env: Bindings): number | null {
@@ -26,7 +28,7 @@ DELETE FROM groups WHERE id IN (
   SELECT g.id FROM groups g JOIN batches b ON b.id = g.batch_id
   WHERE g.run = ?1 AND g.status = 'delivered' AND b.status = 'acked' AND b.acked_at <= ?2
   ORDER BY g.id LIMIT ?3)
-RETURNING payload_key, payload_bytes`;
+RETURNING id, payload_key, payload_bytes`;
 
 const STILL_REFERENCED = `
 SELECT DISTINCT payload_key FROM groups
@@ -42,7 +44,14 @@ export async function collectGarbage(
 ): Promise<CollectedGarbage> {
   const { results } = await env.DB.prepare(DELETE_EXPIRED)
     .bind(run, now - retention, limit)
-    .all<{ payload_key: string; payload_bytes: number }>();
+    .all<{ id: number; payload_key: string; payload_bytes: number }>();
+  if (results.length > 0) {
+    await deleteGroupTrajectories(
+      env.DB,
+      run,
+      results.map((r) => r.id),
+    ).run();
+  }
   const keys = [...new Set(results.map((r) => r.payload_key))];
   let orphans: string[] = [];
   if (keys.length > 0) {

@@ -618,6 +618,9 @@ export class RunCoordinator extends DurableObject<Bindings> {
         "DELETE FROM dead_letters WHERE run = ?1",
         "DELETE FROM worker_stats WHERE run = ?1",
         "DELETE FROM env_workers WHERE run = ?1",
+        "DELETE FROM proxy_sessions WHERE run = ?1",
+        "DELETE FROM trajectories WHERE run = ?1",
+        "DELETE FROM run_inference WHERE run = ?1",
         "DELETE FROM runs WHERE name = ?1",
       ].map((sql) => this.db.prepare(sql).bind(run));
       await this.db.batch(statements);

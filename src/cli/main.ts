@@ -23,6 +23,7 @@ import {
 import { loadConfigFile, type OptionDefaults, type Resolved, resolveOptions } from "./config";
 import { PROJECT_ROOT } from "./dev-process";
 import { isEnvPath, loadEnvDefinition } from "./env-loader";
+import { registerInferenceServersCommand } from "./inference-servers-command";
 import { registerTokenizeCommands } from "./tokenize-command";
 import { registerTokensCommand } from "./tokens-command";
 import { isTrainLayout, TRAIN_LAYOUT_KEYS } from "./train-config";
@@ -478,9 +479,9 @@ export function buildProgram(dotted: DottedFlags = { env: {}, openai: {} }): Com
   options(
     program
       .command("export")
-      .argument("<kind>", "sft or dpo")
+      .argument("<kind>", "sft, dpo or trajectories")
       .description(
-        "build an SFT or DPO dataset from scored groups (a JSONL file, or the API read-only)",
+        "build an SFT or DPO dataset, or export trajectories, from scored groups (a JSONL file, or the API read-only)",
       ),
     [
       opt(
@@ -530,7 +531,9 @@ export function buildProgram(dotted: DottedFlags = { env: {}, openai: {} }): Com
     ],
     async (o, args) => {
       const kind = args[0];
-      if (kind !== "sft" && kind !== "dpo") throw new Error("export kind must be sft or dpo");
+      if (kind !== "sft" && kind !== "dpo" && kind !== "trajectories") {
+        throw new Error("export kind must be sft, dpo or trajectories");
+      }
       const { runExport } = await import("./export-command");
       const diff =
         o.minScoreDiff === undefined ? (kind === "sft" ? 0 : 0.5) : Number(o.minScoreDiff);
@@ -686,6 +689,7 @@ export function buildProgram(dotted: DottedFlags = { env: {}, openai: {} }): Com
     });
   registerTokenizeCommands(program);
   registerTokensCommand(program);
+  registerInferenceServersCommand(program);
   return program;
 }
 

@@ -1,8 +1,11 @@
 /**
- * Token administration over the rollout API (POST/GET /v1/tokens, DELETE /v1/tokens/{id}) with the
- * admin token. No retries: a retried create would make a second token.
+ * Administration over the rollout API with the admin token: tokens (POST/GET /v1/tokens,
+ * DELETE /v1/tokens/{id}) and runs' inference servers (PUT/GET /v1/runs/{run}/inference).
+ * No retries: a retried create would make a second token.
  */
 import type { z } from "zod";
+import { type RunInference, runInferenceSchema } from "../core/api-schemas";
+import type { APIServerConfigInput } from "../core/server-config";
 import {
   type CreatedToken,
   type CreateTokenRequest,
@@ -81,6 +84,20 @@ export class AdminClient {
 
   async listTokens(): Promise<TokenInfo[]> {
     return (await this.request("GET", "/v1/tokens", tokenListSchema)).tokens;
+  }
+
+  /** Sets a run's inference servers (keys are stored by the API, never returned). */
+  setInference(run: string, servers: APIServerConfigInput[]): Promise<RunInference> {
+    return this.request(
+      "PUT",
+      `/v1/runs/${encodeURIComponent(run)}/inference`,
+      runInferenceSchema,
+      servers,
+    );
+  }
+
+  getInference(run: string): Promise<RunInference> {
+    return this.request("GET", `/v1/runs/${encodeURIComponent(run)}/inference`, runInferenceSchema);
   }
 
   revokeToken(id: string): Promise<TokenInfo> {

@@ -20,6 +20,7 @@ import {
   HttpClient,
   parseJsonAnswer,
 } from "../core/http-client";
+import type { GroupTrajectories } from "../core/trajectory";
 
 export type { GroupPage };
 
@@ -208,6 +209,14 @@ export class TrainerClient {
 
   async getGroup(id: number): Promise<{ group: Record<string, unknown>; payload: DeliveredGroup }> {
     return this.parse(await this.send("GET", `${this.v1Base}/groups/${id}`), `group ${id}`);
+  }
+
+  /** The trajectories stored beside a group (agent envs, proxy sessions); empty when none. */
+  async getTrajectories(id: number): Promise<GroupTrajectories> {
+    return this.parse(
+      await this.send("GET", `${this.v1Base}/groups/${id}/trajectories`),
+      `trajectories of group ${id}`,
+    );
   }
 }
 

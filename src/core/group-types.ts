@@ -2,6 +2,7 @@
  * Shapes of the data that flows between environments, the rollout API and trainers.
  * These mirror Atropos' `ScoredDataGroup` / `ScoredDataItem` (snake_case on the wire).
  */
+import type { Trajectory } from "./trajectory";
 
 export interface ChatMessage {
   role: string;
@@ -43,6 +44,11 @@ export interface ScoredDataGroup {
    * (shown by the dashboard; never delivered to trainers).
    */
   token_texts?: string[][] | null;
+  /**
+   * atropos-edge extension: what agent envs did, step by step. Stored beside the group (GET
+   * /v1/runs/{run}/groups/{id}/trajectories), never part of the group a trainer leases.
+   */
+  trajectories?: Trajectory[] | null;
 }
 
 /** One rollout, as `collectTrajectory` returns it. */

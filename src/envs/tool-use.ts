@@ -27,6 +27,7 @@ import {
   type SimCandidate,
   type SimulatedItem,
   scoredItemFromNode,
+  type Trajectory,
   z,
 } from "../sdk/env";
 import { calculate, formatNumber } from "./tools/calculator";
@@ -66,12 +67,18 @@ export interface ToolStep {
     latency_ms: number;
   };
   observation: string;
+  /** When the call was made (ms since the epoch). */
+  timestamp: number;
 }
 
 export interface Episode {
   steps: ToolStep[];
   messages: ChatMessage[];
   finalAnswer: string | null;
+  /** The last assistant message's text. */
+  finalResponse: string | null;
+  correct: boolean;
+  wallTimeMs: number;
   /** One reward per assistant turn; the last is the terminal reward when the episode finished. */
   turnRewards: number[];
   score: number;
@@ -176,6 +183,7 @@ export class ToolUseEnv extends BaseEnv<ToolTask, ToolUseConfig> {
    */
   async runEpisode(task: ToolTask, episode = 0, observe = true): Promise<Episode> {
     const baseSeed = hashString(task.id) + episode * 7919;
+    const started = Date.now();
     const store = new Map<string, string>();
     const toolbox = new Toolbox(standardTools(store, this.config.tool_timeout_ms));
     const tools = toolbox.definitions();
@@ -187,6 +195,7 @@ export class ToolUseEnv extends BaseEnv<ToolTask, ToolUseConfig> {
     const steps: ToolStep[] = [];
     const turnRewards: number[] = [];
     let finalAnswer: string | null = null;
+    let finalResponse: string | null = null;
     let finished = false;
     try {
       for (let turn = 0; turn < this.config.max_steps; turn++) {
@@ -210,6 +219,7 @@ export class ToolUseEnv extends BaseEnv<ToolTask, ToolUseConfig> {
           content: choice.message.content,
           ...(choice.message.tool_calls?.length ? { tool_calls: choice.message.tool_calls } : {}),
         });
+        finalResponse = text;
         if (parsed.calls.length === 0 && parsed.errors.length === 0) {
           finalAnswer = /<answer>\s*([\s\S]*?)\s*<\/answer>/i.exec(text)?.[1] ?? null;
           finished = true;
@@ -246,7 +256,17 @@ export class ToolUseEnv extends BaseEnv<ToolTask, ToolUseConfig> {
       const node = managed.getState().nodes.at(-1);
       if (!node) throw new Error("managed server tracked no sequence");
       const rollout = scoredItemFromNode(node, score, { tokenizer: this.tokenizer, messages });
-      return { steps, messages, finalAnswer, turnRewards, score, rollout };
+      return {
+        steps,
+        messages,
+        finalAnswer,
+        finalResponse,
+        correct,
+        wallTimeMs: Date.now() - started,
+        turnRewards,
+        score,
+        rollout,
+      };
     } finally {
       managed.reset();
     }
@@ -266,7 +286,8 @@ export class ToolUseEnv extends BaseEnv<ToolTask, ToolUseConfig> {
       ...e.rollout,
       advantages: advantagesPerToken(e.rollout.masks, turnAdvantages[i]!),
     }));
-    return [mergeIntoGroup(rollouts), []];
+    const trajectories = episodes.map((e, sequence) => trajectoryOf(task, e, sequence));
+    return [{ ...mergeIntoGroup(rollouts), trajectories }, []];
   }
 
   override saveCheckpoint(): JsonObject {
@@ -290,6 +311,22 @@ function stepOf(
     thought,
     tool_call: { name: call.name, parameters: call.arguments, result, error, latency_ms: latency },
     observation: error ? `${call.name} error: ${error}` : `${call.name} result: ${result}`,
+    timestamp: Date.now(),
+  };
+}
+
+/** The episode as data, stored beside the group (the API's trajectories route serves it). */
+function trajectoryOf(task: ToolTask, episode: Episode, sequence: number): Trajectory {
+  return {
+    task: toolTaskPrompt(task),
+    steps: episode.steps.map((step) => ({ ...step, tool_call: { ...step.tool_call } })),
+    final_response: episode.finalResponse,
+    success: episode.correct,
+    judge_score: null,
+    token_count: episode.rollout.tokens.length,
+    wall_time_ms: episode.wallTimeMs,
+    sequence,
+    source: "env",
   };
 }
 

@@ -11,3 +11,11 @@ export {
   type TrainerClientOptions,
   type TrainerRegistration,
 } from "../client/trainer-client";
+export {
+  type GroupTrajectories,
+  groupTrajectoriesSchema,
+  type Trajectory,
+  type TrajectoryStep,
+  type TrajectoryToolCall,
+  trajectorySchema,
+} from "../core/trajectory";

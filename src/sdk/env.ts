@@ -16,6 +16,16 @@ export * from "../core/judge-schemas";
 export { hashString, SeededRng } from "../core/rng";
 export * from "../core/tasks";
 export {
+  type GroupTrajectories,
+  groupTrajectoriesSchema,
+  type Trajectory,
+  type TrajectoryStep,
+  type TrajectoryToolCall,
+  trajectorySchema,
+  trajectoryStepSchema,
+  trajectoryToolCallSchema,
+} from "../core/trajectory";
+export {
   BaseEnv,
   DropGroupError,
   type EvalResult,

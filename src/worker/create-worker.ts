@@ -9,6 +9,7 @@ import { EnvSession } from "../api/env-session";
 import { RunCoordinator } from "../api/run-coordinator";
 import type { EnvDefinition } from "../env-workers/define-env";
 import { EnvCatalog } from "../env-workers/env-catalog";
+import { createInferenceProxy } from "../env-workers/inference/proxy";
 import type { RolloutItemMessage } from "../queues/messages";
 import { EnvFeeder } from "./env-feeder";
 import { handleQueueBatch } from "./queue-handler";
@@ -30,7 +31,7 @@ export interface AtroposWorker {
 
 export function createWorker(options: WorkerOptions): AtroposWorker {
   const envs = new EnvCatalog(options.envs);
-  const app = createApp();
+  const app = createApp({ inferenceProxy: createInferenceProxy() });
   class ProjectEnvFeeder extends EnvFeeder {
     protected override get envs(): EnvCatalog {
       return envs;

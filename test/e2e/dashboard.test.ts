@@ -534,6 +534,55 @@ describe("dashboard in Chromium against npm run dev", () => {
     expect(pageErrors).toEqual([]);
     expect(loadErrors).toEqual([]);
   });
+
+  it("a rollout with trajectories shows each sequence's step timeline beside its tokens", async () => {
+    const group = scoredGroup(seeded.mathId, 2, 7);
+    const step = (n: number, error: string | null) => ({
+      thought: `Step ${n}: ${HOSTILE_OUTPUT}`,
+      tool_call: {
+        name: n === 0 ? "calculator" : "kv_set",
+        parameters: { expression: `${n} + 1` },
+        result: error ? null : String(n + 1),
+        error,
+        latency_ms: 12,
+      },
+      observation: error ? `kv_set error: ${error}` : `calculator result: ${n + 1}`,
+      timestamp: 1_700_000_000_000 + n * 1500,
+    });
+    const trajectories = [0, 1].map((sequence) => ({
+      task: "Tool task: compute 0 + 1",
+      steps: [step(0, null), step(1, sequence === 1 ? "store is full" : null)],
+      final_response: "<answer>1</answer>",
+      success: sequence === 0,
+      judge_score: null,
+      token_count: 14,
+      wall_time_ms: 2500,
+      sequence,
+      source: "env",
+    }));
+    await call(server.url, "POST", "/scored_data", { ...group, trajectories });
+    const newest = await api<GroupsJson>(`/v1/runs/${RUN}/groups?limit=1`);
+    const id = newest.groups[0]?.id;
+    await open(page, server.url, `#/rollouts/${id}`);
+    await page.waitForSelector("[data-testid=trajectory]");
+    const first = page.locator("details.seq[data-seq='0']");
+    expect(await first.locator(".timeline-step").count()).toBe(2);
+    expect(await first.locator(".timeline-time").allTextContents()).toEqual(["+0 s", "+1.5 s"]);
+    expect(await first.locator(".timeline-thought").first().textContent()).toBe(
+      `Step 0: ${HOSTILE_OUTPUT}`,
+    );
+    expect(await first.locator("[data-field=trajectory_success]").textContent()).toBe("true");
+    // The tokens stay beside the timeline.
+    expect(await first.locator(".seq-tokens .tok-completion").count()).toBe(8);
+    await page.click("details.seq[data-seq='1'] summary");
+    const second = page.locator("details.seq[data-seq='1']");
+    expect(await second.locator(".timeline-error").textContent()).toBe("error: store is full");
+    expect(await page.locator("main img").count()).toBe(0);
+    expect(
+      await page.evaluate(() => (window as unknown as { __xss?: string }).__xss),
+    ).toBeUndefined();
+    await screenshot(page, "rollout-trajectory");
+  });
 });
 
 describe("dashboard on a deployment with an API token", () => {

@@ -64,8 +64,27 @@ describe("reset", () => {
 
     // Fill every kind of run data.
     await post(`${base}/scored_data`, group(1, 4, envId), { "idempotency-key": "k-1" });
-    await post(`${base}/scored_data`, group(2, 4, envId));
+    const trajectory = {
+      task: "t",
+      steps: [],
+      final_response: null,
+      success: null,
+      judge_score: null,
+      token_count: 6,
+      wall_time_ms: 1,
+      sequence: 0,
+      source: "env",
+    };
+    await post(`${base}/scored_data`, { ...group(2, 4, envId), trajectories: [trajectory] });
     expect((await post(`/v1/runs/${run}/batches/lease`, {})).status).toBe(200);
+    const servers = [{ base_url: "http://127.0.0.1:9/v1", server_type: "vllm" }];
+    const inference = await call(`/v1/runs/${run}/inference`, {
+      method: "PUT",
+      headers: { "content-type": "application/json" },
+      body: JSON.stringify(servers),
+    });
+    expect(inference.status).toBe(200);
+    expect((await post(`/v1/runs/${run}/atropos-proxy/sessions/create`, {})).status).toBe(200);
     const saved = await call(`/v1/runs/${run}/envs/${envId}/checkpoints/5`, {
       method: "PUT",
       headers: { "content-type": "application/json" },

@@ -12,6 +12,8 @@ import { call, group, json, post, setupRun, uniqueRun } from "./helpers";
 /** Read routes whose parameters this test cannot provide cheaply, with where they are covered. */
 const COVERED_ELSEWHERE = new Map([
   ["/v1/runs/{run}/env-workers/{env}/{instance}", "needs a started feeder: env-feeder.test.ts"],
+  ["/v1/runs/{run}/proxy/{session}/state", "needs a session: inference-proxy.test.ts"],
+  ["/v1/runs/{run}/atropos-proxy/{session}/nodes", "needs a session: inference-proxy.test.ts"],
 ]);
 
 interface JsonRead {

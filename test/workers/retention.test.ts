@@ -44,7 +44,18 @@ describe("retention", () => {
     // One request, one commit: both groups in ONE R2 object.
     const list = await post(`${base}/scored_data_list`, [group(1, 2, envId), group(2, 2, envId)]);
     expect(list.status).toBe(200);
-    await post(`${base}/scored_data`, group(3, 2, envId));
+    const trajectory = (sequence: number) => ({
+      task: "t",
+      steps: [],
+      final_response: null,
+      success: null,
+      judge_score: null,
+      token_count: 6,
+      wall_time_ms: 1,
+      sequence,
+      source: "env",
+    });
+    await post(`${base}/scored_data`, { ...group(3, 2, envId), trajectories: [trajectory(0)] });
     const shared = await payloadKeys(run);
     expect(shared).toHaveLength(2);
     const all = await groupIds(run);
@@ -73,6 +84,11 @@ describe("retention", () => {
     // The shared object is gone; the queued group and its own object are untouched.
     expect(await groupIds(run)).toEqual([all[2]]);
     expect(await payloadKeys(run)).toHaveLength(1);
+    // The kept group keeps its trajectory; a collected group's trajectories go with it.
+    const kept = await json<{ trajectories: unknown[] }>(
+      call(`/v1/runs/${run}/groups/${all[2]}/trajectories`),
+    );
+    expect(kept.trajectories).toHaveLength(1);
     expect((await call(`/v1/runs/${run}/groups/${all[2]}`)).status).toBe(200);
 
     const stats = await json<{ retention: Record<string, unknown> }>(
@@ -84,6 +100,13 @@ describe("retention", () => {
       call(`/v1/runs/${run}/stats`),
     );
     expect(forever.retention.hours).toBeNull();
+
+    expect(await leaseAndAck(run)).toEqual([all[2]]);
+    expect(await collectGarbage(bindings, run, HOUR, later)).toMatchObject({ groups: 1 });
+    const left = await bindings.DB.prepare("SELECT COUNT(*) AS n FROM trajectories WHERE run = ?1")
+      .bind(run)
+      .first<{ n: number }>();
+    expect(left?.n).toBe(0);
   });
 
   it("is run by the run coordinator's alarm, set by an ack", async () => {

@@ -22,6 +22,8 @@ import { getToken } from "./auth.js";
  * @typedef {import("../../../src/core/schemas").ScoredDataInput} GroupPayload
  * @typedef {import("../../../src/core/judge-schemas").JudgeReport} JudgeReport
  * @typedef {{group: GroupMeta, payload: GroupPayload, token_texts: string[][] | null}} GroupDetail
+ * @typedef {import("../../../src/core/trajectory").GroupTrajectories} GroupTrajectories
+ * @typedef {import("../../../src/core/trajectory").Trajectory} Trajectory
  * @typedef {import("../../../src/core/api-schemas").BatchRow} BatchInfo
  * @typedef {import("../../../src/core/api-schemas").BatchPage} BatchPage
  * @typedef {string | number} Id group and batch ids (treated as opaque)
@@ -136,6 +138,11 @@ export const api = {
   group: (run, id, signal) =>
     /** @type {Promise<GroupDetail>} */ (
       getJson(`${runPath(run)}/groups/${encodeURIComponent(String(id))}`, signal)
+    ),
+  /** @param {string} run @param {Id} id @param {AbortSignal} [signal] @returns {Promise<GroupTrajectories>} */
+  trajectories: (run, id, signal) =>
+    /** @type {Promise<GroupTrajectories>} */ (
+      getJson(`${runPath(run)}/groups/${encodeURIComponent(String(id))}/trajectories`, signal)
     ),
   /**
    * @param {string} run @param {{limit?: number, cursor?: Id | null}} page

@@ -234,7 +234,7 @@ export const apiTokens = sqliteTable(
     boundRun: text("bound_run"),
     rpsLimit: real("rps_limit"),
     bytesPerDay: integer("bytes_per_day"),
-    /** For the inference proxy; recorded, not enforced until the proxy exists. */
+    /** For the inference proxy; recorded, not enforced yet. */
     proxyTokensPerDay: integer("proxy_tokens_per_day"),
     createdAt: integer("created_at").notNull(),
     revokedAt: integer("revoked_at"),
@@ -252,4 +252,52 @@ export const tokenUsage = sqliteTable(
     bytes: integer("bytes").notNull().default(0),
   },
   (t) => [primaryKey({ columns: [t.tokenId, t.day] })],
+);
+
+/**
+ * A run's inference servers (PUT /v1/runs/{run}/inference), as the env-worker start route takes
+ * them. API keys are stored apart from the servers, AES-GCM encrypted when the Worker has the
+ * INFERENCE_KEYS_SECRET secret, and never returned.
+ */
+export const runInference = sqliteTable("run_inference", {
+  run: text("run").primaryKey(),
+  /** JSON list of server configs with api_key removed. */
+  servers: text("servers").notNull(),
+  /** JSON list of the servers' keys (null where none), sealed by storage/inference.ts. */
+  apiKeys: text("api_keys").notNull(),
+  updatedAt: integer("updated_at").notNull(),
+});
+
+/** Inference-proxy sessions: their tracked sequences, until they expire or are finished. */
+export const proxySessions = sqliteTable(
+  "proxy_sessions",
+  {
+    run: text("run").notNull(),
+    id: text("id").notNull(),
+    /** "open" or "finished". */
+    status: text("status").notNull(),
+    /** JSON ProxyTracking (src/core/proxy-session.ts). */
+    tracking: text("tracking").notNull(),
+    /** Bumped on every write: concurrent calls on one session are refused, not merged. */
+    version: integer("version").notNull(),
+    createdAt: integer("created_at").notNull(),
+    lastUsedAt: integer("last_used_at").notNull(),
+    expiresAt: integer("expires_at").notNull(),
+    groupId: integer("group_id"),
+  },
+  (t) => [primaryKey({ columns: [t.run, t.id] }), index("proxy_sessions_expiry").on(t.expiresAt)],
+);
+
+/** Trajectories stored beside their group (one row per sequence of the group). */
+export const trajectories = sqliteTable(
+  "trajectories",
+  {
+    run: text("run").notNull(),
+    groupId: integer("group_id").notNull(),
+    sequence: integer("sequence").notNull(),
+    /** JSON Trajectory (src/core/trajectory.ts). */
+    body: text("body").notNull(),
+    createdAt: integer("created_at").notNull(),
+  },
+  (t) => [primaryKey({ columns: [t.run, t.groupId, t.sequence] })],
 );

@@ -11,7 +11,12 @@ import type { FetchLike } from "./backends/http";
 import { createBackend, InferenceMismatchError, isRetryableError } from "./backends/index";
 import { mergeChoices } from "./backends/openai";
 import { TOKEN_CALL_KEYS, tokenRequestFrom } from "./backends/sampling";
-import type { ChatWithTokens, InferenceBackend, TokenGenerationRequest } from "./backends/types";
+import type {
+  ChatWithTokens,
+  CompletionWithTokens,
+  InferenceBackend,
+  TokenGenerationRequest,
+} from "./backends/types";
 import { TrackingManagedServer } from "./managed-server";
 import { type BackoffPolicy, backoffDelayMs, DEFAULT_BACKOFF, sleep, splitN } from "./retry";
 import type {
@@ -173,6 +178,29 @@ export class ServerManager implements InferenceClient {
       );
     }
     return this.chatWithTokensOn(params, null);
+  }
+
+  /**
+   * A text completion with the prompt ids the server used and the sampled ids and logprobs (no
+   * local tokenizer). Only servers whose backend can return them (server_type vllm) are used.
+   */
+  async completionWithTokens(params: CompletionParams): Promise<CompletionWithTokens> {
+    const able = (server: ServerSlot) => server.backend.completionWithTokens !== undefined;
+    if (!this.servers.some(able)) {
+      throw new Error(
+        "completionWithTokens needs a server_type vllm server (vLLM ≥ 0.10.2 returns the prompt's token ids)",
+      );
+    }
+    return this.withServer(
+      splitOf(params),
+      null,
+      (server, signal) => {
+        const call = server.backend.completionWithTokens;
+        if (!call) throw new Error(`server ${server.index} cannot return a completion's token ids`);
+        return call.call(server.backend, { ...params, split: undefined }, { signal });
+      },
+      able,
+    );
   }
 
   private async chatWithTokensOn(

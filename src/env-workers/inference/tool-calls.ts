@@ -95,4 +95,15 @@ export class ToolCallTextLookup {
   clear(): void {
     this.rawById.clear();
   }
+
+  /** The remembered texts by call id, for storing between requests (the inference proxy). */
+  toRecord(): Record<string, string> {
+    return Object.fromEntries(this.rawById);
+  }
+
+  static fromRecord(record: Record<string, string>, limit?: number): ToolCallTextLookup {
+    const lookup = new ToolCallTextLookup(limit);
+    for (const [id, raw] of Object.entries(record)) lookup.rawById.set(id, raw);
+    return lookup;
+  }
 }

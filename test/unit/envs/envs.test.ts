@@ -1,5 +1,6 @@
 import { describe, expect, it } from "vitest";
 import type { ScoredDataGroup } from "../../../src/core/group-types";
+import { trajectorySchema } from "../../../src/core/trajectory";
 import { processEnv } from "../../../src/env-workers/runtime/process";
 import { validateGroupForSend } from "../../../src/env-workers/send-validation";
 import type { BlackjackEnv } from "../../../src/envs/blackjack";
@@ -248,6 +249,19 @@ describe("tool_use", () => {
       });
     });
     expect(new Set(g.scores).size).toBeGreaterThan(1);
+
+    // One trajectory per sequence, beside the group: the episode's steps as data.
+    expect(g.trajectories).toHaveLength(6);
+    g.trajectories!.forEach((trajectory, i) => {
+      expect(trajectorySchema.parse(trajectory)).toEqual(trajectory);
+      expect(trajectory).toMatchObject({ sequence: i, source: "env", judge_score: null });
+      expect(trajectory.token_count).toBe(g.tokens[i]!.length);
+      expect(trajectory.task).toContain("Tool task:");
+      expect(trajectory.success).toBe(g.scores[i]! >= 1);
+    });
+    const solved = g.trajectories!.find((t) => t.success)!;
+    expect(solved.steps[0]!.tool_call?.name).toBe("calculator");
+    expect(solved.final_response).toContain("<answer>");
   });
 });
 

@@ -1,6 +1,7 @@
 // @ts-check
 // One group: metadata, side-by-side comparison of two sequences, and every sequence's messages and
-// tokens with mask shading and a per-token logprob heat map.
+// tokens with mask shading and a per-token logprob heat map; beside them, the sequence's
+// trajectory (agent envs, proxy sessions) as a step timeline.
 import { api } from "../api.js";
 import { h, pill, setChildren } from "../dom.js";
 import { fmtInt, fmtNum, fmtTime } from "../format.js";
@@ -157,16 +158,107 @@ function sequenceFacts(detail, i) {
   );
 }
 
+/** @param {unknown} value */
+function shortJson(value) {
+  const text = JSON.stringify(value);
+  return text.length > 200 ? `${text.slice(0, 200)}…` : text;
+}
+
+/**
+ * A trajectory as a step timeline: each step's time from the first, thought, tool call with its
+ * result or error and latency, and what the agent observed.
+ * @param {import("../api.js").Trajectory} trajectory
+ */
+export function trajectoryTimeline(trajectory) {
+  const start = trajectory.steps[0]?.timestamp ?? 0;
+  const facts = [
+    ["success", trajectory.success === null ? "–" : String(trajectory.success)],
+    ["judge score", fmtNum(trajectory.judge_score, 3)],
+    ["steps", fmtInt(trajectory.steps.length)],
+    ["tokens", fmtInt(trajectory.token_count)],
+    ["wall time", `${fmtNum(trajectory.wall_time_ms / 1000, 2)} s`],
+    ["source", trajectory.source],
+  ];
+  return h(
+    "div",
+    { class: "trajectory", "data-testid": "trajectory" },
+    h("p", { class: "small" }, h("strong", null, "Task: "), trajectory.task),
+    h(
+      "dl",
+      { class: "facts" },
+      facts.map(([k, v]) => [h("dt", null, k), h("dd", { "data-field": `trajectory_${k}` }, v)]),
+    ),
+    h(
+      "ol",
+      { class: "timeline" },
+      trajectory.steps.map((step, n) => {
+        const call = step.tool_call;
+        return h(
+          "li",
+          { class: "timeline-step", "data-step": n },
+          h(
+            "div",
+            { class: "timeline-time mono small" },
+            `+${fmtNum((step.timestamp - start) / 1000, 2)} s`,
+          ),
+          step.thought ? h("div", { class: "timeline-thought" }, step.thought) : null,
+          call
+            ? h(
+                "div",
+                { class: "timeline-call mono small" },
+                pill(call.name, call.error ? "bad" : "ok"),
+                ` ${shortJson(call.parameters)}`,
+                call.latency_ms === null ? "" : ` · ${fmtInt(call.latency_ms)} ms`,
+                call.error ? h("div", { class: "timeline-error" }, `error: ${call.error}`) : null,
+              )
+            : null,
+          step.observation
+            ? h("div", { class: "timeline-observation small muted" }, `→ ${step.observation}`)
+            : null,
+        );
+      }),
+    ),
+    trajectory.final_response
+      ? h(
+          "div",
+          null,
+          h("h4", { class: "sub-title" }, "Final response"),
+          h("pre", { class: "msg-content" }, trajectory.final_response),
+        )
+      : null,
+  );
+}
+
 /**
  * @param {import("../api.js").GroupDetail} detail
  * @param {number} i
  * @param {"text" | "ids"} mode
+ * @param {import("../api.js").Trajectory | undefined} trajectory
  */
-function sequenceBody(detail, i, mode) {
+function sequenceBody(detail, i, mode, trajectory) {
   const seq = sequenceAt(detail, i);
   const messages = messageList(detail.payload.messages?.[i]);
+  const tokens = h(
+    "div",
+    null,
+    h("h4", { class: "sub-title" }, "Tokens"),
+    tokenStrip(seq, { mode }),
+  );
   return [
     sequenceFacts(detail, i),
+    trajectory
+      ? h(
+          "div",
+          { class: "seq-with-trajectory" },
+          h(
+            "div",
+            { class: "seq-trajectory" },
+            h("h4", { class: "sub-title" }, "Trajectory"),
+            trajectoryTimeline(trajectory),
+          ),
+          h("div", { class: "seq-tokens" }, tokens),
+        )
+      : null,
     messages
       ? h("div", null, h("h4", { class: "sub-title" }, "Messages"), messages)
       : h(
@@ -175,8 +267,7 @@ function sequenceBody(detail, i, mode) {
           h("h4", { class: "sub-title" }, "Completion"),
           h("pre", { class: "msg-content" }, completionText(seq)),
         ),
-    h("h4", { class: "sub-title" }, "Tokens"),
-    tokenStrip(seq, { mode }),
+    trajectory ? null : tokens,
   ];
 }
 
@@ -214,14 +305,22 @@ export function mountRolloutDetail(root, ctx) {
     poll: false,
     async refresh({ run, signal }) {
       if (loaded) return;
-      const detail = await api.group(run, groupId, signal);
+      const [detail, trajectories] = await Promise.all([
+        api.group(run, groupId, signal),
+        // Groups without trajectories (most) answer an empty list; an older API, an error.
+        api.trajectories(run, groupId, signal).catch(() => null),
+      ]);
       loaded = true;
-      render(detail);
+      render(detail, trajectories?.trajectories ?? []);
     },
   };
 
-  /** @param {import("../api.js").GroupDetail} detail */
-  function render(detail) {
+  /**
+   * @param {import("../api.js").GroupDetail} detail
+   * @param {import("../api.js").Trajectory[]} trajectories
+   */
+  function render(detail, trajectories) {
+    const trajectoryOf = (/** @type {number} */ i) => trajectories.find((t) => t.sequence === i);
     const g = detail.group;
     const n = detail.payload.tokens.length;
     /** @type {"text" | "ids"} */
@@ -306,7 +405,7 @@ export function mountRolloutDetail(root, ctx) {
           // Render lazily: a group can hold 16 × 32k tokens.
           const fill = () => {
             if (details.open && !body.hasChildNodes())
-              setChildren(body, sequenceBody(detail, i, mode));
+              setChildren(body, sequenceBody(detail, i, mode, trajectoryOf(i)));
           };
           details.addEventListener("toggle", fill);
           fill();

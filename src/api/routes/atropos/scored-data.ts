@@ -6,8 +6,10 @@ import {
   type IngestItem,
   ingestGroups,
   sha256Hex,
+  storeTrajectories,
   submissionDedupeKey,
   summarizeGroup,
+  trajectoriesOfSubmission,
   validateGroup,
 } from "../../ingest";
 import { requestMemoryCost, withMemory } from "../../memory-budget";
@@ -45,26 +47,32 @@ export const scoredData = defineRoute(
     const run = runOf(c);
     const timings = c.get("timings");
     const key = validIdempotencyKey(c.req.header("idempotency-key"));
-    const { item, hash } = await withMemory(c.env, requestMemoryCost(c.req.raw), async () => {
-      const body = await timings.measure("read", () => readBody(c.req.raw, bodyLimits(c)));
-      await chargeBytes(c, body.raw.byteLength);
-      const hash = await timings.measure("hash", () => sha256Hex(body.bytes));
-      const json = await timings.measure("parse", () => parseJson(body.bytes));
-      const group = await timings.measure("validate", () => validateGroup(json));
-      const item: IngestItem = {
-        summary: summarizeGroup(group),
-        payload: body.gzip ? body.raw : body.bytes,
-        encoding: body.gzip ? "gzip" : "identity",
-        contentHash: hash,
-        dedupeKey: submissionDedupeKey(hash, key, 0),
-        tokenId: submitterOf(c),
-      };
-      return { item, hash };
-    });
+    const { item, hash, trajectories } = await withMemory(
+      c.env,
+      requestMemoryCost(c.req.raw),
+      async () => {
+        const body = await timings.measure("read", () => readBody(c.req.raw, bodyLimits(c)));
+        await chargeBytes(c, body.raw.byteLength);
+        const hash = await timings.measure("hash", () => sha256Hex(body.bytes));
+        const json = await timings.measure("parse", () => parseJson(body.bytes));
+        const group = await timings.measure("validate", () => validateGroup(json));
+        const trajectories = trajectoriesOfSubmission(json, group.tokens.length);
+        const item: IngestItem = {
+          summary: summarizeGroup(group),
+          payload: body.gzip ? body.raw : body.bytes,
+          encoding: body.gzip ? "gzip" : "identity",
+          contentHash: hash,
+          dedupeKey: submissionDedupeKey(hash, key, 0),
+          tokenId: submitterOf(c),
+        };
+        return { item, hash, trajectories };
+      },
+    );
     return idempotent(c, run, "scored_data", hash, key, async () => {
       const [outcome] = await ingestGroups(c.env, run, [item], timings, keepAliveOf(c));
       // A retry of a stored submission: say so rather than claim a second group.
       if (outcome!.duplicate) return { status: "received", duplicate: true };
+      if (trajectories) await storeTrajectories(c.env, run, outcome!.groupId, trajectories);
       if (outcome!.status !== "buffered") return { status: "received" };
       const { bufferedSequences } = await coordinator(c, run).releaseBuffered(run, outcome!.envId!);
       return { status: "buffered", buffer_size: bufferedSequences };

@@ -4,13 +4,19 @@
  */
 import type { ApiRoute } from "../define";
 import { ackBatch } from "./ack-batch";
+import { atroposProxyChat } from "./atropos-proxy-chat";
+import { atroposProxyCreate } from "./atropos-proxy-create";
+import { atroposProxyDelete } from "./atropos-proxy-delete";
+import { atroposProxyNodes } from "./atropos-proxy-nodes";
 import { createTokenRoute } from "./create-token";
 import { envScores } from "./env-scores";
 import { getCheckpoint } from "./get-checkpoint";
 import { getEnvWorker } from "./get-env-worker";
 import { getGroup } from "./get-group";
+import { getInference } from "./get-inference";
 import { getMetrics } from "./get-metrics";
 import { getPolicy } from "./get-policy";
+import { getTrajectories } from "./get-trajectories";
 import { leaseBatch } from "./lease-batch";
 import { listBatches } from "./list-batches";
 import { listCheckpoints } from "./list-checkpoints";
@@ -18,6 +24,11 @@ import { listEvals } from "./list-evals";
 import { listGroups } from "./list-groups";
 import { listRuns } from "./list-runs";
 import { listTokensRoute } from "./list-tokens";
+import { proxyChatCompletions } from "./proxy-chat-completions";
+import { proxyCompletions } from "./proxy-completions";
+import { proxyFinish } from "./proxy-finish";
+import { proxyState } from "./proxy-state";
+import { putInference } from "./put-inference";
 import { reportEval } from "./report-eval";
 import { reportMetrics } from "./report-metrics";
 import { revokeTokenRoute } from "./revoke-token";
@@ -53,4 +64,15 @@ export const v1Routes: readonly ApiRoute[] = [
   createTokenRoute,
   listTokensRoute,
   revokeTokenRoute,
+  putInference,
+  getInference,
+  proxyChatCompletions,
+  proxyCompletions,
+  proxyState,
+  proxyFinish,
+  atroposProxyCreate,
+  atroposProxyChat,
+  atroposProxyNodes,
+  atroposProxyDelete,
+  getTrajectories,
 ];

@@ -10,6 +10,12 @@ import type {
 } from "../types";
 import type { FetchLike } from "./http";
 
+/** A text completion with the ids the server used and sampled (vLLM `return_token_ids`). */
+export interface CompletionWithTokens {
+  completion: CompletionResult;
+  tokens: TokensAndLogprobs;
+}
+
 /** A chat answer with the ids the server used and sampled (vLLM `return_token_ids`). */
 export interface ChatWithTokens {
   chat: ChatCompletionResult;
@@ -64,6 +70,14 @@ export interface InferenceBackend {
     params: ChatCompletionParams,
     options?: CallOptions,
   ): Promise<ChatWithTokens>;
+  /**
+   * A text completion (string or token-id prompt) with the prompt ids the server used and the
+   * sampled ids and logprobs: no local tokenizer needed. Only stock vLLM.
+   */
+  completionWithTokens?(
+    params: CompletionParams,
+    options?: CallOptions,
+  ): Promise<CompletionWithTokens>;
   /** A cheap, free probe (never a paid generation). */
   healthCheck(options?: CallOptions): Promise<boolean>;
 }

@@ -8,7 +8,7 @@
  * - "vllm-generate": the token-in/token-out `/inference/v1/generate` endpoint at the server root.
  * Wire facts and sources: docs/INFERENCE.md, test/fixtures/inference/vllm-*.json.
  */
-import type { ChatCompletionParams, TokensAndLogprobs } from "../types";
+import type { ChatCompletionParams, CompletionParams, TokensAndLogprobs } from "../types";
 import {
   asArray,
   asRecord,
@@ -20,13 +20,19 @@ import {
   rootUrl,
   trimSlash,
 } from "./http";
-import { OpenAITextBackend, parseChatResponse, requestBody } from "./openai";
+import {
+  OpenAITextBackend,
+  parseChatResponse,
+  parseCompletionResponse,
+  requestBody,
+} from "./openai";
 import { resolveSampling, vllmSamplingFields, withTextDefaults } from "./sampling";
 import { placeholderTokenId, sameIds, sampledLogprob, tokenIdList } from "./tokens";
 import type {
   BackendDeps,
   CallOptions,
   ChatWithTokens,
+  CompletionWithTokens,
   InferenceBackend,
   TokenGenerationRequest,
 } from "./types";
@@ -69,9 +75,41 @@ export class VLLMBackend extends OpenAITextBackend implements InferenceBackend {
     return parseVllmChatTokensResponse(raw);
   }
 
+  /** A text completion whose prompt and output ids come from the server (vLLM ≥ 0.10.2). */
+  async completionWithTokens(
+    params: CompletionParams,
+    options: CallOptions = {},
+  ): Promise<CompletionWithTokens> {
+    const { config } = this.deps;
+    const url = `${trimSlash(config.base_url)}/completions`;
+    const raw = await postJson(
+      this.context(options, url),
+      url,
+      requestBody(withTextDefaults(params), config.model_name, { logprobs: 0, ...TOKEN_FLAGS }),
+    );
+    return parseVllmCompletionWithTokens(raw);
+  }
+
   healthCheck(options: CallOptions = {}): Promise<boolean> {
     return probe(this.context(options), `${rootUrl(this.deps.config.base_url)}/health`);
   }
+}
+
+/** The text answer plus the ids: `prompt_token_ids` and `token_ids` on each choice. */
+export function parseVllmCompletionWithTokens(raw: unknown): CompletionWithTokens {
+  const completion = parseCompletionResponse(raw);
+  const first = asRecord(
+    asArray(asRecord(raw, "vllm /v1/completions").choices, "vllm /v1/completions choices")[0],
+    "completion choice",
+  );
+  if (!Array.isArray(first.prompt_token_ids)) {
+    throw new InferenceMismatchError(
+      "vllm /v1/completions: no prompt_token_ids in the answer (return_token_ids needs vLLM ≥ 0.10.2)",
+    );
+  }
+  const promptTokens = tokenIdList(first.prompt_token_ids, "prompt_token_ids");
+  completion.choices.sort((a, b) => a.index - b.index);
+  return { completion, tokens: parseVllmCompletionsResponse(raw, promptTokens) };
 }
 
 /** Stock `vllm serve`, token-in/token-out through `POST /inference/v1/generate`. */

@@ -1,0 +1,187 @@
+/**
+ * The inference proxy's request handling, shared by its OpenAI-style routes
+ * (/v1/runs/{run}/proxy/{session}/…) and its Atropos-style routes (/v1/runs/{run}/atropos-proxy/…):
+ * session lifecycle and expiry, forwarding through the run's servers, and finishing a session
+ * into a scored group with its trajectories.
+ */
+import { openAiRequestSchema } from "../core/api-schemas";
+import {
+  emptyTracking,
+  type FinishSessionRequest,
+  finishProblem,
+  ProxyInputError,
+  type ProxyTracking,
+  proxySessionIdSchema,
+  sessionGroup,
+  sessionTrajectories,
+} from "../core/proxy-session";
+import { numberVar } from "./bindings";
+import type { AppContext } from "./context";
+import { ApiError } from "./errors";
+import { submitGroupInProcess } from "./ingest";
+import { jsonBody } from "./request";
+import { getRunInference } from "./storage/inference";
+import {
+  createSession,
+  finishSession,
+  loadSession,
+  type ProxySessionRow,
+  saveTracking,
+} from "./storage/proxy-sessions";
+
+export const DEFAULT_SESSION_TTL_S = 3600;
+
+/** A session is one D1 row (at most 2 MB): refuse to grow it past this, with a way out. */
+export const MAX_SESSION_BYTES = 1_800_000;
+
+export function sessionTtlMs(c: AppContext): number {
+  return numberVar(c.env.PROXY_SESSION_TTL_S, DEFAULT_SESSION_TTL_S) * 1000;
+}
+
+export function sessionIdOf(c: AppContext): string {
+  const id = c.req.param("session") ?? "";
+  const parsed = proxySessionIdSchema.safeParse(id);
+  if (!parsed.success) {
+    throw new ApiError(
+      "BAD_REQUEST",
+      `invalid session id '${id}': ${parsed.error.issues[0]?.message}`,
+    );
+  }
+  return id;
+}
+
+/**
+ * The session, checked usable: unknown sessions are created when `create` (an OpenAI base URL
+ * names its session) and 404 otherwise; expired ones are 404 with when and why.
+ */
+export async function usableSession(
+  c: AppContext,
+  run: string,
+  id: string,
+  options: { create: boolean; now: number },
+): Promise<ProxySessionRow> {
+  let session = await loadSession(c.env.DB, run, id);
+  if (!session) {
+    if (!options.create) {
+      throw new ApiError("NOT_FOUND", `no inference-proxy session '${id}' in run '${run}'`);
+    }
+    session = await createSession(c.env.DB, run, id, emptyTracking(), options.now, sessionTtlMs(c));
+  }
+  if (options.now >= session.expiresAt) {
+    const idle = Math.round(sessionTtlMs(c) / 1000);
+    throw new ApiError(
+      "NOT_FOUND",
+      `inference-proxy session '${id}' expired at ${new Date(session.expiresAt).toISOString()} (sessions expire ${idle} s after their last call); start a new session`,
+    );
+  }
+  return session;
+}
+
+function requireOpen(session: ProxySessionRow): void {
+  if (session.status === "finished") {
+    throw new ApiError(
+      "CONFLICT",
+      `inference-proxy session '${session.id}' is finished (group ${session.groupId}); start a new session for a new conversation`,
+    );
+  }
+}
+
+/** Forwards one OpenAI call of a session and records what was sampled. */
+export async function forwardProxyCall(
+  c: AppContext,
+  run: string,
+  id: string,
+  kind: "chat" | "completion",
+  create: boolean,
+): Promise<Response> {
+  const body = await jsonBody(c, openAiRequestSchema);
+  const proxy = c.get("inferenceProxy");
+  if (!proxy) {
+    throw new ApiError("UNAVAILABLE", "this Worker was built without the inference proxy");
+  }
+  const inference = await getRunInference(c.env.DB, run, c.env.INFERENCE_KEYS_SECRET).catch(
+    (error: unknown) => {
+      // Keys sealed with a secret this Worker no longer has (or another one).
+      const message = error instanceof Error ? error.message : String(error);
+      throw new ApiError("UNAVAILABLE", `cannot read run '${run}' inference keys: ${message}`);
+    },
+  );
+  if (!inference) {
+    throw new ApiError(
+      "CONFLICT",
+      `run '${run}' has no inference servers; set them with PUT /v1/runs/${run}/inference (or \`atropos-edge inference set\`)`,
+    );
+  }
+  const session = await usableSession(c, run, id, { create, now: Date.now() });
+  requireOpen(session);
+  const tracking: ProxyTracking = structuredClone(session.tracking);
+  let answer: Record<string, unknown>;
+  try {
+    answer =
+      kind === "chat"
+        ? await proxy.chatCompletion(inference.servers, tracking, body)
+        : await proxy.completion(inference.servers, tracking, body);
+  } catch (error) {
+    if (error instanceof ProxyInputError) throw new ApiError("BAD_REQUEST", error.message);
+    const message = error instanceof Error ? error.message : String(error);
+    throw new ApiError("UNAVAILABLE", `the run's inference servers failed: ${message}`);
+  }
+  const size = JSON.stringify(tracking).length;
+  if (size > MAX_SESSION_BYTES) {
+    throw new ApiError(
+      "PAYLOAD_TOO_LARGE",
+      `inference-proxy session '${id}' would hold ${size} bytes of tracked sequences (limit ${MAX_SESSION_BYTES}); this completion was not recorded: finish the session and continue in a new one`,
+    );
+  }
+  const saved = await saveTracking(c.env.DB, session, tracking, Date.now(), sessionTtlMs(c));
+  if (!saved) {
+    throw new ApiError(
+      "CONFLICT",
+      `inference-proxy session '${id}' changed during this call (another call on the same session, or it was finished); a session is one conversation: send its calls one at a time`,
+    );
+  }
+  return c.json(answer);
+}
+
+export interface FinishOutcome {
+  session: string;
+  group_id: number;
+  status: "received" | "buffered" | "duplicate";
+  sequences: number;
+}
+
+/**
+ * Submits the session as one scored group through the normal ingest path and stores its
+ * trajectories beside it. Finishing again answers the same group (the idempotency key is the
+ * session), so a retried finish never submits twice.
+ */
+export async function finishProxySession(
+  c: AppContext,
+  run: string,
+  id: string,
+  body: FinishSessionRequest,
+): Promise<FinishOutcome> {
+  const now = Date.now();
+  const session = await usableSession(c, run, id, { create: false, now });
+  const count = session.tracking.nodes.length;
+  if (session.status === "finished" && session.groupId !== null) {
+    return { session: id, group_id: session.groupId, status: "duplicate", sequences: count };
+  }
+  const problem = finishProblem(session.tracking, body);
+  if (problem) {
+    throw new ApiError("VALIDATION_FAILED", problem, [
+      { type: "value_error", loc: ["body", "scores"], msg: problem },
+    ]);
+  }
+  const group = sessionGroup(session.tracking, body);
+  const submitted = await submitGroupInProcess(
+    c.env,
+    run,
+    group,
+    `proxy-session/${id}/${session.createdAt}`,
+  );
+  const groupId = submitted.groupId ?? -1;
+  const trajectories = sessionTrajectories(session.tracking, body, session.createdAt, now);
+  await finishSession(c.env.DB, session, groupId, trajectories, now);
+  return { session: id, group_id: groupId, status: submitted.status, sequences: count };
+}

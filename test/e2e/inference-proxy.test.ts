@@ -1,0 +1,266 @@
+/**
+ * The inference proxy end to end: `npm run dev` in front of the simulator (stock-vLLM wire).
+ * The official Python `openai` client (examples/python/proxy_agent.py) drives a 3-turn tool
+ * conversation through /v1/runs/{run}/proxy/{session}/v1 and finishes it; a plain-HTTP
+ * Atropos-style client does the same through the Atropos proxy routes. Both groups must hold
+ * exactly the tokens, masks and logprobs of a direct ManagedServer run of the same conversation.
+ */
+import { execFile } from "node:child_process";
+import { mkdtempSync, readFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { promisify } from "node:util";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { runExport } from "../../src/cli/export-command";
+import type { ChatMessage } from "../../src/core/group-types";
+import { ServerManager } from "../../src/env-workers/inference/server-manager";
+import type { SequenceNode, ToolDefinition } from "../../src/env-workers/inference/types";
+import { type Simulator, startSimulator } from "../../src/sim/server";
+import { type DevServer, ROOT, startDevServer } from "./harness";
+
+const run = promisify(execFile);
+const examples = join(ROOT, "examples", "python");
+const RUN = "proxy-e2e";
+
+/** The Atropos-style client's own tool list (any list works: the server renders it). */
+const TOOLS: ToolDefinition[] = [
+  { type: "function", function: { name: "calculator", parameters: { type: "object" } } },
+  { type: "function", function: { name: "kv_set", parameters: { type: "object" } } },
+];
+
+interface Transcript {
+  messages: Record<string, unknown>[];
+  tools: ToolDefinition[];
+  finish: { group_id: number; status: string; sequences: number };
+}
+
+interface Payload {
+  tokens: number[][];
+  masks: number[][];
+  inference_logprobs: number[][];
+  scores: number[];
+}
+
+/** The conversation replayed on a ManagedServer bound straight to the simulator. */
+async function directRun(
+  simUrl: string,
+  transcript: Transcript,
+  seed: number,
+): Promise<SequenceNode> {
+  const manager = new ServerManager([
+    {
+      base_url: `${simUrl}/v1`,
+      server_type: "vllm",
+      model_name: "sim-policy",
+      tokenizer_name: "qwen3",
+      health_check: false,
+    },
+  ]);
+  const managed = await manager.managedServer();
+  const observations = transcript.messages
+    .filter((m) => m.role === "tool")
+    .map((m) => String(m.content));
+  const messages: ChatMessage[] = transcript.messages.slice(0, 2) as unknown as ChatMessage[];
+  for (let turn = 0; turn < 4; turn++) {
+    const answer = await managed.chatCompletion({
+      messages,
+      tools: transcript.tools,
+      temperature: 1.0,
+      max_tokens: 256,
+      seed: seed + turn,
+    });
+    const message = answer.choices[0]!.message;
+    messages.push({
+      role: "assistant",
+      content: message.content,
+      ...(message.tool_calls ? { tool_calls: message.tool_calls } : {}),
+    });
+    if (!message.tool_calls?.length) break;
+    for (const call of message.tool_calls) {
+      messages.push({ role: "tool", tool_call_id: call.id, content: observations.shift() ?? "" });
+    }
+  }
+  return managed.getState().nodes.at(-1)!;
+}
+
+async function getJson<T>(url: string, init?: RequestInit): Promise<T> {
+  const res = await fetch(url, init);
+  expect(res.status, `${url}: ${await res.clone().text()}`).toBe(200);
+  return (await res.json()) as T;
+}
+
+describe("inference proxy: exact tokens from unmodified agents", () => {
+  let server: DevServer;
+  let sim: Simulator;
+  let python: string;
+  beforeAll(async () => {
+    const [install, dev, simulator] = await Promise.all([
+      run("bash", [join(examples, "install_openai.sh")], { timeout: 300_000 }),
+      startDevServer(),
+      startSimulator({ correctProbability: 1 }),
+    ]);
+    python = install.stdout.trim().split("\n").at(-1) ?? "";
+    server = dev;
+    sim = simulator;
+    const res = await fetch(`${server.url}/v1/runs/${RUN}/inference`, {
+      method: "PUT",
+      headers: { "content-type": "application/json" },
+      body: JSON.stringify([
+        {
+          base_url: `${sim.url}/v1`,
+          server_type: "vllm",
+          model_name: "sim-policy",
+          api_key: "sk-e2e-secret",
+          health_check: false,
+        },
+      ]),
+    });
+    expect(res.status, await res.clone().text()).toBe(200);
+  }, 360_000);
+  afterAll(async () => {
+    await server?.stop();
+    await sim?.close();
+  });
+
+  it("the Python openai client: 3 tool turns, finished into a group equal to a direct ManagedServer run", async () => {
+    const { stdout } = await run(
+      python,
+      [
+        join(examples, "proxy_agent.py"),
+        "--api",
+        server.url,
+        "--run",
+        RUN,
+        "--session",
+        "py-agent-1",
+        "--seed",
+        "11",
+      ],
+      { timeout: 120_000 },
+    );
+    const transcript = JSON.parse(stdout) as Transcript;
+    const roles = transcript.messages.map((m) => m.role);
+    expect(roles).toEqual([
+      "system",
+      "user",
+      "assistant",
+      "tool",
+      "assistant",
+      "tool",
+      "assistant",
+    ]);
+    expect(transcript.finish).toMatchObject({ status: "received", sequences: 1 });
+
+    const { payload } = await getJson<{ payload: Payload }>(
+      `${server.url}/v1/runs/${RUN}/groups/${transcript.finish.group_id}`,
+    );
+    expect(payload.scores).toEqual([1.5]);
+    const direct = await directRun(sim.url, transcript, 11);
+    expect(payload.tokens).toEqual([direct.tokens]);
+    expect(payload.masks).toEqual([direct.masked_tokens]);
+    expect(payload.inference_logprobs).toEqual([direct.logprobs]);
+    // Three assistant turns, all trainable, in one sequence.
+    const starts = direct.masked_tokens.filter(
+      (m, i) => m !== -100 && direct.masked_tokens[i - 1] === -100,
+    );
+    expect(starts).toHaveLength(3);
+
+    const { trajectories } = await getJson<{
+      trajectories: { steps: { tool_call: { name: string } | null }[]; success: boolean }[];
+    }>(`${server.url}/v1/runs/${RUN}/groups/${transcript.finish.group_id}/trajectories`);
+    expect(trajectories[0]!.steps.map((s) => s.tool_call?.name ?? null)).toEqual([
+      "calculator",
+      "kv_set",
+      null,
+    ]);
+    expect(trajectories[0]!.success).toBe(true);
+
+    // `export trajectories` reads them back, read-only, with their group and score.
+    const out = join(mkdtempSync(join(tmpdir(), "export-trajectories-")), "t.jsonl");
+    await runExport(
+      {
+        kind: "trajectories",
+        api: server.url,
+        run: RUN,
+        out,
+        topN: 0,
+        minScoreDiff: 0,
+        allowNegativeScores: false,
+        saveMessages: false,
+        maxRecords: 0,
+        maxGroups: 0,
+        tokenizer: "qwen3",
+        seed: 0,
+        append: false,
+      },
+      () => {},
+    );
+    const records = readFileSync(out, "utf8")
+      .trim()
+      .split("\n")
+      .map((line) => JSON.parse(line) as { group_id: number; score: number; steps: unknown[] });
+    expect(records).toHaveLength(1);
+    expect(records[0]).toMatchObject({ group_id: transcript.finish.group_id, score: 1.5 });
+    expect(records[0]!.steps).toHaveLength(3);
+  });
+
+  it("an Atropos-style client over plain HTTP: the same conversation, the same nodes", async () => {
+    const root = `${server.url}/v1/runs/${RUN}/atropos-proxy`;
+    const post = (url: string, body: unknown) =>
+      getJson<Record<string, unknown>>(url, {
+        method: "POST",
+        headers: { "content-type": "application/json" },
+        body: JSON.stringify(body),
+      });
+    const { uuid } = (await post(`${root}/sessions/create`, {})) as { uuid: string };
+    const messages: Record<string, unknown>[] = [
+      { role: "system", content: "You are an agent that solves tasks with tools." },
+      {
+        role: "user",
+        content:
+          'Tool task: compute 7 * 6 with the calculator tool, store the result under the key "memo" with kv_set, then reply with the result inside <answer></answer> tags.',
+      },
+    ];
+    const observations = ["calculator result: 42", "kv_set result: ok"];
+    for (let turn = 0; turn < 3; turn++) {
+      const chat = (await post(`${root}/${uuid}/v1/chat/completions`, {
+        messages,
+        tools: TOOLS,
+        temperature: 1.0,
+        max_tokens: 256,
+        seed: 40 + turn,
+      })) as {
+        choices: { message: { tool_calls?: { id: string }[] } & Record<string, unknown> }[];
+      };
+      const message = chat.choices[0]!.message;
+      messages.push(message);
+      for (const call of message.tool_calls ?? []) {
+        messages.push({ role: "tool", tool_call_id: call.id, content: observations[turn] });
+      }
+    }
+    expect(messages.map((m) => m.role)).toEqual([
+      "system",
+      "user",
+      "assistant",
+      "tool",
+      "assistant",
+      "tool",
+      "assistant",
+    ]);
+    const { nodes } = await getJson<{ nodes: SequenceNode[] }>(`${root}/${uuid}/nodes`);
+    expect(nodes).toHaveLength(1);
+    const transcript: Transcript = {
+      messages,
+      tools: TOOLS,
+      finish: { group_id: -1, status: "", sequences: 0 },
+    };
+    const direct = await directRun(sim.url, transcript, 40);
+    expect(nodes[0]!.tokens).toEqual(direct.tokens);
+    expect(nodes[0]!.masked_tokens).toEqual(direct.masked_tokens);
+    expect(nodes[0]!.logprobs).toEqual(direct.logprobs);
+
+    const deleted = await fetch(`${root}/${uuid}`, { method: "DELETE" });
+    expect(deleted.status).toBe(200);
+    expect((await fetch(`${root}/${uuid}/nodes`)).status).toBe(404);
+  });
+});
