@@ -45,6 +45,7 @@ export type {
 export * from "../env-workers/rewards/index";
 export { type SampledChoice, sampleChat } from "../env-workers/runtime/sampling";
 export { PROMPT_MASK, scoredItemFromNode } from "../env-workers/runtime/sequences";
+export * from "../env-workers/sandbox/index";
 export {
   type SendValidationOptions,
   validateGroupForSend,
