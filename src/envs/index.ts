@@ -5,6 +5,7 @@
 import type { EnvDefinition } from "../env-workers/define-env";
 import { EnvCatalog } from "../env-workers/env-catalog";
 import blackjack from "./blackjack";
+import codeExec from "./code-exec";
 import gsm8kLite from "./gsm8k-lite";
 import letterCounting from "./letter-counting";
 import llmJudge from "./llm-judge";
@@ -12,7 +13,7 @@ import toolUse from "./tool-use";
 
 export { defineEnv, type EnvDefinition } from "../env-workers/define-env";
 
-const definitions = [gsm8kLite, letterCounting, toolUse, llmJudge, blackjack];
+const definitions = [gsm8kLite, letterCounting, toolUse, llmJudge, blackjack, codeExec];
 
 /** The example envs, by name: built-in names for the CLI and this repository's Worker. */
 export const builtinEnvs = new EnvCatalog(definitions);
