@@ -45,9 +45,10 @@ function expectExactSequences(group: ScoredDataGroup) {
 }
 
 describe("registry", () => {
-  it("lists the five example envs with parsed defaults", () => {
+  it("lists the six example envs with parsed defaults", () => {
     expect(Object.keys(envRegistry).sort()).toEqual([
       "blackjack",
+      "code_exec",
       "gsm8k_lite",
       "letter_counting",
       "llm_judge",
