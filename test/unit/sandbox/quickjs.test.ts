@@ -14,6 +14,11 @@ describe("QuickJsThreadPool", () => {
     expect(result).toMatchObject({ ok: true, stdout: 'hi {"a":1}\n', value: "[2,4]", error: null });
   });
 
+  it("gives every run a fresh runtime, also on a reused thread", async () => {
+    expect((await js("globalThis.leak = 1; return 1")).ok).toBe(true);
+    expect((await js("return typeof leak")).value).toBe('"undefined"');
+  });
+
   it("has no host capabilities", async () => {
     const result = await js(
       "return [typeof fetch, typeof process, typeof require, typeof setTimeout].join(',')",

@@ -141,6 +141,11 @@ export class PythonProcessPool implements Sandbox {
     if (this.tempDir) rmSync(this.tempDir, { recursive: true, force: true });
   }
 
+  /** Children loaded and waiting for a run. */
+  get warmCount(): number {
+    return this.warm.length;
+  }
+
   /** Processes alive now (warm, starting or running): for tests and the bench. */
   get processCount(): number {
     return this.live.size;

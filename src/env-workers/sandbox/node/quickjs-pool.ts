@@ -1,8 +1,9 @@
 /**
- * JavaScript in QuickJS, one throwaway worker thread per run (see quickjs-thread.mjs), a few kept
- * started so a run does not wait for the engine to load. The engine enforces the heap and stack
- * limits and interrupts at the deadline; terminating the thread is what guarantees the deadline
- * (a wasm engine collecting garbage is not interruptible from inside).
+ * JavaScript in QuickJS inside worker threads (see quickjs-thread.mjs), a few kept started so a
+ * run does not wait for the engine to load. Each run gets a fresh QuickJS runtime; a thread is
+ * reused after clean runs and replaced after a failed, timed-out or over-limit one. The engine
+ * enforces the heap and stack limits and interrupts at the deadline; terminating the thread is
+ * what guarantees the deadline (a wasm engine collecting garbage is not interruptible from inside).
  */
 import { Worker } from "node:worker_threads";
 import {
@@ -21,6 +22,8 @@ interface ThreadAnswer {
   value?: string | null;
   error: { kind: "timeout" | "memory" | "runtime"; message: string } | null;
   files?: Record<string, string>;
+  /** The thread's engine may be unusable after this run: do not reuse the thread. */
+  retire?: boolean;
 }
 
 export interface QuickJsPoolOptions {
@@ -45,7 +48,6 @@ export class QuickJsThreadPool implements Sandbox {
     if (this.closed) return failedRun("unavailable", "the sandbox is closed", 0);
     this.refill();
     const next = this.warm.shift()!;
-    this.refill();
     let worker: Worker;
     try {
       worker = await next;
@@ -55,11 +57,18 @@ export class QuickJsThreadPool implements Sandbox {
     const started = performance.now();
     return new Promise<SandboxRunResult>((resolve) => {
       let settled = false;
-      const finish = (result: SandboxRunResult) => {
+      const finish = (result: SandboxRunResult, reusable = false) => {
         if (settled) return;
         settled = true;
         clearTimeout(timer);
-        void worker.terminate();
+        worker.off("message", onMessage);
+        worker.off("error", onError);
+        worker.off("exit", onExit);
+        if (reusable && !this.closed && this.warm.length < this.size) {
+          this.warm.unshift(Promise.resolve(worker));
+        } else {
+          void worker.terminate();
+        }
         resolve(result);
       };
       const elapsed = () => performance.now() - started;
@@ -67,30 +76,34 @@ export class QuickJsThreadPool implements Sandbox {
         () => finish(failedRun("timeout", `timed out after ${request.timeout_ms} ms`, elapsed())),
         request.timeout_ms,
       );
-      worker.once("message", (answer: ThreadAnswer) => {
+      const onMessage = (answer: ThreadAnswer) => {
         const wall = Math.round(elapsed());
         if (answer.error) {
           finish({ ...failedRun(answer.error.kind, answer.error.message, wall, answer) });
           return;
         }
-        finish({
-          ok: true,
-          stdout: answer.stdout,
-          stderr: answer.stderr,
-          value: answer.value ?? null,
-          error: null,
-          wall_ms: wall,
-          ...(answer.files ? { files: answer.files } : {}),
-        });
-      });
-      worker.once("error", (err) =>
-        finish(failedRun(classifyCrash(err), `the engine failed: ${err.message}`, elapsed())),
-      );
-      worker.once("exit", () =>
-        finish(failedRun("runtime", "the engine exited without an answer", elapsed())),
-      );
+        finish(
+          {
+            ok: true,
+            stdout: answer.stdout,
+            stderr: answer.stderr,
+            value: answer.value ?? null,
+            error: null,
+            wall_ms: wall,
+            ...(answer.files ? { files: answer.files } : {}),
+          },
+          !answer.retire,
+        );
+      };
+      const onError = (err: Error) =>
+        finish(failedRun(classifyCrash(err), `the engine failed: ${err.message}`, elapsed()));
+      const onExit = () =>
+        finish(failedRun("runtime", "the engine exited without an answer", elapsed()));
+      worker.on("message", onMessage);
+      worker.on("error", onError);
+      worker.on("exit", onExit);
       worker.postMessage(request);
-    });
+    }).finally(() => this.refill());
   }
 
   async close(): Promise<void> {

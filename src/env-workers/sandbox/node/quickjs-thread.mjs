@@ -1,6 +1,8 @@
-// One throwaway JavaScript run in QuickJS (wasm), inside a worker thread that quickjs-pool.ts
-// terminates at the deadline: QuickJS's own interrupt handler is not consulted while the engine
-// collects garbage near its memory limit, so only the thread's termination bounds wall time.
+// JavaScript runs in QuickJS (wasm), inside a worker thread that quickjs-pool.ts terminates at
+// the deadline: QuickJS's own interrupt handler is not consulted while the engine collects
+// garbage near its memory limit, so only the thread's termination bounds wall time. Every run
+// gets a fresh QuickJS runtime; a thread serves runs until one fails, then it retires (a failed
+// runtime may not free cleanly, and the engine's module is shared by the thread's runs).
 // The code sees the language, `console` and a `files` object (the scratch files); no fetch,
 // timers, modules or host objects. Plain JavaScript so the thread starts without a loader.
 
@@ -13,7 +15,7 @@ const STACK_BYTES = 512 * 1024;
 
 const quickjs = await newQuickJSWASMModuleFromVariant(variant);
 parentPort.postMessage({ ready: true });
-parentPort.once("message", (request) => {
+parentPort.on("message", (request) => {
   parentPort.postMessage(run(request));
 });
 
@@ -32,6 +34,7 @@ function run(request) {
   const fail = (message) => ({
     ...output,
     error: { kind: classify(message, interrupted), message },
+    retire: true,
   });
   try {
     installConsole(context, output);
@@ -46,18 +49,26 @@ function run(request) {
     if (isPromise(context, value)) {
       runtime.executePendingJobs();
       const state = context.getPromiseState(value);
+      value.dispose();
       if (state.type === "rejected") return fail(dumpError(context, state.error));
       if (state.type === "pending") return fail("the returned promise never settled");
       value = state.value;
     }
     const result = { ...output, error: null, value: jsonOf(context, value) };
     if (request.collect_files) result.files = readFiles(context);
+    value.dispose();
+    try {
+      context.dispose();
+      runtime.dispose();
+    } catch {
+      result.retire = true;
+    }
     return result;
   } catch (err) {
     // QuickJS itself gave up (out of memory while building an error, a broken runtime).
     return fail(err instanceof Error ? err.message : String(err));
   }
-  // No dispose: the thread ends after this run and takes the whole wasm module with it.
+  // A failed run is not disposed: its thread retires and takes the wasm module with it.
 }
 
 function classify(message, interrupted) {
@@ -86,19 +97,26 @@ function installConsole(context, output) {
       }
     });
     context.setProp(consoleObject, name, fn);
+    fn.dispose();
   }
   context.setProp(context.global, "console", consoleObject);
+  consoleObject.dispose();
 }
 
 function setGlobalJson(context, name, value) {
   const handle = context.unwrapResult(context.evalCode(`(${JSON.stringify(value)})`));
   context.setProp(context.global, name, handle);
+  handle.dispose();
 }
 
 function isPromise(context, value) {
   if (context.typeof(value) !== "object") return false;
   const ctor = context.getProp(value, "constructor");
-  return context.dump(context.getProp(ctor, "name")) === "Promise";
+  const name = context.getProp(ctor, "name");
+  const promise = context.dump(name) === "Promise";
+  name.dispose();
+  ctor.dispose();
+  return promise;
 }
 
 function jsonOf(context, value) {
@@ -118,7 +136,9 @@ function dumpError(context, handle) {
 }
 
 function readFiles(context) {
-  const dumped = context.dump(context.getProp(context.global, "files"));
+  const handle = context.getProp(context.global, "files");
+  const dumped = context.dump(handle);
+  handle.dispose();
   if (!dumped || typeof dumped !== "object") return {};
   return Object.fromEntries(Object.entries(dumped).map(([k, v]) => [k, String(v)]));
 }
