@@ -98,6 +98,18 @@ describe("PythonProcessPool", () => {
     expect(result.error?.message).toMatch(/MemoryError/);
   });
 
+  it("kills a child whose resident memory passes the watchdog's limit", async () => {
+    // No headroom over memory_mb: a loaded interpreter alone is over it.
+    const strict = new PythonProcessPool({ size: 1, rssOverheadMb: 0, snapshot: false });
+    try {
+      const result = await strict.run({ language: "python", code: "x = 1", memory_mb: 32 });
+      expect(result.error?.kind).toBe("memory");
+      expect(result.error?.message).toMatch(/process RSS \d+ MiB/);
+    } finally {
+      await strict.close();
+    }
+  }, 60_000);
+
   it("isolates the network where unshare works, and says so where it does not", () => {
     expect(pool.networkIsolated).toBe(networkIsolationAvailable());
     if (!pool.networkIsolated) expect(warnings.join("\n")).toMatch(/unshare -n/);

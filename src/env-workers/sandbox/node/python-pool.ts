@@ -251,15 +251,15 @@ export class PythonProcessPool implements Sandbox {
         child.kill("SIGKILL");
         reject(new Error(`no ready signal within ${STARTUP_TIMEOUT_MS} ms`));
       }, STARTUP_TIMEOUT_MS);
-      child.once("exit", (code) => {
+      const exitedEarly = (code: number | null) => {
         clearTimeout(timer);
         reject(new Error(`child exited (${code}) before it was ready: ${stderr.trim()}`));
-      });
+      };
+      child.once("exit", exitedEarly);
       lines.next().then(({ value }) => {
         clearTimeout(timer);
+        child.off("exit", exitedEarly);
         if (value && JSON.parse(value).ready === true) {
-          child.removeAllListeners("exit");
-          child.on("exit", () => this.live.delete(child));
           resolve({ process: child, lines });
         } else {
           child.kill("SIGKILL");
