@@ -5,9 +5,11 @@
  */
 import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
-import { SandboxServiceClient } from "../../src/env-workers/sandbox/service";
+import { getSandbox, setSandboxProvider } from "../../src/env-workers/sandbox/registry";
+import { handleSandboxRequest, SandboxServiceClient } from "../../src/env-workers/sandbox/service";
 import { createSandboxService } from "../../src/worker/sandbox/service-worker";
 import { WorkerLoaderSandbox } from "../../src/worker/sandbox/worker-loader";
+import worker from "./test-worker";
 
 const sandbox = new WorkerLoaderSandbox(env.TEST_LOADER);
 
@@ -56,5 +58,25 @@ describe("WorkerLoaderSandbox", () => {
     });
     const python = await client.run({ language: "python", code: "print(1)" });
     expect(python.error?.message).toMatch(/no python engine here/);
+  });
+});
+
+describe("env workers on Workers", () => {
+  it("reach the SANDBOX service binding through getSandbox()", async () => {
+    setSandboxProvider(null);
+    const seen: string[] = [];
+    const binding = {
+      fetch: (input: Request | string, init?: RequestInit) => {
+        const request = new Request(input, init);
+        seen.push(new URL(request.url).pathname);
+        return handleSandboxRequest(sandbox, request);
+      },
+    };
+    const emptyBatch = { queue: "rollout-items", messages: [] } as unknown as MessageBatch;
+    await worker.queue!(emptyBatch as never, { ...env, SANDBOX: binding } as never, {} as never);
+    const result = await (await getSandbox()).run({ language: "javascript", code: "return 1 + 1" });
+    expect(result).toMatchObject({ ok: true, value: "2" });
+    expect(seen).toEqual(["/run"]);
+    setSandboxProvider(null);
   });
 });
