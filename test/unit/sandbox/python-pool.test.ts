@@ -3,6 +3,7 @@
  * carries over), the host's environment, files, network and Pyodide's JavaScript bridges are out
  * of reach, and the clock and the memory cap stop runaway code.
  */
+import { readdirSync, readFileSync, readlinkSync } from "node:fs";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import {
   networkIsolationAvailable,
@@ -82,6 +83,52 @@ describe("PythonProcessPool", () => {
     );
   });
 
+  it("holds even when code re-opens Pyodide's JavaScript bridge: no files, processes or secrets", async () => {
+    const attempts = [
+      "return process.getBuiltinModule('fs').readFileSync('/etc/passwd', 'utf8')",
+      "return process.getBuiltinModule('child_process').execSync('id').toString()",
+      "return Object.keys(process.env).filter((k) => k !== 'SANDBOX_SNAPSHOT').join(',') || 'empty'",
+    ];
+    const result = await py(
+      [
+        "import sys",
+        "sys.meta_path.pop(0)  # undo the import block",
+        "import pyodide_js",
+        "host_function = pyodide_js.FS.mkdir.constructor  # JavaScript's Function, in the child's realm",
+        `for source in ${JSON.stringify(attempts)}:`,
+        "    try:",
+        "        print(host_function(source)())",
+        "    except Exception as e:",
+        "        print('refused:', str(e).splitlines()[0])",
+      ].join("\n"),
+    );
+    expect(result.stdout).toBe(
+      [
+        "refused: Error: Access to this API has been restricted",
+        "refused: Error: Access to this API has been restricted",
+        "empty",
+        "",
+      ].join("\n"),
+    );
+  });
+
+  it("starts children in a network namespace of their own", async () => {
+    expect(pool.networkIsolated).toBe(networkIsolationAvailable());
+    if (!pool.networkIsolated) return expect(warnings.join("\n")).toMatch(/unshare -n/);
+    const children = readdirSync("/proc").filter((pid) => {
+      try {
+        const status = readFileSync(`/proc/${pid}/status`, "utf8");
+        const cmdline = readFileSync(`/proc/${pid}/cmdline`, "utf8");
+        return status.includes(`PPid:\t${process.pid}\n`) && cmdline.includes("pyodide-child.mjs");
+      } catch {
+        return false;
+      }
+    });
+    expect(children.length).toBeGreaterThan(0);
+    const ours = readlinkSync("/proc/self/ns/net");
+    for (const pid of children) expect(readlinkSync(`/proc/${pid}/ns/net`)).not.toBe(ours);
+  });
+
   it("stops an endless loop at the timeout", async () => {
     const result = await py("while True:\n    pass", { timeout_ms: 800 });
     expect(result.error?.kind).toBe("timeout");
@@ -109,11 +156,6 @@ describe("PythonProcessPool", () => {
       await strict.close();
     }
   }, 60_000);
-
-  it("isolates the network where unshare works, and says so where it does not", () => {
-    expect(pool.networkIsolated).toBe(networkIsolationAvailable());
-    if (!pool.networkIsolated) expect(warnings.join("\n")).toMatch(/unshare -n/);
-  });
 
   it("python_exec sees the episode's scratch files and brings new ones back", async () => {
     const scratch = new ScratchFs();

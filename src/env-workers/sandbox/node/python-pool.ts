@@ -205,6 +205,8 @@ export class PythonProcessPool implements Sandbox {
     this.live.add(child);
     child.on("exit", () => this.live.delete(child));
     child.stderr?.resume();
+    // A child killed while its request is being written must not crash the host (EPIPE).
+    child.stdin?.on("error", () => undefined);
     // Warm children must not keep the host process alive; a run's own timer does while it lasts.
     child.unref();
     for (const stream of [child.stdin, child.stdout, child.stderr]) {
@@ -270,7 +272,10 @@ export class PythonProcessPool implements Sandbox {
   }
 
   private takeWarm(): Promise<WarmChild | Error> {
-    const child = this.warm.shift();
+    const alive = (c: WarmChild) => c.process.exitCode === null && c.process.signalCode === null;
+    let child = this.warm.shift();
+    // A warm child that died while waiting (killed from outside) is skipped.
+    while (child && !alive(child)) child = this.warm.shift();
     this.refill();
     if (child) return Promise.resolve(child);
     if (this.startupFailures >= MAX_STARTUP_FAILURES) {
