@@ -16,7 +16,6 @@ export function createSandboxService<E>(
   engines: (env: E) => Partial<Record<SandboxLanguage, Sandbox>>,
 ): ExportedHandler<E> {
   return {
-    fetch: (request, env) =>
-      handleSandboxRequest(new SandboxRouter(engines(env)), request as unknown as Request),
+    fetch: (request, env) => handleSandboxRequest(new SandboxRouter(engines(env)), request),
   };
 }
