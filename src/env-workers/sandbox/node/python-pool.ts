@@ -138,8 +138,13 @@ export class PythonProcessPool implements Sandbox {
     this.live.clear();
     this.warm.length = 0;
     for (const waiter of this.waiting.splice(0)) waiter(new Error("the sandbox is closed"));
-    if (this.tempDir) rmSync(this.tempDir, { recursive: true, force: true });
+    process.off("exit", this.removeTempDir);
+    this.removeTempDir();
   }
+
+  private readonly removeTempDir = () => {
+    if (this.tempDir) rmSync(this.tempDir, { recursive: true, force: true });
+  };
 
   /** Children loaded and waiting for a run. */
   get warmCount(): number {
@@ -154,6 +159,8 @@ export class PythonProcessPool implements Sandbox {
   private async makeSnapshot(): Promise<void> {
     if (!this.useSnapshot) return;
     this.tempDir = mkdtempSync(join(tmpdir(), "atropos-sandbox-"));
+    // The CLI ends with process.exit() without closing the pool: the snapshot must not stay behind.
+    process.once("exit", this.removeTempDir);
     const path = join(this.tempDir, "pyodide.snapshot");
     const child = this.spawnChild(["--make-snapshot", path], [`--allow-fs-write=${path}`]);
     const code = await new Promise<number | null>((resolve) => {
