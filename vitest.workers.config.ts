@@ -22,6 +22,9 @@ export default defineConfig(async () => {
             FEEDER_TICK_MS: "3600000",
           },
           compatibilityFlags: ["service_binding_extra_handlers"],
+          // Dynamic Workers for the sandbox adapter's tests (locally without CPU or memory limits,
+          // so those tests run only code that ends).
+          workerLoaders: { TEST_LOADER: {} },
           serviceBindings: {
             // GET /<family>: the R2 objects dev and deploy upload for a bundled tokenizer, as
             // {key: base64}, so a test puts exactly those into its bucket.

@@ -36,6 +36,11 @@ interface OptionalSettings {
   PROXY_SESSION_TTL_S?: string;
   /** Base URL env workers use to reach this API (defaults to the request origin). */
   PUBLIC_API_URL?: string;
+  /**
+   * A sandbox service (a service binding to a Worker built with `createSandboxService`) that env
+   * workers run untrusted code in; envs without code execution do not need it.
+   */
+  SANDBOX?: Fetcher;
 }
 
 /** Fails to compile when wrangler.jsonc no longer declares a binding narrowed above. */

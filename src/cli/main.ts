@@ -9,6 +9,8 @@ import { join, resolve } from "node:path";
 import { Command } from "commander";
 import { SERVER_TYPES } from "../core/server-config";
 import type { EnvDefinition } from "../env-workers/define-env";
+import { createLocalSandbox } from "../env-workers/sandbox/node/local-sandbox";
+import { setDefaultSandboxProvider } from "../env-workers/sandbox/registry";
 import {
   type AtroposInput,
   atroposOptions,
@@ -696,6 +698,8 @@ export function buildProgram(dotted: DottedFlags = { env: {}, openai: {} }): Com
 const isEntry = process.argv[1] && /[\\/]cli[\\/]main\.[cm]?[tj]s$/.test(process.argv[1]);
 if (isEntry || process.env.ATROPOS_EDGE_BIN === "1") {
   try {
+    // Envs that execute code get the local sandbox, started on their first run.
+    setDefaultSandboxProvider(() => createLocalSandbox());
     const { argv, dotted } = extractDottedFlags(process.argv);
     await buildProgram(dotted).parseAsync(argv);
   } catch (err) {

@@ -6,6 +6,7 @@ import type { EnvDefinition } from "../env-workers/define-env";
 import { EnvCatalog } from "../env-workers/env-catalog";
 import agentTasks from "./agent-tasks";
 import blackjack from "./blackjack";
+import codeExec from "./code-exec";
 import gsm8kLite from "./gsm8k-lite";
 import letterCounting from "./letter-counting";
 import llmJudge from "./llm-judge";
@@ -13,7 +14,15 @@ import toolUse from "./tool-use";
 
 export { defineEnv, type EnvDefinition } from "../env-workers/define-env";
 
-const definitions = [gsm8kLite, letterCounting, toolUse, llmJudge, blackjack, agentTasks];
+const definitions = [
+  gsm8kLite,
+  letterCounting,
+  toolUse,
+  llmJudge,
+  blackjack,
+  codeExec,
+  agentTasks,
+];
 
 /** The example envs, by name: built-in names for the CLI and this repository's Worker. */
 export const builtinEnvs = new EnvCatalog(definitions);

@@ -23,6 +23,7 @@ import {
   processSupervisionAdvantages,
   type ScoredDataGroup,
   type ScoredDataItem,
+  ScratchFs,
   SeededRng,
   type SimCandidate,
   type SimulatedItem,
@@ -37,16 +38,31 @@ import {
   parseHermesToolCalls,
   thoughtOf,
 } from "./tools/hermes";
-import { standardTools, Toolbox } from "./tools/toolbox";
+import { fileOpsTool, jsExecTool, pythonExecTool } from "./tools/sandbox-tools";
+import { allowedTools, standardTools, Toolbox } from "./tools/toolbox";
 
 export const TOOL_TASK_PREFIX = "Tool task:";
 export const TOOL_SYSTEM_PROMPT =
   'You are an agent that solves tasks with tools. Call a tool with <tool_call>{"name": ..., "arguments": {...}}</tool_call>. When done, reply with the final result inside <answer></answer> tags.';
 
+export const TOOL_NAMES = [
+  "calculator",
+  "kv_set",
+  "kv_get",
+  "python_exec",
+  "js_exec",
+  "file_ops",
+] as const;
+
 export const ToolUseConfigSchema = BaseEnvConfigSchema.extend({
   seed: z.number().int().default(3),
   max_steps: z.number().int().positive().default(4),
   tool_timeout_ms: z.number().int().positive().default(1000),
+  /**
+   * The tools the model may call. `python_exec`, `js_exec` and `file_ops` run in the sandbox
+   * and an episode's scratch filesystem; the default is the calculator task's three.
+   */
+  tools: z.array(z.enum(TOOL_NAMES)).default(["calculator", "kv_set", "kv_get"]),
   temperature: z.number().min(0).default(1.0),
   /** Discount for process-supervision returns (1 = plain reverse cumulative sum). */
   gamma: z.number().min(0).max(1).default(1),
@@ -185,7 +201,19 @@ export class ToolUseEnv extends BaseEnv<ToolTask, ToolUseConfig> {
     const baseSeed = hashString(task.id) + episode * 7919;
     const started = Date.now();
     const store = new Map<string, string>();
-    const toolbox = new Toolbox(standardTools(store, this.config.tool_timeout_ms));
+    const scratch = new ScratchFs();
+    const timeoutMs = this.config.tool_timeout_ms;
+    const toolbox = new Toolbox(
+      allowedTools(
+        {
+          ...standardTools(store, timeoutMs),
+          python_exec: pythonExecTool({ scratch, timeoutMs }),
+          js_exec: jsExecTool({ scratch, timeoutMs }),
+          file_ops: fileOpsTool(scratch, timeoutMs),
+        },
+        this.config.tools,
+      ),
+    );
     const tools = toolbox.definitions();
     const managed = await this.inference.managedServer({ tokenizer: this.tokenizer });
     const messages: ChatMessage[] = [

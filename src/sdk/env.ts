@@ -59,6 +59,7 @@ export * from "../env-workers/judges/index";
 export * from "../env-workers/rewards/index";
 export { type SampledChoice, sampleChat } from "../env-workers/runtime/sampling";
 export { PROMPT_MASK, scoredItemFromNode } from "../env-workers/runtime/sequences";
+export * from "../env-workers/sandbox/index";
 export {
   type SendValidationOptions,
   validateGroupForSend,

@@ -8,5 +8,18 @@ export { RolloutApiClient } from "../env-workers/runtime/api-client";
 export { nodeGetWithBody } from "../env-workers/runtime/node-get-with-body";
 export { groupToJsonl, type ProcessOptions, processEnv } from "../env-workers/runtime/process";
 export { type ServeOptions, type ServeSummary, serveEnv } from "../env-workers/runtime/serve";
+export {
+  createLocalSandbox,
+  type LocalSandboxOptions,
+} from "../env-workers/sandbox/node/local-sandbox";
+export {
+  networkIsolationAvailable,
+  type PythonPoolOptions,
+  PythonProcessPool,
+} from "../env-workers/sandbox/node/python-pool";
+export {
+  type QuickJsPoolOptions,
+  QuickJsThreadPool,
+} from "../env-workers/sandbox/node/quickjs-pool";
 export { availableTokenizerNames, getTokenizer } from "../env-workers/tokenizers/index";
 export { type Simulator, type SimulatorOptions, startSimulator } from "../sim/server";

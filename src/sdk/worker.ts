@@ -7,3 +7,13 @@
  */
 export type { Bindings } from "../api/bindings";
 export { type AtroposWorker, createWorker, type WorkerOptions } from "../worker/create-worker";
+export {
+  CloudflareContainerSandbox,
+  type CloudflareContainerSandboxOptions,
+  type ContainerSandboxStub,
+} from "../worker/sandbox/cloudflare-sandbox";
+export { createSandboxService } from "../worker/sandbox/service-worker";
+export {
+  WorkerLoaderSandbox,
+  type WorkerLoaderSandboxOptions,
+} from "../worker/sandbox/worker-loader";

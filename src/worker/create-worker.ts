@@ -10,6 +10,8 @@ import { RunCoordinator } from "../api/run-coordinator";
 import type { EnvDefinition } from "../env-workers/define-env";
 import { EnvCatalog } from "../env-workers/env-catalog";
 import { createInferenceProxy } from "../env-workers/inference/proxy";
+import { setSandboxProvider } from "../env-workers/sandbox/registry";
+import { SandboxServiceClient } from "../env-workers/sandbox/service";
 import type { RolloutItemMessage } from "../queues/messages";
 import { EnvFeeder } from "./env-feeder";
 import { handleQueueBatch } from "./queue-handler";
@@ -40,7 +42,12 @@ export function createWorker(options: WorkerOptions): AtroposWorker {
   return {
     handler: {
       fetch: (request, env, ctx) => app.fetch(request, env, ctx),
-      queue: (batch, env, ctx) => handleQueueBatch(batch, env, ctx, envs),
+      queue: (batch, env, ctx) => {
+        const sandbox = env.SANDBOX;
+        // Rollouts run here: envs that execute code reach the bound sandbox service.
+        if (sandbox) setSandboxProvider(() => new SandboxServiceClient(sandbox));
+        return handleQueueBatch(batch, env, ctx, envs);
+      },
     },
     durableObjects: { RunCoordinator, EnvSession, EnvFeeder: ProjectEnvFeeder },
     envs,

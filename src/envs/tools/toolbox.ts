@@ -55,6 +55,23 @@ export class Toolbox {
   }
 }
 
+/**
+ * Only the tools an env's config allows, in the order given; an unknown name is a config error
+ * that lists the known ones.
+ */
+export function allowedTools(
+  all: Record<string, Tool>,
+  allow: readonly string[],
+): Record<string, Tool> {
+  const picked: Record<string, Tool> = {};
+  for (const name of allow) {
+    const tool = Object.hasOwn(all, name) ? all[name] : undefined;
+    if (!tool) throw new Error(`unknown tool '${name}' (known: ${Object.keys(all).join(", ")})`);
+    picked[name] = tool;
+  }
+  return picked;
+}
+
 /** calculator + kv_get/kv_set over a per-episode store. */
 export function standardTools(store: Map<string, string>, timeoutMs = 1000): Record<string, Tool> {
   const str = (v: unknown, what: string) => {

@@ -50,6 +50,7 @@ describe("registry", () => {
     expect(Object.keys(envRegistry).sort()).toEqual([
       "agent_tasks",
       "blackjack",
+      "code_exec",
       "gsm8k_lite",
       "letter_counting",
       "llm_judge",

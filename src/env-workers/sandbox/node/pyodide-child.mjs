@@ -1,0 +1,166 @@
+// One throwaway Python run, started by python-pool.ts without network and under Node's
+// permission model. It loads Pyodide (from a memory snapshot when SANDBOX_SNAPSHOT names one),
+// cuts Pyodide's bridges to the host, says {"ready":true}, runs exactly one request read from
+// stdin, answers on stdout and exits. With `--make-snapshot PATH` it writes the snapshot instead.
+// Plain JavaScript so it starts without a TypeScript loader.
+import { constants as fsConstants, readFileSync, writeFileSync } from "node:fs";
+import { createInterface } from "node:readline";
+
+const protocolOut = process.stdout;
+// Pyodide and user code must not write to the protocol stream.
+const toStderr = (...args) => process.stderr.write(`${args.join(" ")}\n`);
+console.log = toStderr;
+console.info = toStderr;
+console.warn = toStderr;
+console.debug = toStderr;
+
+const send = (message) => protocolOut.write(`${JSON.stringify(message)}\n`);
+const SCRATCH = "/scratch";
+const OUTPUT_CAP_BYTES = 64 * 1024;
+const COLLECT_CAP_BYTES = 1024 * 1024;
+
+// wasm linear memory lies outside V8's heap limit: refuse growth past the request's cap so
+// Python gets a MemoryError instead of taking the host's memory.
+let memoryLimitBytes = 0;
+const grow = WebAssembly.Memory.prototype.grow;
+WebAssembly.Memory.prototype.grow = function cappedGrow(pages) {
+  if (memoryLimitBytes > 0 && this.buffer.byteLength + pages * 65536 > memoryLimitBytes) {
+    throw new RangeError("sandbox memory limit reached");
+  }
+  return grow.call(this, pages);
+};
+
+// Emscripten's NODEFS reads fs flag constants through process.binding, which the permission
+// model forbids; hand it the public constants (NODEFS itself is never mounted).
+process.binding = (name) => {
+  if (name === "constants") return { fs: fsConstants };
+  throw new Error(`process.binding('${name}') is not available in the sandbox`);
+};
+
+// Removes every module that reaches back into JavaScript (run_js, pyfetch, mountNodeFS, the
+// js namespace) and refuses to import them again.
+const SEAL = `
+import sys
+class _BlockBridges:
+    blocked = ("js", "pyodide_js", "pyodide", "_pyodide", "_pyodide_core", "micropip")
+    def find_spec(self, name, path=None, target=None):
+        if name.split(".")[0] in self.blocked:
+            raise ImportError(f"module '{name}' is not available in the sandbox")
+        return None
+for _name in list(sys.modules):
+    if _name.split(".")[0] in _BlockBridges.blocked:
+        del sys.modules[_name]
+sys.meta_path.insert(0, _BlockBridges())
+del _BlockBridges, _name
+`;
+
+const COLLECT = `
+import os, json
+_out = {}
+for _root, _dirs, _names in os.walk(${JSON.stringify(SCRATCH)}):
+    for _n in _names:
+        _p = os.path.join(_root, _n)
+        try:
+            with open(_p, encoding="utf-8", errors="replace") as _f:
+                _out[os.path.relpath(_p, ${JSON.stringify(SCRATCH)})] = _f.read(${COLLECT_CAP_BYTES})
+        except OSError:
+            pass
+json.dumps(_out)
+`;
+
+async function load(options) {
+  const { loadPyodide } = await import("pyodide");
+  return loadPyodide({ jsglobals: {}, env: { HOME: SCRATCH }, ...options });
+}
+
+async function makeSnapshot(path) {
+  const pyodide = await load({ _makeSnapshot: true });
+  writeFileSync(path, pyodide.makeMemorySnapshot());
+}
+
+function capturedStream() {
+  const decoder = new TextDecoder();
+  const parts = [];
+  let bytes = 0;
+  return {
+    parts,
+    write(chunk) {
+      if (bytes < OUTPUT_CAP_BYTES) {
+        const piece = chunk.subarray(0, OUTPUT_CAP_BYTES - bytes);
+        bytes += piece.length;
+        parts.push(decoder.decode(piece, { stream: true }));
+      }
+      return chunk.length;
+    },
+    text: () => parts.join(""),
+  };
+}
+
+async function serveOne() {
+  const snapshotPath = process.env.SANDBOX_SNAPSHOT;
+  const pyodide = await load(snapshotPath ? { _loadSnapshot: readFileSync(snapshotPath) } : {});
+  pyodide.mountNodeFS = () => {
+    throw new Error("host mounts are disabled in the sandbox");
+  };
+  pyodide.FS.filesystems.NODEFS = undefined;
+  pyodide.runPython(SEAL);
+  const stdout = capturedStream();
+  const stderr = capturedStream();
+  pyodide.setStdout(stdout);
+  pyodide.setStderr(stderr);
+  send({ ready: true });
+
+  const lines = createInterface({ input: process.stdin })[Symbol.asyncIterator]();
+  const { value: line } = await lines.next();
+  if (!line) return;
+  const request = JSON.parse(line);
+  memoryLimitBytes = request.memory_mb * 1024 * 1024;
+  pyodide.FS.mkdirTree(SCRATCH);
+  pyodide.FS.chdir(SCRATCH);
+  let error = null;
+  try {
+    for (const [name, content] of Object.entries(request.files ?? {})) {
+      const path = `${SCRATCH}/${name}`;
+      pyodide.FS.mkdirTree(path.split("/").slice(0, -1).join("/"));
+      pyodide.FS.writeFile(path, content);
+    }
+    pyodide.runPython(request.code, { filename: "main.py" });
+  } catch (err) {
+    const message = err instanceof Error ? err.message : String(err);
+    error = /MemoryError|memory limit|out of memory/i.test(message)
+      ? { kind: "memory", message: `${lastLine(message)} (limit ${request.memory_mb} MiB)` }
+      : { kind: "runtime", message: userTraceback(message) };
+  }
+  let files;
+  if (request.collect_files) {
+    memoryLimitBytes = 0;
+    try {
+      files = JSON.parse(pyodide.runPython(COLLECT));
+    } catch {
+      files = {};
+    }
+  }
+  send({ stdout: stdout.text(), stderr: stderr.text(), error, ...(files ? { files } : {}) });
+}
+
+function lastLine(text) {
+  return text.trim().split("\n").at(-1) ?? text;
+}
+
+/** The traceback from the user's first frame on, without Pyodide's own frames. */
+function userTraceback(text) {
+  const lines = text.trim().split("\n");
+  const first = lines.findIndex((l) => l.includes('File "main.py"'));
+  const body = first >= 0 ? ["Traceback (most recent call last):", ...lines.slice(first)] : lines;
+  return body.join("\n").slice(-4000);
+}
+
+const snapshotFlag = process.argv.indexOf("--make-snapshot");
+const task = snapshotFlag >= 0 ? makeSnapshot(process.argv[snapshotFlag + 1]) : serveOne();
+task.then(
+  () => process.exit(0),
+  (err) => {
+    send({ fatal: err instanceof Error ? err.message : String(err) });
+    process.exit(1);
+  },
+);

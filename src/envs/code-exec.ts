@@ -1,0 +1,181 @@
+/**
+ * code_exec: write a Python function; hidden unit tests, run in the sandbox, score it. The score
+ * is the fraction of tests passed; code that times out, runs out of memory, fails to compile or
+ * is missing scores 0. Every answer runs in its own throwaway sandbox, so a hostile answer
+ * (an endless loop, unbounded allocation, reading host files, opening sockets) costs at most
+ * `timeout_ms` and touches nothing but itself.
+ */
+import {
+  BaseEnv,
+  BaseEnvConfigSchema,
+  defineEnv,
+  getSandbox,
+  type JsonObject,
+  mergeIntoGroup,
+  type Sandbox,
+  type SandboxRunResult,
+  type SimulatedItem,
+  sampleChat,
+  scoredItemFromNode,
+  z,
+} from "../sdk/env";
+import { type CodeProblem, generateCodeProblems } from "./data/code-exec-problems";
+
+export const CODE_TASK_PREFIX = "Code task:";
+export const CODE_SYSTEM_PROMPT =
+  "You write correct, efficient Python 3 (standard library only). Reply with one ```python code block that defines the requested function.";
+
+export const CodeExecConfigSchema = BaseEnvConfigSchema.extend({
+  /** Order in which the bundled problems are handed out. */
+  seed: z.number().int().default(11),
+  /** Wall-clock limit for one answer's tests; the run is killed when it passes. */
+  timeout_ms: z.number().int().positive().max(60_000).default(3000),
+  /** Memory one answer may use. */
+  memory_mb: z.number().int().positive().max(1024).default(128),
+  temperature: z.number().min(0).default(1.0),
+  max_tokens: z.number().int().positive().default(768),
+});
+export type CodeExecConfig = z.output<typeof CodeExecConfigSchema>;
+
+export type CodeItem = { id: string; index: number };
+
+export const CODE_PROBLEMS: readonly CodeProblem[] = generateCodeProblems();
+
+export function codePrompt(problem: CodeProblem): string {
+  return `${CODE_TASK_PREFIX} ${problem.prompt} (problem ${problem.id})`;
+}
+
+/** The code of an answer: its last ```python block, else the text itself when it defines something. */
+export function extractCode(answer: string): string | null {
+  const blocks = [...answer.matchAll(/```(?:python|py)?\s*\n([\s\S]*?)```/g)];
+  const last = blocks.at(-1)?.[1];
+  if (last !== undefined) return last;
+  return /^\s*(def|import|from|class)\s/m.test(answer) ? answer : null;
+}
+
+/**
+ * A program that runs the answer in its own namespace against the tests and prints the count
+ * that passed after a per-run marker, so output of the answer itself cannot pass for it.
+ */
+export function testHarness(code: string, problem: CodeProblem, marker: string): string {
+  return [
+    "import json as _json",
+    `_tests = _json.loads(${JSON.stringify(JSON.stringify(problem.tests))})`,
+    "_passed = 0",
+    "_ns = {'__name__': 'solution'}",
+    "try:",
+    `    exec(compile(${JSON.stringify(code)}, 'solution.py', 'exec'), _ns)`,
+    `    _fn = _ns[${JSON.stringify(problem.entry)}]`,
+    "    for _t in _tests:",
+    "        try:",
+    "            if _fn(*_t['args']) == _t['expected']:",
+    "                _passed += 1",
+    "        except Exception:",
+    "            pass",
+    "except BaseException as _e:",
+    "    print('solution failed:', type(_e).__name__, _e)",
+    `print(${JSON.stringify(marker)}, _passed)`,
+  ].join("\n");
+}
+
+export interface CodeScore {
+  score: number;
+  passed: number;
+  total: number;
+  run: SandboxRunResult | null;
+}
+
+/** Run an answer's code against a problem's hidden tests in the sandbox. */
+export async function scoreAnswer(
+  sandbox: Sandbox,
+  problem: CodeProblem,
+  answer: string,
+  limits: { timeout_ms: number; memory_mb: number },
+): Promise<CodeScore> {
+  const total = problem.tests.length;
+  const code = extractCode(answer);
+  if (code === null) return { score: 0, passed: 0, total, run: null };
+  const marker = `@@passed-${crypto.randomUUID()}@@`;
+  const run = await sandbox.run({
+    language: "python",
+    code: testHarness(code, problem, marker),
+    ...limits,
+  });
+  const line = run.ok ? run.stdout.split("\n").find((l) => l.startsWith(`${marker} `)) : undefined;
+  const passed = line ? Number(line.slice(marker.length + 1)) : 0;
+  return { score: total > 0 ? passed / total : 0, passed, total, run };
+}
+
+export class CodeExecEnv extends BaseEnv<CodeItem, CodeExecConfig> {
+  static override envName = "code_exec";
+  private served = 0;
+
+  override async getNextItem(): Promise<CodeItem> {
+    const n = CODE_PROBLEMS.length;
+    // A fixed stride coprime with the set's size walks every problem once per epoch.
+    const index = (this.config.seed + this.served++ * 29) % n;
+    return { id: CODE_PROBLEMS[index]!.id, index };
+  }
+
+  override async collectTrajectories(item: CodeItem) {
+    const problem = CODE_PROBLEMS[item.index];
+    if (!problem || problem.id !== item.id) throw new Error(`unknown code problem ${item.id}`);
+    const messages = [
+      { role: "system" as const, content: CODE_SYSTEM_PROMPT },
+      { role: "user" as const, content: codePrompt(problem) },
+    ];
+    const choices = await sampleChat(this.inference, this.tokenizer, messages, {
+      n: this.config.group_size,
+      max_tokens: this.config.max_tokens,
+      temperature: this.config.temperature,
+    });
+    const sandbox = await getSandbox();
+    const limits = { timeout_ms: this.config.timeout_ms, memory_mb: this.config.memory_mb };
+    const scores = await Promise.all(
+      choices.map((c) => scoreAnswer(sandbox, problem, c.text, limits)),
+    );
+    for (const s of scores) {
+      this.observe("train/pass_rate", s.score);
+      this.observe("train/all_passed", s.passed === s.total ? 1 : 0);
+      this.observe("train/sandbox_timeout", s.run?.error?.kind === "timeout" ? 1 : 0);
+      this.observe("train/sandbox_memory", s.run?.error?.kind === "memory" ? 1 : 0);
+      if (s.run) this.observe("train/sandbox_ms", s.run.wall_ms);
+    }
+    const rollouts = choices.map((c, i) =>
+      scoredItemFromNode(c.node, scores[i]!.score, {
+        tokenizer: this.tokenizer,
+        messages: c.messages,
+      }),
+    );
+    return [mergeIntoGroup(rollouts), []] as const satisfies [unknown, CodeItem[]];
+  }
+
+  override saveCheckpoint(): JsonObject {
+    return { served: this.served };
+  }
+
+  override loadCheckpoint(state: JsonObject): void {
+    this.served = Number(state.served ?? 0);
+  }
+}
+
+/** The toy policy's answers: the reference solution, a buggy one, or no code at all. */
+export function codeExecSimulate(item: CodeItem): SimulatedItem {
+  const problem = CODE_PROBLEMS[item.index]!;
+  const block = (code: string) => `Here is my solution.\n\`\`\`python\n${code}\n\`\`\``;
+  return {
+    match: codePrompt(problem),
+    candidates: [
+      { text: block(problem.solution), label: "correct" },
+      { text: block(problem.buggy), label: "buggy" },
+      { text: "I would loop over the input and build the answer.", label: "no_code" },
+    ],
+  };
+}
+
+export default defineEnv(
+  CodeExecEnv,
+  CodeExecConfigSchema,
+  "Write a Python function; hidden unit tests run in the sandbox score it",
+  { simulate: codeExecSimulate },
+);
