@@ -43,7 +43,8 @@ export async function collectGarbage(
   const { results } = await env.DB.prepare(DELETE_EXPIRED)
     .bind(run, now - retention, limit)
     .all<{ payload_key: string; payload_bytes: number }>();
-  const keys = [...new Set(results.map((r) => r.payload_key))];
+  // Inline payloads (key "") went with their rows.
+  const keys = [...new Set(results.map((r) => r.payload_key))].filter((k) => k !== "");
   let orphans: string[] = [];
   if (keys.length > 0) {
     const kept = await env.DB.prepare(STILL_REFERENCED)

@@ -64,7 +64,8 @@ describe("reset", () => {
 
     // Fill every kind of run data.
     await post(`${base}/scored_data`, group(1, 4, envId), { "idempotency-key": "k-1" });
-    await post(`${base}/scored_data`, group(2, 4, envId));
+    // Large enough for R2 (smaller groups are stored inline in their D1 row).
+    await post(`${base}/scored_data`, group(2, 4, envId, 2000));
     expect((await post(`/v1/runs/${run}/batches/lease`, {})).status).toBe(200);
     const saved = await call(`/v1/runs/${run}/envs/${envId}/checkpoints/5`, {
       method: "PUT",

@@ -46,6 +46,7 @@ const refColumns = {
   payload_encoding: groups.payloadEncoding,
   payload_offset: groups.payloadOffset,
   payload_bytes: groups.payloadBytes,
+  payload_inline: groups.payloadInline,
   policy_version: groups.policyVersion,
   num_seqs: groups.numSeqs,
 };

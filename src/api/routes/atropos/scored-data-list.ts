@@ -3,6 +3,7 @@ import { scoredDataListSchema } from "../../../core/schemas";
 import { parseJson, readBody } from "../../body";
 import { coordinator, keepAliveOf, runOf } from "../../context";
 import {
+  canonicalPayloadOf,
   type IngestItem,
   ingestGroups,
   sha256Hex,
@@ -17,8 +18,6 @@ import { bodyLimits } from "../../request";
 import { validIdempotencyKey } from "../../storage/idempotency";
 import { bodyErrors, defineRoute, jsonContent, jsonRequest } from "../define";
 import { idempotencyKeyHeader, idempotent } from "./idempotent";
-
-const encoder = new TextEncoder();
 
 export const scoredDataList = defineRoute(
   {
@@ -56,12 +55,11 @@ export const scoredDataList = defineRoute(
       const groups = validateGroupList(parseJson(body.bytes));
       const items = await Promise.all(
         groups.map(async (group, i): Promise<IngestItem> => {
-          const bytes = encoder.encode(JSON.stringify(group));
+          const stored = canonicalPayloadOf(group);
           return {
             summary: summarizeGroup(group),
-            payload: bytes,
-            encoding: "identity",
-            contentHash: await sha256Hex(bytes),
+            ...stored,
+            contentHash: await sha256Hex(stored.payload),
             dedupeKey: submissionDedupeKey(hash, key, i),
             tokenId: submitterOf(c),
           };

@@ -3,6 +3,7 @@ import { scoredDataSchema } from "../../../core/schemas";
 import { parseJson, readBody } from "../../body";
 import { coordinator, keepAliveOf, runOf } from "../../context";
 import {
+  canonicalPayloadOf,
   type IngestItem,
   ingestGroups,
   sha256Hex,
@@ -51,10 +52,10 @@ export const scoredData = defineRoute(
       const hash = await timings.measure("hash", () => sha256Hex(body.bytes));
       const json = await timings.measure("parse", () => parseJson(body.bytes));
       const group = await timings.measure("validate", () => validateGroup(json));
+      const stored = await timings.measure("canonical", () => canonicalPayloadOf(group));
       const item: IngestItem = {
         summary: summarizeGroup(group),
-        payload: body.gzip ? body.raw : body.bytes,
-        encoding: body.gzip ? "gzip" : "identity",
+        ...stored,
         contentHash: hash,
         dedupeKey: submissionDedupeKey(hash, key, 0),
         tokenId: submitterOf(c),

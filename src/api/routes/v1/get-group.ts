@@ -28,7 +28,7 @@ export const getGroup = defineRoute(
     const run = runOf(c);
     const id = intParam(c, "id");
     const row = await c.env.DB.prepare(
-      `SELECT ${GROUP_COLUMNS}, g.payload_key, g.payload_encoding, g.payload_offset, g.payload_bytes ${GROUP_JOINS} WHERE g.run = ?1 AND g.id = ?2`,
+      `SELECT ${GROUP_COLUMNS}, g.payload_key, g.payload_encoding, g.payload_offset, g.payload_bytes, g.payload_inline ${GROUP_JOINS} WHERE g.run = ?1 AND g.id = ?2`,
     )
       .bind(run, id)
       .first<Record<string, unknown> & GroupRefRow>();
@@ -37,7 +37,14 @@ export const getGroup = defineRoute(
     if (!row || (own !== null && row.token_id !== own)) {
       throw new ApiError("NOT_FOUND", `group ${id} does not exist in run '${run}'`);
     }
-    const { payload_key, payload_encoding, payload_offset, payload_bytes, ...meta } = row;
+    const {
+      payload_key,
+      payload_encoding,
+      payload_offset,
+      payload_bytes,
+      payload_inline,
+      ...meta
+    } = row;
     const payload = await canonicalPayload(c.env, groupRef(row));
     return new Response(
       `{"group":${JSON.stringify(meta)},"payload":${payload},"token_texts":null}`,

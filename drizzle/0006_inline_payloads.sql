@@ -1,0 +1,1 @@
+ALTER TABLE `groups` ADD `payload_inline` text;
