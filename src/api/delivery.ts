@@ -66,6 +66,26 @@ export function canonicalPayloadChunks(
   });
 }
 
+/**
+ * `prefix` + comma-separated canonical groups + `suffix`: one string when every group is stored
+ * inline (small, and already in memory), else streamed.
+ */
+export function batchBody(
+  env: Bindings,
+  groups: LeasedGroupRef[],
+  prefix: string,
+  suffix: string,
+): string | ReadableStream<Uint8Array> {
+  const inline: string[] = [];
+  for (const g of groups) {
+    if (g.payload.encoding !== "canonical" || g.payload.inline === null) {
+      return streamGroups(env, groups, prefix, suffix);
+    }
+    inline.push(g.payload.inline);
+  }
+  return `${prefix}${inline.join(",")}${suffix}`;
+}
+
 /** `prefix` + comma-separated canonical groups + `suffix`, streamed. */
 export function streamGroups(
   env: Bindings,
