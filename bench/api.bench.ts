@@ -9,8 +9,8 @@
  * every workload also runs against the original server, alternating with this one, so the ratios
  * come from the same run on the same machine. Then measures leases as the queue grows to 20,000
  * mixed-size groups of 32-token sequences. Throughout, the API isolate's V8 heap is sampled over
- * the inspector (the Workers limit is 128 MB per isolate). Bounded: every loop has a count and
- * the whole run a deadline.
+ * the inspector (the Workers limit is 128 MB per isolate). The bare runtime's floor (floor.ts) is
+ * measured first. Bounded: every loop has a count and the whole run a deadline.
  */
 import { type ChildProcess, spawn } from "node:child_process";
 import { mkdtempSync, writeFileSync } from "node:fs";
@@ -18,6 +18,7 @@ import { cpus, tmpdir } from "node:os";
 import { join } from "node:path";
 import { gzipSync } from "node:zlib";
 import { startDevProcess } from "../src/cli/dev-process";
+import { measureFloor } from "./floor";
 import { IsolateHeapSampler } from "./isolate-heap";
 
 const args = process.argv.slice(2);
@@ -425,6 +426,14 @@ async function main() {
   console.log(
     `bench:api — ${new Date().toISOString()} — ${machine}${quick ? " (quick)" : ""} — ${runs} run(s) — state in ${stateRoot}${atroposDir ? ` — original server from ${atroposDir}` : " — no original server (--atropos)"}`,
   );
+  // The bare runtime's floor for a 512-token group's size, beside the API in the same run.
+  const floor = await measureFloor(
+    stateRoot,
+    Buffer.byteLength(JSON.stringify(makeGroup(0, WORKLOADS[0]!, 0))),
+  );
+  console.log(
+    `floor (bare Miniflare Worker, sequential, median): no-op ${floor.noop_ms.toFixed(2)} ms; POST of ${floor.body_bytes} B stored as one D1 row ${floor.post_d1_row_ms.toFixed(2)} ms, put in R2 ${floor.post_r2_put_ms.toFixed(2)} ms`,
+  );
   const kinds: Target["kind"][] = atroposDir ? ["atropos", "edge"] : ["edge"];
   const results: WorkloadResult[] = [];
   const summary = [];
@@ -475,6 +484,7 @@ async function main() {
     quick,
     runs,
     state_root: stateRoot,
+    floor,
     summary,
     results,
     queue_depth: scan,
