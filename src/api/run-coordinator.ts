@@ -241,6 +241,7 @@ export class RunCoordinator extends DurableObject<Bindings> {
 
   async compatBatch(run: string): Promise<LeaseOutcome> {
     return this.exclusive(async () => {
+      const started = performance.now();
       const now = Date.now();
       // At-least-once for unmodified Atropos trainers: pulling again acknowledges the last batch.
       const state = await readLeaseState(this.db, run, {
@@ -252,16 +253,23 @@ export class RunCoordinator extends DurableObject<Bindings> {
       if (state.compatAcked > 0) await this.scheduleRetention(run, now);
       if (!state.run?.registered) return { kind: "not_registered" };
       const leaseSeconds = numberVar(this.env.COMPAT_LEASE_SECONDS, 3600);
-      return this.leaseLocked(run, state.run, state, now, {
-        consumer: "compat",
-        leaseSeconds,
-        maxStaleness: null,
-      });
+      return this.leaseLocked(
+        run,
+        state.run,
+        state,
+        { now, started },
+        {
+          consumer: "compat",
+          leaseSeconds,
+          maxStaleness: null,
+        },
+      );
     });
   }
 
   async lease(run: string, options: LeaseOptions): Promise<LeaseOutcome> {
     return this.exclusive(async () => {
+      const started = performance.now();
       const now = Date.now();
       const state = await readLeaseState(this.db, run, {
         now,
@@ -270,7 +278,7 @@ export class RunCoordinator extends DurableObject<Bindings> {
         ackCompat: false,
       });
       if (!state.run?.registered) return { kind: "not_registered" };
-      return this.leaseLocked(run, state.run, state, now, options);
+      return this.leaseLocked(run, state.run, state, { now, started }, options);
     });
   }
 
@@ -283,10 +291,10 @@ export class RunCoordinator extends DurableObject<Bindings> {
     run: string,
     runRow: RunRow,
     state: LeaseState,
-    now: number,
+    /** `started`: when this lease began reading (formation time counts the reads). */
+    { now, started }: { now: number; started: number },
     options: LeaseOptions,
   ): Promise<LeaseOutcome> {
-    const started = performance.now();
     const leaseExpiresAt = now + Math.round(options.leaseSeconds * 1000);
     const leaseId = crypto.randomUUID();
     const minVersion =
