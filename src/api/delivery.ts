@@ -1,8 +1,8 @@
 /**
- * Streams a leased batch to the trainer: each group's payload is read from R2, canonicalised
- * to Atropos' 14-key form and encoded in chunks of about 64 KB, one group at a time, so memory
- * stays flat whatever the batch size (a batch of 64 × 8k-token sequences with logprobs is ~15 MB
- * of JSON) and no group's whole JSON text is ever held as one string.
+ * Streams a leased batch to the trainer, one group at a time, so memory stays flat whatever the
+ * batch size (a batch of 64 × 8k-token sequences with logprobs is ~15 MB of JSON). Groups are
+ * stored in their served (canonical) form, so their bytes are sent as stored; rows stored before
+ * that hold the env's JSON, which is parsed and canonicalised here in chunks of about 64 KB.
  */
 import { canonicalGroupJson, canonicalGroupPieces } from "../core/canonical-group";
 import { type ScoredDataInput, scoredDataSchema } from "../core/schemas";
@@ -15,37 +15,27 @@ const encoder = new TextEncoder();
 const decoder = new TextDecoder();
 const CHUNK_CHARS = 64 * 1024;
 
-async function readGroup(env: Bindings, ref: LeasedGroupRef): Promise<ScoredDataInput> {
+/** A row stored before canonical storage: the env's JSON, validated again as it is served. */
+async function readLegacyGroup(env: Bindings, ref: LeasedGroupRef): Promise<ScoredDataInput> {
   const bytes = await getPayloadBytes(env.PAYLOADS, ref.payload);
   // Parsed again (not trusted as stored): lax values a client sent ("5") come out canonical.
   return scoredDataSchema.parse(JSON.parse(decoder.decode(bytes)));
 }
 
 function memoryCostOf(ref: LeasedGroupRef): number {
+  if (ref.payload.encoding === "canonical") return ref.payload.length;
   return memoryCost(ref.payload.length, ref.payload.encoding === "gzip");
-}
-
-/**
- * One group for the dashboard: its canonical JSON and the token texts the env sent with it
- * (which the canonical form, like every batch, leaves out).
- */
-export function groupForDisplay(
-  env: Bindings,
-  ref: LeasedGroupRef,
-): Promise<{ canonical: string; tokenTexts: string[][] | null }> {
-  return withMemory(env, memoryCostOf(ref), async () => {
-    const group = await readGroup(env, ref);
-    return {
-      canonical: canonicalGroupJson(group, ref.envId),
-      tokenTexts: group.token_texts ?? null,
-    };
-  });
 }
 
 /** One group's canonical JSON as a string (single-group endpoints). */
 export function canonicalPayload(env: Bindings, ref: LeasedGroupRef): Promise<string> {
+  if (ref.payload.encoding === "canonical" && ref.payload.inline !== null) {
+    return Promise.resolve(ref.payload.inline);
+  }
   return withMemory(env, memoryCostOf(ref), async () =>
-    canonicalGroupJson(await readGroup(env, ref), ref.envId),
+    ref.payload.encoding === "canonical"
+      ? decoder.decode(await getPayloadBytes(env.PAYLOADS, ref.payload))
+      : canonicalGroupJson(await readLegacyGroup(env, ref), ref.envId),
   );
 }
 
@@ -55,10 +45,16 @@ export function canonicalPayloadChunks(
   ref: LeasedGroupRef,
   lead = "",
 ): Promise<Uint8Array[]> {
+  if (ref.payload.encoding === "canonical") {
+    return withMemory(env, memoryCostOf(ref), async () => {
+      const stored = await getPayloadBytes(env.PAYLOADS, ref.payload);
+      return lead ? [encoder.encode(lead), stored] : [stored];
+    });
+  }
   return withMemory(env, memoryCostOf(ref), async () => {
     const chunks: Uint8Array[] = [];
     let pending = lead;
-    for (const piece of canonicalGroupPieces(await readGroup(env, ref), ref.envId)) {
+    for (const piece of canonicalGroupPieces(await readLegacyGroup(env, ref), ref.envId)) {
       pending += piece;
       if (pending.length >= CHUNK_CHARS) {
         chunks.push(encoder.encode(pending));
@@ -68,6 +64,26 @@ export function canonicalPayloadChunks(
     if (pending.length > 0) chunks.push(encoder.encode(pending));
     return chunks;
   });
+}
+
+/**
+ * `prefix` + comma-separated canonical groups + `suffix`: one string when every group is stored
+ * inline (small, and already in memory), else streamed.
+ */
+export function batchBody(
+  env: Bindings,
+  groups: LeasedGroupRef[],
+  prefix: string,
+  suffix: string,
+): string | ReadableStream<Uint8Array> {
+  const inline: string[] = [];
+  for (const g of groups) {
+    if (g.payload.encoding !== "canonical" || g.payload.inline === null) {
+      return streamGroups(env, groups, prefix, suffix);
+    }
+    inline.push(g.payload.inline);
+  }
+  return `${prefix}${inline.join(",")}${suffix}`;
 }
 
 /** `prefix` + comma-separated canonical groups + `suffix`, streamed. */

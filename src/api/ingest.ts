@@ -1,5 +1,6 @@
 /**
- * Ingest of scored groups: validate, write the payload to R2, then record the group in D1 in one
+ * Ingest of scored groups: validate, canonicalise once (the stored bytes are what delivery
+ * sends), write large payloads to R2, then record the group in D1 (small payloads inline) in one
  * statement that also dedupes retries, picks the buffered/queued state and stamps the policy
  * version. A 200 is only sent after both writes, so an acknowledged group survives any restart.
  *
@@ -10,6 +11,7 @@
  * group, so the same body from another env is another submission.
  */
 
+import { canonicalGroupJson } from "../core/canonical-group";
 import { GroupCommit } from "../core/group-commit";
 import { checkGroupShape, type GroupStats, groupStats } from "../core/group-stats";
 import { type ScoredDataInput, scoredDataListSchema, scoredDataSchema } from "../core/schemas";
@@ -17,7 +19,8 @@ import { groupTrajectoriesOf, type Trajectory } from "../core/trajectory";
 import { summarizeDetails, toValidationDetails, type ValidationDetail } from "../core/validation";
 import { type Bindings, numberVar } from "./bindings";
 import { ApiError } from "./errors";
-import { payloadKey, putPayload } from "./storage/payloads";
+import { INLINE_MAX_BYTES, payloadKey, putPayload } from "./storage/payloads";
+import { tokenTextsInsert } from "./storage/token-texts";
 import { trajectoryInserts } from "./storage/trajectories";
 import { Timings } from "./timings";
 
@@ -27,6 +30,15 @@ export interface GroupSummary {
   policyVersion: number | null;
   stats: GroupStats;
   scoresJson: string;
+}
+
+const textEncoder = new TextEncoder();
+
+/** The stored form of a validated group: its canonical JSON, inline when small. */
+export function canonicalPayloadOf(group: ScoredDataInput): Pick<IngestItem, "payload" | "inline"> {
+  const json = canonicalGroupJson(group, group.env_id ?? null);
+  const payload = textEncoder.encode(json) as Uint8Array<ArrayBuffer>;
+  return { payload, inline: payload.byteLength <= INLINE_MAX_BYTES ? json : null };
 }
 
 export function summarizeGroup(group: ScoredDataInput): GroupSummary {
@@ -40,10 +52,11 @@ export function summarizeGroup(group: ScoredDataInput): GroupSummary {
 
 export interface IngestItem {
   summary: GroupSummary;
-  /** Bytes to store: the JSON text, possibly gzip-compressed as received. */
+  /** The group's canonical JSON as UTF-8: what delivery sends. */
   payload: Uint8Array<ArrayBuffer>;
-  encoding: "identity" | "gzip";
-  /** SHA-256 of the group's JSON text. */
+  /** The same JSON as text when it is small enough to live in the D1 row (INLINE_MAX_BYTES). */
+  inline: string | null;
+  /** SHA-256 of the group's JSON text as submitted. */
   contentHash: string;
   /** Names the submission and the group's position in it (see submissionDedupeKey). */
   dedupeKey: string;
@@ -101,15 +114,31 @@ export function trajectoriesOfSubmission(json: unknown, sequences: number): Traj
   return result.trajectories;
 }
 
-/** Stores a group's trajectories beside it (replacing any stored for the same sequence). */
-export async function storeTrajectories(
+/** What a submission carries beside its 14 keys, stored next to the group it became. */
+export interface BesideGroup {
+  trajectories: readonly Trajectory[] | null;
+  tokenTexts: string[][] | null;
+}
+
+/**
+ * Stores a group's trajectories and token texts beside it (replacing any stored before), so its
+ * canonical bytes stay exactly what a batch serves.
+ */
+export async function storeBeside(
   env: Bindings,
   run: string,
   groupId: number,
-  trajectories: readonly Trajectory[],
+  beside: BesideGroup,
 ): Promise<void> {
-  if (trajectories.length === 0) return;
-  await env.DB.batch(trajectoryInserts(env.DB, run, groupId, trajectories, Date.now()));
+  const now = Date.now();
+  const statements: D1PreparedStatement[] = beside.trajectories
+    ? trajectoryInserts(env.DB, run, groupId, beside.trajectories, now)
+    : [];
+  const texts = beside.tokenTexts
+    ? tokenTextsInsert(env.DB, run, groupId, beside.tokenTexts, now)
+    : null;
+  if (texts) statements.push(texts);
+  if (statements.length > 0) await env.DB.batch(statements);
 }
 
 export function validateGroupList(json: unknown): ScoredDataInput[] {
@@ -142,13 +171,13 @@ export async function sha256Hex(bytes: Uint8Array<ArrayBuffer>): Promise<string>
 const INSERT_GROUP = `
 INSERT INTO groups (run, env_id, status, num_seqs, total_tokens, completion_tokens, score_mean,
   score_min, score_max, scores_json, policy_version, payload_key, payload_encoding, payload_bytes,
-  content_hash, dedupe_key, created_at, queued_at, payload_offset, token_id)
+  content_hash, dedupe_key, created_at, queued_at, payload_offset, token_id, payload_inline)
 SELECT ?1, ?2,
   CASE WHEN ?2 IS NOT NULL AND ?3 < (SELECT group_size FROM envs WHERE run = ?1 AND env_id = ?2)
     THEN 'buffered' ELSE 'queued' END,
   ?3, ?4, ?5, ?6, ?7, ?8, ?9,
   COALESCE(?10, (SELECT policy_version FROM runs WHERE name = ?1), 0),
-  ?11, ?12, ?13, ?14, ?19, ?15, ?15, ?18, ?20
+  ?11, 'canonical', ?13, ?14, ?19, ?15, ?15, ?18, ?20, ?12
 WHERE (?2 IS NULL OR EXISTS (SELECT 1 FROM envs WHERE run = ?1 AND env_id = ?2))
   AND NOT EXISTS (SELECT 1 FROM groups WHERE run = ?1 AND dedupe_key = ?19 AND created_at > ?16)
   AND (?17 IS NULL OR NOT EXISTS (SELECT 1 FROM idempotency_keys WHERE run = ?1 AND key = ?17))
@@ -187,26 +216,30 @@ const COMMIT_MAX_ITEMS = 64;
 const COMMIT_MAX_BYTES = 16 * 1024 * 1024;
 
 /**
- * Writes the items of every submission in the commit: their payloads concatenated into ONE R2
- * object (each row records its offset and length), then ONE D1 batch (a transaction) with every
- * insert. Nothing is acknowledged before both writes, so a 200 still means durable.
+ * Writes the items of every submission in the commit: the payloads too large to go inline
+ * concatenated into ONE R2 object (each row records its offset and length), then ONE D1 batch
+ * (a transaction) with every insert, small payloads in their rows. Nothing is acknowledged
+ * before both writes, so a 200 still means durable.
  */
 async function writeCommit(env: Bindings, run: string, items: IngestItem[]) {
   const now = Date.now();
   const cutoff = dedupeCutoff(env, now);
-  const key = payloadKey(run);
+  const toR2 = items.filter((item) => item.inline === null);
+  const key = toR2.length > 0 ? payloadKey(run) : "";
   const offsets: number[] = [];
   let size = 0;
   for (const item of items) {
-    offsets.push(size);
-    size += item.payload.byteLength;
+    offsets.push(item.inline === null ? size : 0);
+    if (item.inline === null) size += item.payload.byteLength;
   }
   const r2Started = performance.now();
-  await putPayload(
-    env.PAYLOADS,
-    key,
-    items.length === 1 ? items[0]!.payload : items.map((i) => i.payload),
-  );
+  if (toR2.length > 0) {
+    await putPayload(
+      env.PAYLOADS,
+      key,
+      toR2.length === 1 ? toR2[0]!.payload : toR2.map((i) => i.payload),
+    );
+  }
   const r2Ms = performance.now() - r2Started;
 
   const statements: D1PreparedStatement[] = [];
@@ -226,8 +259,8 @@ async function writeCommit(env: Bindings, run: string, items: IngestItem[]) {
         stats.scoreMax,
         scoresJson,
         policyVersion,
-        key,
-        item.encoding,
+        item.inline === null ? key : "",
+        item.inline,
         item.payload.byteLength,
         item.contentHash,
         now,
@@ -251,7 +284,9 @@ async function writeCommit(env: Bindings, run: string, items: IngestItem[]) {
   const d1Ms = performance.now() - d1Started;
   const rows = items.map((_, i) => results[insertAt[i]!]?.results[0] ?? null);
   // Duplicates and unknown envs insert nothing; an object nobody references is removed.
-  if (rows.every((row) => row === null)) await env.PAYLOADS.delete(key);
+  if (toR2.length > 0 && rows.every((row, i) => row === null || items[i]!.inline !== null)) {
+    await env.PAYLOADS.delete(key);
+  }
   return rows.map((row): CommittedItem => ({ row, r2Ms, d1Ms }));
 }
 
@@ -385,8 +420,6 @@ async function requireRegisteredEnvs(env: Bindings, run: string, items: IngestIt
   }
 }
 
-const textEncoder = new TextEncoder();
-
 /**
  * Submission from inside the Worker (queue consumers): same validation, storage and dedupe as
  * POST /scored_data, without an HTTP hop. `idempotencyKey` makes a redelivered queue message a no-op.
@@ -399,20 +432,22 @@ export async function submitGroupInProcess(
 ): Promise<{ status: "received" | "buffered" | "duplicate"; groupId?: number }> {
   const validated = validateGroup(group);
   const trajectories = trajectoriesOfSubmission(group, validated.tokens.length);
-  const bytes = textEncoder.encode(JSON.stringify(validated)) as Uint8Array<ArrayBuffer>;
-  const hash = await sha256Hex(bytes);
+  const stored = canonicalPayloadOf(validated);
+  const hash = await sha256Hex(stored.payload);
   const [outcome] = await ingestGroups(env, run, [
     {
       summary: summarizeGroup(validated),
-      payload: bytes,
-      encoding: "identity",
+      ...stored,
       contentHash: hash,
       dedupeKey: submissionDedupeKey(hash, idempotencyKey, 0),
       idempotencyKey,
     },
   ]);
-  if (trajectories && !outcome!.duplicate) {
-    await storeTrajectories(env, run, outcome!.groupId, trajectories);
+  if (!outcome!.duplicate) {
+    await storeBeside(env, run, outcome!.groupId, {
+      trajectories,
+      tokenTexts: validated.token_texts ?? null,
+    });
   }
   if (outcome!.status === "buffered" && outcome!.envId !== null) {
     await env.RUN_COORDINATOR.get(env.RUN_COORDINATOR.idFromName(run)).releaseBuffered(

@@ -6,6 +6,7 @@
  * forever.
  */
 import { type Bindings, numberVar } from "./bindings";
+import { deleteGroupTokenTexts } from "./storage/token-texts";
 import { deleteGroupTrajectories } from "./storage/trajectories";
 
 /** Retention in ms, or null to keep delivered groups forever. */
@@ -46,13 +47,12 @@ export async function collectGarbage(
     .bind(run, now - retention, limit)
     .all<{ id: number; payload_key: string; payload_bytes: number }>();
   if (results.length > 0) {
-    await deleteGroupTrajectories(
-      env.DB,
-      run,
-      results.map((r) => r.id),
-    ).run();
+    const ids = results.map((r) => r.id);
+    await deleteGroupTrajectories(env.DB, run, ids).run();
+    await deleteGroupTokenTexts(env.DB, run, ids).run();
   }
-  const keys = [...new Set(results.map((r) => r.payload_key))];
+  // Inline payloads (key "") went with their rows.
+  const keys = [...new Set(results.map((r) => r.payload_key))].filter((k) => k !== "");
   let orphans: string[] = [];
   if (keys.length > 0) {
     const kept = await env.DB.prepare(STILL_REFERENCED)

@@ -2,30 +2,43 @@
  * RunCoordinator: one Durable Object per run. It serialises every state transition of the run's
  * queue (registration, batch formation, leases, acks, buffer releases, resets) so concurrent
  * trainers never receive the same group and the step counter moves by exactly one per batch.
- * D1 is the system of record; this object holds no state of its own.
+ * D1 is the system of record (queries in storage/leases.ts, runs.ts, reset.ts); this object
+ * orchestrates and remembers only a diagnosis for /stats.
  */
 import { DurableObject } from "cloudflare:workers";
-import {
-  type EnvAllocation,
-  type PackResult,
-  packBatch,
-  type QueuedGroupRef,
-} from "../core/packing";
+import type { PackResult } from "../core/packing";
 import type { RegisterEnv, Registration } from "../core/schemas";
 import { earliestExactSubset } from "../core/subset-sum";
 import { randomUuid128Digits } from "../core/uuid128";
+import { activeAllocations, planBatch } from "./batch-plan";
 import { type Bindings, numberVar } from "./bindings";
 import { type RpcResult, rpcError } from "./errors";
 import { collectGarbage, nextExpiry, retentionMs } from "./retention";
-import { batchStatisticsStatement } from "./storage/metrics";
 import {
-  deletePayloadPrefix,
-  GROUP_REF_COLUMNS,
-  type GroupRefRow,
-  groupRef,
-  type LeasedGroupRef,
-} from "./storage/payloads";
-import { getRun, isEnvActive, listEnvs, type RunRow } from "./storage/runs";
+  ackLease,
+  dissolveLease,
+  formLease,
+  getLease,
+  type LeaseState,
+  queueBuffered,
+  queuedOfEnvs,
+  queuedWindow,
+  readBuffered,
+  readLeaseState,
+  renewLease,
+} from "./storage/leases";
+import { deletePayloadPrefix, type LeasedGroupRef } from "./storage/payloads";
+import { deleteRunRows, runWorkersAndEnvs } from "./storage/reset";
+import {
+  disconnectEnv,
+  ensureAndGetRun,
+  getRunAndEnvs,
+  insertEnv,
+  type RunRow,
+  registerTrainer,
+  resumeEnv,
+  setRunPolicyVersion,
+} from "./storage/runs";
 
 export type { LeasedGroupRef };
 
@@ -61,14 +74,25 @@ export interface LeaseOptions {
 
 /** Oldest queued groups considered per batch: first a batch-sized window, then this many. */
 const QUEUE_WINDOW = 4096;
+/** How long a diagnosis is reused while the queue's counts stay the same (env activity ages). */
+const DIAGNOSIS_TTL_MS = 5000;
+
+function firstWindow(batchSize: number): number {
+  return Math.min(QUEUE_WINDOW, Math.max(batchSize, 16));
+}
 
 export class RunCoordinator extends DurableObject<Bindings> {
   private tail: Promise<unknown> = Promise.resolve();
   /** The run whose name the retention alarm reads from storage (saved once per object). */
   private retainedRun: string | null = null;
+  /** The first window's size: the run's batch size as last seen (any value is correct). */
+  private windowHint = 64;
+  /** The last diagnosis, valid while nothing here changed the queue and `key` matches. */
+  private diagnosis: { key: string; at: number; reason: string | null } | null = null;
 
   /** Runs `fn` after every earlier state transition has finished (awaits open the input gate). */
   private exclusive<T>(fn: () => Promise<T>): Promise<T> {
+    this.diagnosis = null;
     const next = this.tail.then(fn, fn);
     this.tail = next.catch(() => undefined);
     return next;
@@ -78,46 +102,24 @@ export class RunCoordinator extends DurableObject<Bindings> {
     return this.env.DB;
   }
 
-  private async ensureRun(run: string, now: number) {
-    await this.db
-      .prepare(
-        "INSERT INTO runs (name, created_at, updated_at) VALUES (?1, ?2, ?2) ON CONFLICT(name) DO NOTHING",
-      )
-      .bind(run, now)
-      .run();
-  }
-
   async register(run: string, reg: Registration): Promise<{ uuid: string }> {
     return this.exclusive(async () => {
-      const now = Date.now();
-      await this.ensureRun(run, now);
-      await this.db.batch([
-        this.db
-          .prepare(
-            `UPDATE runs SET batch_size = ?2, max_token_len = ?3, wandb_group = ?4, wandb_project = ?5,
-               checkpoint_dir = ?6, save_checkpoint_interval = ?7, num_steps = ?8, step = ?9,
-               registered = 1, updated_at = ?10 WHERE name = ?1`,
-          )
-          .bind(
-            run,
-            reg.batch_size,
-            reg.max_token_len,
-            reg.wandb_group,
-            reg.wandb_project,
-            reg.checkpoint_dir,
-            reg.save_checkpoint_interval,
-            reg.num_steps,
-            reg.starting_step,
-            now,
-          ),
-        // A (re)registering Atropos trainer lost whatever it had pulled but not trained on:
-        // make its outstanding batches available again, first in line.
-        this.db
-          .prepare(
-            "UPDATE batches SET lease_expires_at = 0 WHERE run = ?1 AND consumer = 'compat' AND status = 'leased'",
-          )
-          .bind(run),
-      ]);
+      await registerTrainer(
+        this.db,
+        run,
+        {
+          batchSize: reg.batch_size,
+          maxTokenLen: reg.max_token_len,
+          wandbGroup: reg.wandb_group,
+          wandbProject: reg.wandb_project,
+          checkpointDir: reg.checkpoint_dir,
+          saveCheckpointInterval: reg.save_checkpoint_interval,
+          numSteps: reg.num_steps,
+          startingStep: reg.starting_step,
+        },
+        Date.now(),
+      );
+      this.windowHint = firstWindow(reg.batch_size);
       return { uuid: randomUuid128Digits() };
     });
   }
@@ -125,10 +127,9 @@ export class RunCoordinator extends DurableObject<Bindings> {
   async registerEnv(run: string, body: RegisterEnv): Promise<RegisterEnvResponse> {
     return this.exclusive(async () => {
       const now = Date.now();
-      const runRow = await getRun(this.db, run);
+      const { run: runRow, envs: existing } = await getRunAndEnvs(this.db, run);
       if (!runRow?.registered) return { status: "wait for trainer to start" };
       const staleMs = numberVar(this.env.ENV_STALE_SECONDS, 120) * 1000;
-      const existing = await listEnvs(this.db, run);
       const resumable =
         (body.env_key !== undefined
           ? existing.find((e) => e.envKey === body.env_key)
@@ -142,50 +143,33 @@ export class RunCoordinator extends DurableObject<Bindings> {
                 (!e.connected || now - e.lastSeenAt > staleMs),
             )
           : undefined);
+      const settings = {
+        maxTokenLength: body.max_token_length,
+        weight: body.weight,
+        groupSize: body.group_size,
+        minBatchAllocation: body.min_batch_allocation ?? null,
+      };
       let envId: number;
       let realName: string;
       if (resumable) {
         envId = resumable.envId;
         realName = resumable.realName;
-        await this.db
-          .prepare(
-            `UPDATE envs SET max_token_length = ?3, weight = ?4, group_size = ?5,
-               min_batch_allocation = ?6, connected = 1, last_seen_at = ?7
-             WHERE run = ?1 AND env_id = ?2`,
-          )
-          .bind(
-            run,
-            envId,
-            body.max_token_length,
-            body.weight,
-            body.group_size,
-            body.min_batch_allocation ?? null,
-            now,
-          )
-          .run();
+        await resumeEnv(this.db, run, envId, settings, now);
       } else {
         envId = existing.reduce((m, e) => Math.max(m, e.envId + 1), 0);
         const sameName = existing.filter((e) => e.desiredName === body.desired_name).length;
         realName = `${body.desired_name}_${sameName}`;
-        await this.db
-          .prepare(
-            `INSERT INTO envs (run, env_id, desired_name, real_name, env_key, max_token_length, weight,
-               group_size, min_batch_allocation, connected, registered_at, last_seen_at)
-             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, 1, ?10, ?10)`,
-          )
-          .bind(
-            run,
-            envId,
-            body.desired_name,
-            realName,
-            body.env_key ?? null,
-            body.max_token_length,
-            body.weight,
-            body.group_size,
-            body.min_batch_allocation ?? null,
-            now,
-          )
-          .run();
+        await insertEnv(this.db, {
+          run,
+          envId,
+          desiredName: body.desired_name,
+          realName,
+          envKey: body.env_key ?? null,
+          ...settings,
+          connected: true,
+          registeredAt: now,
+          lastSeenAt: now,
+        });
       }
       return {
         status: "success",
@@ -202,11 +186,7 @@ export class RunCoordinator extends DurableObject<Bindings> {
 
   async disconnectEnv(run: string, envId: number): Promise<RpcResult<{ status: "success" }>> {
     return this.exclusive(async () => {
-      const res = await this.db
-        .prepare("UPDATE envs SET connected = 0 WHERE run = ?1 AND env_id = ?2")
-        .bind(run, envId)
-        .run();
-      if (res.meta.changes === 0) {
+      if (!(await disconnectEnv(this.db, run, envId))) {
         return rpcError("NOT_FOUND", `env_id ${envId} is not registered in run '${run}'`);
       }
       return { ok: true, value: { status: "success" } };
@@ -224,18 +204,14 @@ export class RunCoordinator extends DurableObject<Bindings> {
   ): Promise<RpcResult<{ policy_version: number }>> {
     return this.exclusive(async () => {
       const now = Date.now();
-      await this.ensureRun(run, now);
-      const current = (await getRun(this.db, run))?.policyVersion ?? 0;
+      const current = (await ensureAndGetRun(this.db, run, now))?.policyVersion ?? 0;
       if (version < current && !reset) {
         return rpcError(
           "CONFLICT",
           `policy version ${version} is lower than the run's current policy version ${current}; versions only move forward. If training restarted from older weights, send {"version": ${version}, "reset": true}`,
         );
       }
-      await this.db
-        .prepare("UPDATE runs SET policy_version = ?2, updated_at = ?3 WHERE name = ?1")
-        .bind(run, version, now)
-        .run();
+      await setRunPolicyVersion(this.db, run, version, now);
       return { ok: true, value: { policy_version: version } };
     });
   }
@@ -243,23 +219,14 @@ export class RunCoordinator extends DurableObject<Bindings> {
   /** Moves buffered partial groups of an env to the queue once some of them sum to group_size. */
   async releaseBuffered(run: string, envId: number): Promise<{ bufferedSequences: number }> {
     return this.exclusive(async () => {
-      const env = await this.db
-        .prepare("SELECT group_size FROM envs WHERE run = ?1 AND env_id = ?2")
-        .bind(run, envId)
-        .first<{ group_size: number }>();
-      const { results } = await this.db
-        .prepare(
-          "SELECT id, num_seqs FROM groups WHERE run = ?1 AND env_id = ?2 AND status = 'buffered' ORDER BY id",
-        )
-        .bind(run, envId)
-        .all<{ id: number; num_seqs: number }>();
-      let pending = results;
+      const { groupSize, buffered } = await readBuffered(this.db, run, envId);
+      let pending = buffered;
       const release: number[] = [];
-      if (env) {
+      if (groupSize !== null) {
         for (;;) {
           const chosen = earliestExactSubset(
-            pending.map((g) => g.num_seqs),
-            env.group_size,
+            pending.map((g) => g.size),
+            groupSize,
           );
           if (!chosen || chosen.length === 0) break;
           const picked = new Set(chosen);
@@ -267,112 +234,88 @@ export class RunCoordinator extends DurableObject<Bindings> {
           pending = pending.filter((_, i) => !picked.has(i));
         }
       }
-      if (release.length > 0) {
-        await this.db
-          .prepare(
-            `UPDATE groups SET status = 'queued', queued_at = ?2
-             WHERE status = 'buffered' AND id IN (SELECT value FROM json_each(?1))`,
-          )
-          .bind(JSON.stringify(release), Date.now())
-          .run();
-      }
-      return { bufferedSequences: pending.reduce((s, g) => s + g.num_seqs, 0) };
+      if (release.length > 0) await queueBuffered(this.db, release, Date.now());
+      return { bufferedSequences: pending.reduce((s, g) => s + g.size, 0) };
     });
   }
 
   async compatBatch(run: string): Promise<LeaseOutcome> {
     return this.exclusive(async () => {
-      const runRow = await getRun(this.db, run);
-      if (!runRow?.registered) return { kind: "not_registered" };
+      const started = performance.now();
       const now = Date.now();
       // At-least-once for unmodified Atropos trainers: pulling again acknowledges the last batch.
-      const [, acked] = await this.db.batch([
-        this.db
-          .prepare(
-            `UPDATE groups SET status = 'delivered' WHERE batch_id IN
-               (SELECT id FROM batches WHERE run = ?1 AND consumer = 'compat' AND status = 'leased' AND lease_expires_at > ?2)`,
-          )
-          .bind(run, now),
-        this.db
-          .prepare(
-            `UPDATE batches SET status = 'acked', acked_at = ?2
-             WHERE run = ?1 AND consumer = 'compat' AND status = 'leased' AND lease_expires_at > ?2`,
-          )
-          .bind(run, now),
-      ]);
-      if ((acked?.meta.changes ?? 0) > 0) await this.scheduleRetention(run, now);
-      const leaseSeconds = numberVar(this.env.COMPAT_LEASE_SECONDS, 3600);
-      return this.leaseLocked(run, runRow, {
-        consumer: "compat",
-        leaseSeconds,
+      const state = await readLeaseState(this.db, run, {
+        now,
         maxStaleness: null,
+        windowLimit: this.windowHint,
+        ackCompat: true,
       });
+      if (state.compatAcked > 0) await this.scheduleRetention(run, now);
+      if (!state.run?.registered) return { kind: "not_registered" };
+      const leaseSeconds = numberVar(this.env.COMPAT_LEASE_SECONDS, 3600);
+      return this.leaseLocked(
+        run,
+        state.run,
+        state,
+        { now, started },
+        {
+          consumer: "compat",
+          leaseSeconds,
+          maxStaleness: null,
+        },
+      );
     });
   }
 
   async lease(run: string, options: LeaseOptions): Promise<LeaseOutcome> {
     return this.exclusive(async () => {
-      const runRow = await getRun(this.db, run);
-      if (!runRow?.registered) return { kind: "not_registered" };
-      return this.leaseLocked(run, runRow, options);
+      const started = performance.now();
+      const now = Date.now();
+      const state = await readLeaseState(this.db, run, {
+        now,
+        maxStaleness: options.maxStaleness,
+        windowLimit: this.windowHint,
+        ackCompat: false,
+      });
+      if (!state.run?.registered) return { kind: "not_registered" };
+      return this.leaseLocked(run, state.run, state, { now, started }, options);
     });
   }
 
-  private async groupRefs(ids: number[]): Promise<LeasedGroupRef[]> {
-    const { results } = await this.db
-      .prepare(
-        `SELECT ${GROUP_REF_COLUMNS} FROM groups
-         WHERE id IN (SELECT value FROM json_each(?1)) ORDER BY id`,
-      )
-      .bind(JSON.stringify(ids))
-      .all<GroupRefRow>();
-    return results.map(groupRef);
-  }
-
-  /** Call with the run row read under the same exclusive section. */
+  /**
+   * Call with the state read under the same exclusive section (one round trip). Renewing an
+   * expired lease or forming a new one is one more; allocated envs and a queue head that does not
+   * pack add a read each.
+   */
   private async leaseLocked(
     run: string,
     runRow: RunRow,
+    state: LeaseState,
+    /** `started`: when this lease began reading (formation time counts the reads). */
+    { now, started }: { now: number; started: number },
     options: LeaseOptions,
   ): Promise<LeaseOutcome> {
-    const started = performance.now();
-    const now = Date.now();
     const leaseExpiresAt = now + Math.round(options.leaseSeconds * 1000);
     const leaseId = crypto.randomUUID();
     const minVersion =
       options.maxStaleness === null ? null : runRow.policyVersion - options.maxStaleness;
+    this.windowHint = firstWindow(runRow.batchSize);
 
     // 1. An expired lease: hand the same batch out again (same id and step).
-    const expired = await this.db
-      .prepare(
-        `SELECT id, step, group_ids FROM batches WHERE run = ?1 AND status = 'leased'
-         AND lease_expires_at <= ?2 ORDER BY step LIMIT 1`,
-      )
-      .bind(run, now)
-      .first<{ id: string; step: number; group_ids: string }>();
+    let queue: LeaseState = state;
+    const expired = state.expired;
     if (expired) {
-      const ids = JSON.parse(expired.group_ids) as number[];
-      const refs = await this.groupRefs(ids);
-      if (minVersion !== null && refs.some((g) => g.policyVersion < minVersion)) {
+      if (minVersion !== null && expired.groups.some((g) => g.policyVersion < minVersion)) {
         // Too stale for this trainer: dissolve it so fresh groups are packed instead.
-        await this.db.batch([
-          this.db
-            .prepare("UPDATE groups SET status = 'queued', batch_id = NULL WHERE batch_id = ?1")
-            .bind(expired.id),
-          this.db.prepare("DELETE FROM batches WHERE id = ?1").bind(expired.id),
-          // Its step was never trained on: its statistics would describe no batch.
-          this.db
-            .prepare("DELETE FROM metrics WHERE run = ?1 AND step = ?2 AND kind = 'train'")
-            .bind(run, expired.step),
-        ]);
+        await dissolveLease(this.db, run, expired);
+        const head = await queuedWindow(this.db, run, minVersion, this.windowHint);
+        queue = { ...state, window: head, windowComplete: head.length < this.windowHint };
       } else {
-        await this.db
-          .prepare(
-            `UPDATE batches SET lease_id = ?2, lease_expires_at = ?3, lease_count = lease_count + 1,
-               consumer = ?4 WHERE id = ?1`,
-          )
-          .bind(expired.id, leaseId, leaseExpiresAt, options.consumer)
-          .run();
+        await renewLease(this.db, expired.id, {
+          leaseId,
+          leaseExpiresAt,
+          consumer: options.consumer,
+        });
         return {
           kind: "batch",
           batchId: expired.id,
@@ -380,139 +323,88 @@ export class RunCoordinator extends DurableObject<Bindings> {
           step: expired.step,
           leaseExpiresAt,
           redelivered: true,
-          groups: refs,
+          groups: expired.groups,
         };
       }
     }
 
     // 2. Form a new batch from the oldest queued groups.
-    const packed = await this.planBatch(run, runRow.batchSize, minVersion, now);
+    const packed = await this.plan(run, queue, runRow.batchSize, minVersion, now);
     if (!packed.ok) return { kind: "none", reason: packed.reason };
     const batchId = crypto.randomUUID();
     const step = runRow.step + 1;
-    const ids = packed.ids;
-    const formationMs = performance.now() - started;
-    await this.db.batch([
-      this.db
-        .prepare(
-          `UPDATE groups SET status = 'leased', batch_id = ?2
-           WHERE run = ?1 AND status = 'queued' AND id IN (SELECT value FROM json_each(?3))`,
-        )
-        .bind(run, batchId, JSON.stringify(ids)),
-      // Before the batch's own row: its throughput is measured from the previous batch.
-      batchStatisticsStatement(this.db, {
-        run,
-        step,
-        policyVersion: runRow.policyVersion,
-        groupIdsJson: JSON.stringify(ids),
-        sequences: packed.sequences,
-        now,
-      }),
-      this.db
-        .prepare(
-          `INSERT INTO batches (id, run, step, status, consumer, lease_id, lease_expires_at,
-             max_staleness, policy_version, num_groups, num_seqs, group_ids, formation_ms, created_at)
-           VALUES (?1, ?2, ?3, 'leased', ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13)`,
-        )
-        .bind(
-          batchId,
-          run,
-          step,
-          options.consumer,
-          leaseId,
-          leaseExpiresAt,
-          options.maxStaleness,
-          runRow.policyVersion,
-          ids.length,
-          packed.sequences,
-          JSON.stringify(ids),
-          formationMs,
-          now,
-        ),
-      this.db
-        .prepare("UPDATE runs SET step = step + 1, started = 1, updated_at = ?2 WHERE name = ?1")
-        .bind(run, now),
-    ]);
-    return {
-      kind: "batch",
+    const groups = await formLease(this.db, run, {
       batchId,
-      leaseId,
       step,
+      consumer: options.consumer,
+      leaseId,
       leaseExpiresAt,
-      redelivered: false,
-      groups: await this.groupRefs(ids),
-    };
+      maxStaleness: options.maxStaleness,
+      policyVersion: runRow.policyVersion,
+      groupIds: packed.ids,
+      sequences: packed.sequences,
+      formationMs: performance.now() - started,
+      now,
+    });
+    return { kind: "batch", batchId, leaseId, step, leaseExpiresAt, redelivered: false, groups };
   }
 
   /**
    * Chooses the groups of the next batch without changing anything. The common case (sizes that
-   * pack greedily) needs at most `batchSize` groups, so that window is read first; the large
-   * window is read only when it cannot be packed.
+   * pack greedily) needs at most `batchSize` groups, which the lease state already holds; the
+   * large window is read only when that head cannot be packed.
    */
-  private async planBatch(
+  private async plan(
     run: string,
+    state: Pick<LeaseState, "envs" | "window" | "windowComplete">,
     batchSize: number,
     minVersion: number | null,
     now: number,
   ): Promise<PackResult> {
-    const small = Math.min(QUEUE_WINDOW, Math.max(batchSize, 16));
-    const first = await this.planWindow(run, batchSize, minVersion, now, small);
-    if (first.plan.ok || first.rows < small) return first.plan;
-    return (await this.planWindow(run, batchSize, minVersion, now, QUEUE_WINDOW)).plan;
+    const versionFloor = minVersion ?? -1;
+    const allocations = activeAllocations(
+      state.envs,
+      now,
+      numberVar(this.env.ENV_STALE_SECONDS, 120),
+    );
+    // An allocated env's groups may sit behind the window; fetch enough of them explicitly.
+    const extra = await queuedOfEnvs(
+      this.db,
+      run,
+      allocations.map((a) => a.envId),
+      versionFloor,
+      batchSize,
+    );
+    const first = planBatch(state.window, extra, batchSize, allocations);
+    if (first.ok || state.windowComplete || state.window.length >= QUEUE_WINDOW) return first;
+    const wide = await queuedWindow(this.db, run, versionFloor, QUEUE_WINDOW);
+    return planBatch(wide, extra, batchSize, allocations);
   }
 
-  private async planWindow(
-    run: string,
-    batchSize: number,
-    minVersion: number | null,
-    now: number,
-    limit: number,
-  ): Promise<{ plan: PackResult; rows: number }> {
-    const versionFilter = minVersion === null ? -1 : minVersion;
-    const { results: window } = await this.db
-      .prepare(
-        `SELECT id, env_id, num_seqs FROM groups WHERE run = ?1 AND status = 'queued'
-         AND policy_version >= ?2 ORDER BY id LIMIT ?3`,
-      )
-      .bind(run, versionFilter, limit)
-      .all<{ id: number; env_id: number | null; num_seqs: number }>();
-    const candidates = new Map<number, QueuedGroupRef>();
-    for (const r of window) candidates.set(r.id, { id: r.id, envId: r.env_id, size: r.num_seqs });
-
-    const staleSeconds = numberVar(this.env.ENV_STALE_SECONDS, 120);
-    const allocations: EnvAllocation[] = [];
-    for (const e of await listEnvs(this.db, run)) {
-      if (
-        e.minBatchAllocation !== null &&
-        e.minBatchAllocation > 0 &&
-        isEnvActive(e, now, staleSeconds)
-      ) {
-        allocations.push({ envId: e.envId, name: e.realName, fraction: e.minBatchAllocation });
-      }
+  /**
+   * Why the next lease would find nothing (null when a batch can be formed now). `key` names
+   * what the answer depends on outside this object (the queue's counts, the envs' states): the
+   * last answer is reused while it matches and nothing here changed the queue, so a dashboard
+   * polling /stats does not plan a batch each time.
+   */
+  async diagnose(run: string, key: string): Promise<string | null> {
+    const now = Date.now();
+    const cached = this.diagnosis;
+    if (cached && cached.key === key && now - cached.at < DIAGNOSIS_TTL_MS) return cached.reason;
+    const state = await readLeaseState(this.db, run, {
+      now,
+      maxStaleness: null,
+      windowLimit: this.windowHint,
+      ackCompat: false,
+    });
+    let reason: string | null;
+    if (!state.run?.registered) reason = "no trainer has registered (POST /register)";
+    else {
+      const plan = await this.plan(run, state, state.run.batchSize, null, now);
+      reason = plan.ok ? null : plan.reason;
     }
-    for (const a of allocations) {
-      // An allocated env's groups may sit behind the window; fetch enough of them explicitly.
-      const { results } = await this.db
-        .prepare(
-          `SELECT id, env_id, num_seqs FROM groups WHERE run = ?1 AND status = 'queued'
-           AND env_id = ?2 AND policy_version >= ?3 ORDER BY id LIMIT ?4`,
-        )
-        .bind(run, a.envId, versionFilter, batchSize)
-        .all<{ id: number; env_id: number | null; num_seqs: number }>();
-      for (const r of results) {
-        candidates.set(r.id, { id: r.id, envId: r.env_id, size: r.num_seqs });
-      }
-    }
-    const queue = [...candidates.values()].sort((x, y) => x.id - y.id);
-    return { plan: packBatch(queue, batchSize, allocations), rows: window.length };
-  }
-
-  /** Why the next lease would find nothing (null when a batch can be formed now). */
-  async diagnose(run: string): Promise<string | null> {
-    const runRow = await getRun(this.db, run);
-    if (!runRow?.registered) return "no trainer has registered (POST /register)";
-    const plan = await this.planBatch(run, runRow.batchSize, null, Date.now());
-    return plan.ok ? null : plan.reason;
+    this.diagnosis = { key, at: now, reason };
+    return reason;
   }
 
   async ack(
@@ -523,10 +415,7 @@ export class RunCoordinator extends DurableObject<Bindings> {
     RpcResult<{ batch_id: string; status: "acked"; already_acked: boolean; step: number }>
   > {
     return this.exclusive(async () => {
-      const batch = await this.db
-        .prepare("SELECT id, status, lease_id, step FROM batches WHERE id = ?1 AND run = ?2")
-        .bind(batchId, run)
-        .first<{ id: string; status: string; lease_id: string; step: number }>();
+      const batch = await getLease(this.db, run, batchId);
       if (!batch) {
         return rpcError("NOT_FOUND", `batch '${batchId}' does not exist in run '${run}'`);
       }
@@ -536,19 +425,14 @@ export class RunCoordinator extends DurableObject<Bindings> {
           value: { batch_id: batchId, status: "acked", already_acked: true, step: batch.step },
         };
       }
-      if (leaseId !== undefined && leaseId !== batch.lease_id) {
+      if (leaseId !== undefined && leaseId !== batch.leaseId) {
         return rpcError(
           "CONFLICT",
           `lease '${leaseId}' of batch '${batchId}' expired and the batch was leased again; do not train on it twice — drop it and lease a new batch`,
         );
       }
       const now = Date.now();
-      await this.db.batch([
-        this.db.prepare("UPDATE groups SET status = 'delivered' WHERE batch_id = ?1").bind(batchId),
-        this.db
-          .prepare("UPDATE batches SET status = 'acked', acked_at = ?2 WHERE id = ?1")
-          .bind(batchId, now),
-      ]);
+      await ackLease(this.db, batchId, now);
       await this.scheduleRetention(run, now);
       return {
         ok: true,
@@ -592,38 +476,14 @@ export class RunCoordinator extends DurableObject<Bindings> {
    */
   async reset(run: string): Promise<void> {
     return this.exclusive(async () => {
-      const [feeders, envs] = await Promise.all([
-        this.db
-          .prepare("SELECT name FROM env_workers WHERE run = ?1")
-          .bind(run)
-          .all<{ name: string }>(),
-        this.db
-          .prepare("SELECT env_id FROM envs WHERE run = ?1")
-          .bind(run)
-          .all<{ env_id: number }>(),
-      ]);
-      for (const { name } of feeders.results) {
+      const { feeders, envIds } = await runWorkersAndEnvs(this.db, run);
+      for (const name of feeders) {
         await this.env.ENV_FEEDER.get(this.env.ENV_FEEDER.idFromName(name)).clear();
       }
-      for (const { env_id } of envs.results) {
-        await this.env.ENV_SESSION.get(this.env.ENV_SESSION.idFromName(`${run}/${env_id}`)).clear();
+      for (const envId of envIds) {
+        await this.env.ENV_SESSION.get(this.env.ENV_SESSION.idFromName(`${run}/${envId}`)).clear();
       }
-      const statements = [
-        "DELETE FROM groups WHERE run = ?1",
-        "DELETE FROM batches WHERE run = ?1",
-        "DELETE FROM envs WHERE run = ?1",
-        "DELETE FROM idempotency_keys WHERE run = ?1",
-        "DELETE FROM queue_counts WHERE run = ?1",
-        "DELETE FROM metrics WHERE run = ?1",
-        "DELETE FROM dead_letters WHERE run = ?1",
-        "DELETE FROM worker_stats WHERE run = ?1",
-        "DELETE FROM env_workers WHERE run = ?1",
-        "DELETE FROM proxy_sessions WHERE run = ?1",
-        "DELETE FROM trajectories WHERE run = ?1",
-        "DELETE FROM run_inference WHERE run = ?1",
-        "DELETE FROM runs WHERE name = ?1",
-      ].map((sql) => this.db.prepare(sql).bind(run));
-      await this.db.batch(statements);
+      await deleteRunRows(this.db, run);
       // Awaited: "Reset successful" means the payloads are gone too.
       await deletePayloadPrefix(this.env.PAYLOADS, `runs/${run}/`);
     });

@@ -14,15 +14,7 @@ import toolUse from "./tool-use";
 
 export { defineEnv, type EnvDefinition } from "../env-workers/define-env";
 
-const definitions = [
-  gsm8kLite,
-  letterCounting,
-  toolUse,
-  llmJudge,
-  blackjack,
-  codeExec,
-  agentTasks,
-];
+const definitions = [gsm8kLite, letterCounting, toolUse, llmJudge, blackjack, codeExec, agentTasks];
 
 /** The example envs, by name: built-in names for the CLI and this repository's Worker. */
 export const builtinEnvs = new EnvCatalog(definitions);

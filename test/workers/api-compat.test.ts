@@ -252,7 +252,16 @@ describe("Atropos wire compatibility", () => {
     expect(res.headers.get("x-request-id")).toBe("req-42");
     const header = res.headers.get("server-timing") ?? "";
     const phases = header.split(", ").map((p) => p.split(";")[0]);
-    expect(phases).toEqual(["read", "hash", "parse", "validate", "commit", "r2", "d1"]);
+    expect(phases).toEqual([
+      "read",
+      "hash",
+      "parse",
+      "validate",
+      "canonical",
+      "commit",
+      "r2",
+      "d1",
+    ]);
     expect(header).toMatch(/commit;dur=[\d.]+;desc="1 group from 1 request"/);
   });
 

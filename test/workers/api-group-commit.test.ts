@@ -18,7 +18,8 @@ describe("group commit", () => {
   it("writes concurrent submissions together, answers each one, and delivers each group intact", async () => {
     const run = uniqueRun("commit");
     const { base, envIds } = await setupRun(run, 48, [4]);
-    const groups = Array.from({ length: 12 }, (_, i) => group(7000 + i, 4, envIds[0]!, 40 + i));
+    // Groups too large to be stored inline in D1, so their payloads go to R2.
+    const groups = Array.from({ length: 12 }, (_, i) => group(7000 + i, 4, envIds[0]!, 2100 + i));
     const responses = await Promise.all([
       ...groups.map((g) => post(`${base}/scored_data`, g)),
       post(`${base}/scored_data`, group(7999, 4, 99)), // unknown env in the same burst
@@ -38,7 +39,9 @@ describe("group commit", () => {
       .map((m) => Number(m[2]));
     expect(Math.max(...shared)).toBeGreaterThan(1);
     // Fewer objects than groups: payloads were written together.
-    expect(await objectsUnder(`runs/${run}/groups/`)).toBeLessThan(12);
+    const objects = await objectsUnder(`runs/${run}/groups/`);
+    expect(objects).toBeGreaterThan(0);
+    expect(objects).toBeLessThan(12);
 
     const queue = await (await call(`${base}/status`)).json<{ queue_size: number }>();
     expect(queue.queue_size).toBe(12); // the concurrent retry was not stored twice

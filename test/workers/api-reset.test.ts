@@ -63,7 +63,14 @@ describe("reset", () => {
     await post(`/runs/${keep}/scored_data`, group(1, 4, 0));
 
     // Fill every kind of run data.
-    await post(`${base}/scored_data`, group(1, 4, envId), { "idempotency-key": "k-1" });
+    const withTexts = group(1, 4, envId);
+    const tokenTexts = withTexts.tokens.map((seq) => seq.map((t) => `t${t}`));
+    await post(
+      `${base}/scored_data`,
+      { ...withTexts, token_texts: tokenTexts },
+      { "idempotency-key": "k-1" },
+    );
+    // Large enough for R2 (smaller groups are stored inline in their D1 row).
     const trajectory = {
       task: "t",
       steps: [],
@@ -75,7 +82,7 @@ describe("reset", () => {
       sequence: 0,
       source: "env",
     };
-    await post(`${base}/scored_data`, { ...group(2, 4, envId), trajectories: [trajectory] });
+    await post(`${base}/scored_data`, { ...group(2, 4, envId, 2000), trajectories: [trajectory] });
     expect((await post(`/v1/runs/${run}/batches/lease`, {})).status).toBe(200);
     const servers = [{ base_url: "http://127.0.0.1:9/v1", server_type: "vllm" }];
     const inference = await call(`/v1/runs/${run}/inference`, {

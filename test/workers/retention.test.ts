@@ -13,6 +13,8 @@ import { call, callWith, group, json, post, setupRun, uniqueRun } from "./helper
 
 const bindings = env as unknown as Bindings;
 const HOUR = 3_600_000;
+/** Sequence length that makes a group of two larger than INLINE_MAX_BYTES. */
+const LARGE = 4000;
 
 async function leaseAndAck(run: string): Promise<number[]> {
   const leased = await json<{ batch_id: string; groups: { group_id: number }[] }>(
@@ -38,11 +40,12 @@ async function groupIds(run: string): Promise<number[]> {
 describe("retention", () => {
   it("removes delivered groups after the retention time, and a shared payload only when unreferenced", async () => {
     const run = uniqueRun("retain");
-    // Batches of one group of two sequences.
+    // Batches of one group of two sequences, each group too large to be stored inline.
     const { base, envIds } = await setupRun(run, 2, [2]);
     const envId = envIds[0]!;
+    const large = (seed: number) => group(seed, 2, envId, LARGE);
     // One request, one commit: both groups in ONE R2 object.
-    const list = await post(`${base}/scored_data_list`, [group(1, 2, envId), group(2, 2, envId)]);
+    const list = await post(`${base}/scored_data_list`, [large(1), large(2)]);
     expect(list.status).toBe(200);
     const trajectory = (sequence: number) => ({
       task: "t",
@@ -55,7 +58,7 @@ describe("retention", () => {
       sequence,
       source: "env",
     });
-    await post(`${base}/scored_data`, { ...group(3, 2, envId), trajectories: [trajectory(0)] });
+    await post(`${base}/scored_data`, { ...large(3), trajectories: [trajectory(0)] });
     const shared = await payloadKeys(run);
     expect(shared).toHaveLength(2);
     const all = await groupIds(run);
@@ -75,7 +78,7 @@ describe("retention", () => {
     const second = await call(`/v1/runs/${run}/groups/${all[1]}`);
     expect(second.status).toBe(200);
     expect(((await second.json()) as { payload: { tokens: number[][] } }).payload.tokens).toEqual(
-      group(2, 2, envId).tokens,
+      large(2).tokens,
     );
 
     expect(await leaseAndAck(run)).toEqual([all[1]]);
@@ -107,6 +110,18 @@ describe("retention", () => {
       .bind(run)
       .first<{ n: number }>();
     expect(left?.n).toBe(0);
+  });
+
+  it("removes a small group stored inline with its row (it never had an R2 object)", async () => {
+    const run = uniqueRun("retain-inline");
+    const { base, envIds } = await setupRun(run, 2, [2]);
+    expect((await post(`${base}/scored_data`, group(1, 2, envIds[0]!))).status).toBe(200);
+    expect(await payloadKeys(run)).toEqual([]);
+    await leaseAndAck(run);
+    const collected = await collectGarbage(bindings, run, HOUR, Date.now() + 2 * HOUR);
+    expect(collected).toMatchObject({ groups: 1, objects: 0 });
+    expect(collected.bytes).toBeGreaterThan(0);
+    expect(await groupIds(run)).toEqual([]);
   });
 
   it("is run by the run coordinator's alarm, set by an ack", async () => {

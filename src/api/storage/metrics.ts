@@ -4,6 +4,7 @@
  * - "env": what envs report (observe()/metrics(), drop counts by reason, curriculum level);
  * - "eval": evaluation results.
  */
+import { type SQL, sql } from "drizzle-orm";
 import type { MetricKind, MetricSeries } from "../../core/api-schemas";
 
 /** Env id of run-wide values (throughput). */
@@ -85,19 +86,19 @@ export interface BatchStatistics {
  * One statement, so it joins the batch-forming D1 batch (put it before the batch's own INSERT,
  * so "the previous batch" is the latest one).
  */
-export function batchStatisticsStatement(d1: D1Database, b: BatchStatistics): D1PreparedStatement {
-  return d1
-    .prepare(
-      `INSERT OR REPLACE INTO metrics (run, name, env_id, step, policy_version, value, kind, created_at)
+export function batchStatisticsSql(b: BatchStatistics): SQL {
+  const runWide = sql.raw(String(RUN_WIDE));
+  const statisticNames = sql.raw(`'${JSON.stringify(BATCH_STATISTICS)}'`);
+  return sql`INSERT OR REPLACE INTO metrics (run, name, env_id, step, policy_version, value, kind, created_at)
        WITH g AS (
-         SELECT COALESCE(env_id, ${RUN_WIDE}) AS env_id, num_seqs, completion_tokens, policy_version,
-           scores_json FROM groups WHERE id IN (SELECT value FROM json_each(?3))
+         SELECT COALESCE(env_id, ${runWide}) AS env_id, num_seqs, completion_tokens, policy_version,
+           scores_json FROM groups WHERE id IN (SELECT value FROM json_each(${b.groupIdsJson}))
        ),
        s AS (SELECT g.env_id, CAST(j.value AS REAL) AS x FROM g, json_each(g.scores_json) AS j),
        by_env AS (
          SELECT env_id, COUNT(*) AS groups, SUM(num_seqs) AS seqs,
            SUM(completion_tokens) * 1.0 / SUM(num_seqs) AS completion,
-           AVG(?4 - policy_version) AS stale_mean, MAX(?4 - policy_version) AS stale_max
+           AVG(${b.policyVersion} - policy_version) AS stale_mean, MAX(${b.policyVersion} - policy_version) AS stale_max
          FROM g GROUP BY env_id
        ),
        score AS (
@@ -119,13 +120,11 @@ export function batchStatisticsStatement(d1: D1Database, b: BatchStatistics): D1
            WHEN 'train/sequences' THEN w.seqs
            WHEN 'train/staleness_mean' THEN w.stale_mean
            WHEN 'train/staleness_max' THEN w.stale_max END
-         FROM wide AS w, json_each('${JSON.stringify(BATCH_STATISTICS)}') AS n
-         UNION ALL SELECT ${RUN_WIDE}, 'train/sequences_per_s', ?5 * 1000.0 / (?6 - latest)
-           FROM (SELECT MAX(created_at) AS latest FROM batches WHERE run = ?1) WHERE latest < ?6
+         FROM wide AS w, json_each(${statisticNames}) AS n
+         UNION ALL SELECT ${runWide}, 'train/sequences_per_s', ${b.sequences} * 1000.0 / (${b.now} - latest)
+           FROM (SELECT MAX(created_at) AS latest FROM batches WHERE run = ${b.run}) WHERE latest < ${b.now}
        )
-       SELECT ?1, name, env_id, ?2, ?4, value, 'train', ?6 FROM v WHERE value IS NOT NULL`,
-    )
-    .bind(b.run, b.step, b.groupIdsJson, b.policyVersion, b.sequences, b.now);
+       SELECT ${b.run}, name, env_id, ${b.step}, ${b.policyVersion}, value, 'train', ${b.now} FROM v WHERE value IS NOT NULL`;
 }
 
 export interface MetricFilter {

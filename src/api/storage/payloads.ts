@@ -1,20 +1,26 @@
 /**
- * Group payload bytes in R2. A payload is the group's JSON exactly as the env sent it (gzip
- * bodies are kept compressed): ingest never re-serialises, and delivery canonicalises. Groups
- * committed together share one object; each row records its payload's offset and length.
+ * Group payloads: each group's canonical JSON (the form it is served in), written once at
+ * ingest. Small payloads live in their D1 row (`payload_inline`); larger ones in R2, where groups
+ * committed together share one object and each row records its payload's offset and length.
+ * Rows stored before canonical storage hold the JSON as the env sent it (possibly gzip).
  */
 import { gunzipBounded } from "../../core/gzip";
+
+/** Canonical payloads up to this many bytes are stored in their D1 row instead of R2. */
+export const INLINE_MAX_BYTES = 128 * 1024;
 
 export function payloadKey(run: string): string {
   return `runs/${run}/groups/${crypto.randomUUID()}`;
 }
 
-/** Where one group's bytes are: a byte range of an R2 object, and how they are encoded. */
+/** Where one group's bytes are (inline, or a byte range of an R2 object), and their form. */
 export interface PayloadLocation {
   key: string;
   offset: number;
   length: number;
-  encoding: "identity" | "gzip";
+  encoding: "canonical" | "identity" | "gzip";
+  /** The canonical JSON itself when stored in the row. */
+  inline: string | null;
 }
 
 /** A group as delivery needs it: where its payload is, plus what the batch header reports. */
@@ -28,15 +34,16 @@ export interface LeasedGroupRef {
 
 /** The groups-table columns a `LeasedGroupRef` is built from (SELECT … FROM groups). */
 export const GROUP_REF_COLUMNS =
-  "id, env_id, payload_key, payload_encoding, payload_offset, payload_bytes, policy_version, num_seqs";
+  "id, env_id, payload_key, payload_encoding, payload_offset, payload_bytes, payload_inline, policy_version, num_seqs";
 
 export interface GroupRefRow {
   id: number;
   env_id: number | null;
   payload_key: string;
-  payload_encoding: "identity" | "gzip";
+  payload_encoding: "canonical" | "identity" | "gzip";
   payload_offset: number;
   payload_bytes: number;
+  payload_inline: string | null;
   policy_version: number;
   num_seqs: number;
 }
@@ -50,6 +57,7 @@ export function groupRef(row: GroupRefRow): LeasedGroupRef {
       offset: row.payload_offset,
       length: row.payload_bytes,
       encoding: row.payload_encoding,
+      inline: row.payload_inline,
     },
     policyVersion: row.policy_version,
     numSeqs: row.num_seqs,
@@ -67,17 +75,20 @@ export async function putPayload(
   });
 }
 
+const encoder = new TextEncoder();
+
 /** Returns the payload's JSON text bytes (inflated if stored compressed). */
 export async function getPayloadBytes(
   bucket: R2Bucket,
   location: PayloadLocation,
 ): Promise<Uint8Array> {
-  const { key, offset, length, encoding } = location;
+  const { key, offset, length, encoding, inline } = location;
+  if (inline !== null) return encoder.encode(inline);
   const object = await bucket.get(key, { range: { offset, length } });
   if (!object) throw new Error(`payload ${key} is missing from R2`);
   const stored = new Uint8Array(await object.arrayBuffer());
   // Stored payloads were inflated within the body limits once already, at ingest.
-  return encoding === "identity" ? stored : gunzipBounded(stored);
+  return encoding === "gzip" ? gunzipBounded(stored) : stored;
 }
 
 export async function deletePayloadPrefix(bucket: R2Bucket, prefix: string): Promise<void> {

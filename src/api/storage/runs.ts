@@ -4,7 +4,7 @@
 import { and, eq } from "drizzle-orm";
 import { drizzle } from "drizzle-orm/d1";
 import type { EnvRecordForStatus, QueueByEnv } from "../../core/status-env";
-import { envs, runs } from "./schema";
+import { batches, envs, runs } from "./schema";
 
 export type RunRow = typeof runs.$inferSelect;
 export type EnvRow = typeof envs.$inferSelect;
@@ -82,4 +82,142 @@ export function queueByEnv(rows: readonly QueueCountRow[]): QueueByEnv[] {
     byEnv.set(key, entry);
   }
   return [...byEnv.values()];
+}
+
+/** Creates the run's row if it has none yet. */
+export function ensureRunStatement(d1: D1Database, run: string, now: number) {
+  return db(d1)
+    .insert(runs)
+    .values({ name: run, createdAt: now, updatedAt: now })
+    .onConflictDoNothing({ target: runs.name });
+}
+
+export async function ensureRun(d1: D1Database, run: string, now: number): Promise<void> {
+  await ensureRunStatement(d1, run, now);
+}
+
+export interface TrainerRegistration {
+  batchSize: number;
+  maxTokenLen: number;
+  wandbGroup: string | null;
+  wandbProject: string | null;
+  checkpointDir: string | null;
+  saveCheckpointInterval: number;
+  numSteps: number;
+  startingStep: number;
+}
+
+/**
+ * Records a trainer's registration, creating the run if needed. A (re)registering Atropos
+ * trainer lost whatever it had pulled but not trained on: its GET /batch leases expire now, so
+ * those batches are handed out again, first in line.
+ */
+export async function registerTrainer(
+  d1: D1Database,
+  run: string,
+  reg: TrainerRegistration,
+  now: number,
+): Promise<void> {
+  const d = db(d1);
+  await d.batch([
+    ensureRunStatement(d1, run, now),
+    registerRunStatement(d, run, reg, now),
+    d
+      .update(batches)
+      .set({ leaseExpiresAt: 0 })
+      .where(
+        and(eq(batches.run, run), eq(batches.consumer, "compat"), eq(batches.status, "leased")),
+      ),
+  ]);
+}
+
+function registerRunStatement(
+  d: ReturnType<typeof db>,
+  run: string,
+  reg: TrainerRegistration,
+  now: number,
+) {
+  return d
+    .update(runs)
+    .set({
+      batchSize: reg.batchSize,
+      maxTokenLen: reg.maxTokenLen,
+      wandbGroup: reg.wandbGroup,
+      wandbProject: reg.wandbProject,
+      checkpointDir: reg.checkpointDir,
+      saveCheckpointInterval: reg.saveCheckpointInterval,
+      numSteps: reg.numSteps,
+      step: reg.startingStep,
+      registered: true,
+      updatedAt: now,
+    })
+    .where(eq(runs.name, run));
+}
+
+/** The run's row (created if missing) in one round trip. */
+export async function ensureAndGetRun(
+  d1: D1Database,
+  run: string,
+  now: number,
+): Promise<RunRow | undefined> {
+  const d = db(d1);
+  const [, rows] = await d.batch([
+    ensureRunStatement(d1, run, now),
+    d.select().from(runs).where(eq(runs.name, run)).limit(1),
+  ]);
+  return rows[0];
+}
+
+export async function setRunPolicyVersion(
+  d1: D1Database,
+  run: string,
+  version: number,
+  now: number,
+): Promise<void> {
+  await db(d1)
+    .update(runs)
+    .set({ policyVersion: version, updatedAt: now })
+    .where(eq(runs.name, run));
+}
+
+/** The run and its envs in one round trip. */
+export async function getRunAndEnvs(
+  d1: D1Database,
+  run: string,
+): Promise<{ run: RunRow | undefined; envs: EnvRow[] }> {
+  const d = db(d1);
+  const [runRows, envRows] = await d.batch([
+    d.select().from(runs).where(eq(runs.name, run)).limit(1),
+    d.select().from(envs).where(eq(envs.run, run)).orderBy(envs.envId),
+  ]);
+  return { run: runRows[0], envs: envRows };
+}
+
+export type NewEnv = typeof envs.$inferInsert;
+
+export async function insertEnv(d1: D1Database, env: NewEnv): Promise<void> {
+  await db(d1).insert(envs).values(env);
+}
+
+/** A returning env's new settings; it is connected and seen now. */
+export async function resumeEnv(
+  d1: D1Database,
+  run: string,
+  envId: number,
+  settings: Pick<NewEnv, "maxTokenLength" | "weight" | "groupSize" | "minBatchAllocation">,
+  now: number,
+): Promise<void> {
+  await db(d1)
+    .update(envs)
+    .set({ ...settings, connected: true, lastSeenAt: now })
+    .where(and(eq(envs.run, run), eq(envs.envId, envId)));
+}
+
+/** Returns whether the env existed. */
+export async function disconnectEnv(d1: D1Database, run: string, envId: number): Promise<boolean> {
+  const res = await db(d1)
+    .update(envs)
+    .set({ connected: false })
+    .where(and(eq(envs.run, run), eq(envs.envId, envId)));
+  return res.meta.changes > 0;
 }

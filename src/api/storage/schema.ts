@@ -1,6 +1,6 @@
 /**
  * D1 schema: the system of record for run, env, group, batch and lease metadata.
- * Group payload bytes live in R2 (see payloads.ts); `queue_counts` is maintained by triggers
+ * Group payload bytes live in R2, or inline in their row when small (see payloads.ts); `queue_counts` is maintained by triggers
  * (drizzle/0001_queue_count_triggers.sql) so status endpoints never scan the queue.
  */
 import {
@@ -65,11 +65,21 @@ export const groups = sqliteTable(
     scoreMax: real("score_max"),
     scoresJson: text("scores_json").notNull(),
     policyVersion: integer("policy_version").notNull(),
+    /** The R2 object holding the payload; "" when the payload is inline. */
     payloadKey: text("payload_key").notNull(),
-    payloadEncoding: text("payload_encoding", { enum: ["identity", "gzip"] }).notNull(),
+    /**
+     * "canonical": the served JSON, stored once at ingest and sent as stored. "identity" and
+     * "gzip": the JSON as an env sent it (rows stored before canonical storage), canonicalised
+     * when served.
+     */
+    payloadEncoding: text("payload_encoding", {
+      enum: ["canonical", "identity", "gzip"],
+    }).notNull(),
     payloadBytes: integer("payload_bytes").notNull(),
     /** Byte offset in the R2 object: concurrent submissions share one object (group commit). */
     payloadOffset: integer("payload_offset").notNull().default(0),
+    /** A small group's canonical JSON, kept in the row instead of an R2 object. */
+    payloadInline: text("payload_inline"),
     /** SHA-256 of the group's JSON text. */
     contentHash: text("content_hash").notNull(),
     /**
@@ -300,4 +310,20 @@ export const trajectories = sqliteTable(
     createdAt: integer("created_at").notNull(),
   },
   (t) => [primaryKey({ columns: [t.run, t.groupId, t.sequence] })],
+);
+
+/**
+ * Each token's text per sequence, as the env sent it with a group (display only: the dashboard's
+ * rollout view). Kept beside the group so its stored canonical bytes stay what a batch serves.
+ */
+export const groupTokenTexts = sqliteTable(
+  "group_token_texts",
+  {
+    run: text("run").notNull(),
+    groupId: integer("group_id").notNull(),
+    /** JSON string[][]: per sequence, per token. */
+    body: text("body").notNull(),
+    createdAt: integer("created_at").notNull(),
+  },
+  (t) => [primaryKey({ columns: [t.run, t.groupId] })],
 );

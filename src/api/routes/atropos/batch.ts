@@ -1,7 +1,7 @@
 import { z } from "zod";
 import { deliveredGroupSchema } from "../../../core/api-schemas";
 import { coordinator, runOf } from "../../context";
-import { streamGroups } from "../../delivery";
+import { batchBody } from "../../delivery";
 import { defineRoute, jsonContent } from "../define";
 
 export const batch = defineRoute(
@@ -42,7 +42,7 @@ export const batch = defineRoute(
       c.header("X-Atropos-Edge-Reason", outcome.reason.replace(/[^\x20-\x7e]/g, "?"));
       return c.json({ batch: null });
     }
-    return new Response(streamGroups(c.env, outcome.groups, '{"batch":[', "]}"), {
+    return new Response(batchBody(c.env, outcome.groups, '{"batch":[', "]}"), {
       headers: {
         "content-type": "application/json",
         "x-batch-id": outcome.batchId,

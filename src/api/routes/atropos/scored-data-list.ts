@@ -3,11 +3,15 @@ import { scoredDataListSchema } from "../../../core/schemas";
 import { parseJson, readBody } from "../../body";
 import { coordinator, keepAliveOf, runOf } from "../../context";
 import {
+  type BesideGroup,
+  canonicalPayloadOf,
   type IngestItem,
   ingestGroups,
   sha256Hex,
+  storeBeside,
   submissionDedupeKey,
   summarizeGroup,
+  trajectoriesOfSubmission,
   validateGroupList,
 } from "../../ingest";
 import { requestMemoryCost, withMemory } from "../../memory-budget";
@@ -17,8 +21,6 @@ import { bodyLimits } from "../../request";
 import { validIdempotencyKey } from "../../storage/idempotency";
 import { bodyErrors, defineRoute, jsonContent, jsonRequest } from "../define";
 import { idempotencyKeyHeader, idempotent } from "./idempotent";
-
-const encoder = new TextEncoder();
 
 export const scoredDataList = defineRoute(
   {
@@ -49,30 +51,41 @@ export const scoredDataList = defineRoute(
   async (c) => {
     const run = runOf(c);
     const key = validIdempotencyKey(c.req.header("idempotency-key"));
-    const { items, hash } = await withMemory(c.env, requestMemoryCost(c.req.raw), async () => {
-      const body = await readBody(c.req.raw, bodyLimits(c));
-      await chargeBytes(c, body.raw.byteLength);
-      const hash = await sha256Hex(body.bytes);
-      const groups = validateGroupList(parseJson(body.bytes));
-      const items = await Promise.all(
-        groups.map(async (group, i): Promise<IngestItem> => {
-          const bytes = encoder.encode(JSON.stringify(group));
-          return {
-            summary: summarizeGroup(group),
-            payload: bytes,
-            encoding: "identity",
-            contentHash: await sha256Hex(bytes),
-            dedupeKey: submissionDedupeKey(hash, key, i),
-            tokenId: submitterOf(c),
-          };
-        }),
-      );
-      return { items, hash };
-    });
+    const { items, hash, beside } = await withMemory(
+      c.env,
+      requestMemoryCost(c.req.raw),
+      async () => {
+        const body = await readBody(c.req.raw, bodyLimits(c));
+        await chargeBytes(c, body.raw.byteLength);
+        const hash = await sha256Hex(body.bytes);
+        const json = parseJson(body.bytes);
+        const groups = validateGroupList(json);
+        const beside: BesideGroup[] = groups.map((group, i) => ({
+          trajectories: trajectoriesOfSubmission((json as unknown[])[i], group.tokens.length),
+          tokenTexts: group.token_texts ?? null,
+        }));
+        const items = await Promise.all(
+          groups.map(async (group, i): Promise<IngestItem> => {
+            const stored = canonicalPayloadOf(group);
+            return {
+              summary: summarizeGroup(group),
+              ...stored,
+              contentHash: await sha256Hex(stored.payload),
+              dedupeKey: submissionDedupeKey(hash, key, i),
+              tokenId: submitterOf(c),
+            };
+          }),
+        );
+        return { items, hash, beside };
+      },
+    );
     return idempotent(c, run, "scored_data_list", hash, key, async () => {
       const outcomes = items.length
         ? await ingestGroups(c.env, run, items, c.get("timings"), keepAliveOf(c))
         : [];
+      for (const [i, outcome] of outcomes.entries()) {
+        if (!outcome.duplicate) await storeBeside(c.env, run, outcome.groupId, beside[i]!);
+      }
       // The answer counts what this request stored; groups of an earlier copy are duplicates.
       const stored = outcomes.filter((o) => !o.duplicate);
       const duplicates = outcomes.length - stored.length;

@@ -3,10 +3,11 @@ import { scoredDataSchema } from "../../../core/schemas";
 import { parseJson, readBody } from "../../body";
 import { coordinator, keepAliveOf, runOf } from "../../context";
 import {
+  canonicalPayloadOf,
   type IngestItem,
   ingestGroups,
   sha256Hex,
-  storeTrajectories,
+  storeBeside,
   submissionDedupeKey,
   summarizeGroup,
   trajectoriesOfSubmission,
@@ -47,7 +48,7 @@ export const scoredData = defineRoute(
     const run = runOf(c);
     const timings = c.get("timings");
     const key = validIdempotencyKey(c.req.header("idempotency-key"));
-    const { item, hash, trajectories } = await withMemory(
+    const { item, hash, beside } = await withMemory(
       c.env,
       requestMemoryCost(c.req.raw),
       async () => {
@@ -57,22 +58,22 @@ export const scoredData = defineRoute(
         const json = await timings.measure("parse", () => parseJson(body.bytes));
         const group = await timings.measure("validate", () => validateGroup(json));
         const trajectories = trajectoriesOfSubmission(json, group.tokens.length);
+        const stored = await timings.measure("canonical", () => canonicalPayloadOf(group));
         const item: IngestItem = {
           summary: summarizeGroup(group),
-          payload: body.gzip ? body.raw : body.bytes,
-          encoding: body.gzip ? "gzip" : "identity",
+          ...stored,
           contentHash: hash,
           dedupeKey: submissionDedupeKey(hash, key, 0),
           tokenId: submitterOf(c),
         };
-        return { item, hash, trajectories };
+        return { item, hash, beside: { trajectories, tokenTexts: group.token_texts ?? null } };
       },
     );
     return idempotent(c, run, "scored_data", hash, key, async () => {
       const [outcome] = await ingestGroups(c.env, run, [item], timings, keepAliveOf(c));
       // A retry of a stored submission: say so rather than claim a second group.
       if (outcome!.duplicate) return { status: "received", duplicate: true };
-      if (trajectories) await storeTrajectories(c.env, run, outcome!.groupId, trajectories);
+      await storeBeside(c.env, run, outcome!.groupId, beside);
       if (outcome!.status !== "buffered") return { status: "received" };
       const { bufferedSequences } = await coordinator(c, run).releaseBuffered(run, outcome!.envId!);
       return { status: "buffered", buffer_size: bufferedSequences };

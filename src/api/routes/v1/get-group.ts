@@ -1,10 +1,11 @@
 import { groupDetailSchema } from "../../../core/api-schemas";
 import { runOf } from "../../context";
-import { groupForDisplay } from "../../delivery";
+import { canonicalPayload } from "../../delivery";
 import { ApiError } from "../../errors";
 import { ownGroupsOnly } from "../../middleware/auth";
 import { intParam, intPathParam } from "../../request";
 import { type GroupRefRow, groupRef } from "../../storage/payloads";
+import { groupTokenTextsOf } from "../../storage/token-texts";
 import { defineRoute, errors, jsonContent, runParams } from "../define";
 import { GROUP_COLUMNS, GROUP_JOINS } from "./list-groups";
 
@@ -28,7 +29,7 @@ export const getGroup = defineRoute(
     const run = runOf(c);
     const id = intParam(c, "id");
     const row = await c.env.DB.prepare(
-      `SELECT ${GROUP_COLUMNS}, g.payload_key, g.payload_encoding, g.payload_offset, g.payload_bytes ${GROUP_JOINS} WHERE g.run = ?1 AND g.id = ?2`,
+      `SELECT ${GROUP_COLUMNS}, g.payload_key, g.payload_encoding, g.payload_offset, g.payload_bytes, g.payload_inline ${GROUP_JOINS} WHERE g.run = ?1 AND g.id = ?2`,
     )
       .bind(run, id)
       .first<Record<string, unknown> & GroupRefRow>();
@@ -37,10 +38,18 @@ export const getGroup = defineRoute(
     if (!row || (own !== null && row.token_id !== own)) {
       throw new ApiError("NOT_FOUND", `group ${id} does not exist in run '${run}'`);
     }
-    const { payload_key, payload_encoding, payload_offset, payload_bytes, ...meta } = row;
-    const { canonical, tokenTexts } = await groupForDisplay(c.env, groupRef(row));
+    const {
+      payload_key,
+      payload_encoding,
+      payload_offset,
+      payload_bytes,
+      payload_inline,
+      ...meta
+    } = row;
+    const payload = await canonicalPayload(c.env, groupRef(row));
+    const tokenTexts = await groupTokenTextsOf(c.env.DB, run, id);
     return new Response(
-      `{"group":${JSON.stringify(meta)},"payload":${canonical},"token_texts":${JSON.stringify(tokenTexts)}}`,
+      `{"group":${JSON.stringify(meta)},"payload":${payload},"token_texts":${JSON.stringify(tokenTexts)}}`,
       {
         headers: { "content-type": "application/json" },
       },

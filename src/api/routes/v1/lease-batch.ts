@@ -2,7 +2,7 @@ import { leaseResponseSchema } from "../../../core/api-schemas";
 import { leaseRequestSchema } from "../../../core/schemas";
 import { numberVar } from "../../bindings";
 import { coordinator, runOf } from "../../context";
-import { streamGroups } from "../../delivery";
+import { batchBody } from "../../delivery";
 import { ApiError } from "../../errors";
 import { jsonBody } from "../../request";
 import { bodyErrors, defineRoute, errors, jsonContent, jsonRequest, runParams } from "../define";
@@ -61,9 +61,8 @@ export const leaseBatch = defineRoute(
         num_seqs: g.numSeqs,
       })),
     });
-    return new Response(
-      streamGroups(c.env, outcome.groups, `${head.slice(0, -1)},"batch":[`, "]}"),
-      { headers: { "content-type": "application/json", "x-batch-id": outcome.batchId } },
-    );
+    return new Response(batchBody(c.env, outcome.groups, `${head.slice(0, -1)},"batch":[`, "]}"), {
+      headers: { "content-type": "application/json", "x-batch-id": outcome.batchId },
+    });
   },
 );

@@ -134,7 +134,16 @@ export const stats = defineRoute(
     const rows = (i: number) => (batched[i]?.results ?? []) as Row[];
     const first = (i: number) => rows(i)[0] ?? {};
     const staleSeconds = numberVar(c.env.ENV_STALE_SECONDS, 120);
-    const diagnosis = runRow?.registered ? await coordinator(c, run).diagnose(run) : null;
+    // What the diagnosis depends on besides the coordinator's own changes: it is reused while
+    // these stay the same.
+    const diagnosisKey = JSON.stringify([
+      runRow?.batchSize,
+      counts,
+      envRows.map((e) => [e.envId, e.minBatchAllocation, envStatus(e, now, staleSeconds)]),
+    ]);
+    const diagnosis = runRow?.registered
+      ? await coordinator(c, run).diagnose(run, diagnosisKey)
+      : null;
 
     const byEnv = new Map<number, { groups: number; sequences: number }>();
     let groupsQueued = 0;

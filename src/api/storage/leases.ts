@@ -1,0 +1,382 @@
+/**
+ * The queue reads and writes of batch formation and acknowledgement. Each function is one D1
+ * round trip: what a lease decides from is read in one `batch()`, and forming, renewing or
+ * acknowledging a lease is written in one. Only the RunCoordinator calls these, under its run's
+ * lock, so a read and the write that follows it see the same queue.
+ */
+import { and, asc, eq, gt, gte, inArray, lte, type SQL, sql } from "drizzle-orm";
+import type { BatchResponse } from "drizzle-orm/batch";
+import type { DrizzleD1Database } from "drizzle-orm/d1";
+import { SQLiteAsyncDialect } from "drizzle-orm/sqlite-core";
+import type { QueuedGroupRef } from "../../core/packing";
+import { batchStatisticsSql } from "./metrics";
+import { type GroupRefRow, groupRef, type LeasedGroupRef } from "./payloads";
+import { db, type EnvRow, type RunRow } from "./runs";
+import { batches, envs, groups, metrics, runs } from "./schema";
+
+/** What a lease decides from: the run, an expired lease to hand out again, envs, the queue head. */
+export interface LeaseState {
+  run: RunRow | undefined;
+  expired: { id: string; step: number; groups: LeasedGroupRef[] } | null;
+  envs: EnvRow[];
+  /** The oldest queued groups new enough for the trainer, at most `windowLimit` of them. */
+  window: QueuedGroupRef[];
+  /** Whether the window holds every such group (then a larger window cannot add any). */
+  windowComplete: boolean;
+  /** Leases of GET /batch acknowledged by this read (readLeaseState with ackCompat). */
+  compatAcked: number;
+}
+
+export interface LeaseStateQuery {
+  now: number;
+  /** Groups older than the run's policy version minus this are left out; null keeps all. */
+  maxStaleness: number | null;
+  windowLimit: number;
+  /**
+   * Acknowledge the run's live GET /batch leases first (an Atropos trainer pulling again has
+   * trained on what it pulled before), in the same round trip.
+   */
+  ackCompat: boolean;
+}
+
+type Orm = DrizzleD1Database;
+
+const refColumns = {
+  id: groups.id,
+  env_id: groups.envId,
+  payload_key: groups.payloadKey,
+  payload_encoding: groups.payloadEncoding,
+  payload_offset: groups.payloadOffset,
+  payload_bytes: groups.payloadBytes,
+  payload_inline: groups.payloadInline,
+  policy_version: groups.policyVersion,
+  num_seqs: groups.numSeqs,
+};
+
+const candidateColumns = { id: groups.id, envId: groups.envId, size: groups.numSeqs };
+
+/** The run's policy version minus `maxStaleness`, computed in SQL so it needs no earlier read. */
+function minVersionOf(run: string, maxStaleness: number | null): number | SQL {
+  if (maxStaleness === null) return -1;
+  return sql`(SELECT ${runs.policyVersion} FROM ${runs} WHERE ${runs.name} = ${run}) - ${maxStaleness}`;
+}
+
+function queuedWhere(run: string, minVersion: number | SQL, envId?: number) {
+  return and(
+    eq(groups.run, run),
+    eq(groups.status, "queued"),
+    envId === undefined ? undefined : eq(groups.envId, envId),
+    gte(groups.policyVersion, minVersion),
+  );
+}
+
+function idIn(ids: readonly number[]): SQL {
+  return sql`${groups.id} IN (SELECT value FROM json_each(${JSON.stringify(ids)}))`;
+}
+
+function expiredLeaseId(d: Orm, run: string, now: number) {
+  return d
+    .select({ id: batches.id })
+    .from(batches)
+    .where(
+      and(eq(batches.run, run), eq(batches.status, "leased"), lte(batches.leaseExpiresAt, now)),
+    )
+    .orderBy(asc(batches.step))
+    .limit(1);
+}
+
+function leaseReads(d: Orm, run: string, q: LeaseStateQuery) {
+  return [
+    d.select().from(runs).where(eq(runs.name, run)).limit(1),
+    d
+      .select({ id: batches.id, step: batches.step })
+      .from(batches)
+      .where(inArray(batches.id, expiredLeaseId(d, run, q.now))),
+    d
+      .select(refColumns)
+      .from(groups)
+      .where(inArray(groups.batchId, expiredLeaseId(d, run, q.now)))
+      .orderBy(asc(groups.id)),
+    d.select().from(envs).where(eq(envs.run, run)).orderBy(asc(envs.envId)),
+    d
+      .select(candidateColumns)
+      .from(groups)
+      .where(queuedWhere(run, minVersionOf(run, q.maxStaleness)))
+      .orderBy(asc(groups.id))
+      .limit(q.windowLimit),
+  ] as const;
+}
+
+function liveCompatLeases(run: string, now: number) {
+  return and(
+    eq(batches.run, run),
+    eq(batches.consumer, "compat"),
+    eq(batches.status, "leased"),
+    gt(batches.leaseExpiresAt, now),
+  );
+}
+
+/** Everything a lease decides from, in one round trip. */
+export async function readLeaseState(
+  d1: D1Database,
+  run: string,
+  q: LeaseStateQuery,
+): Promise<LeaseState> {
+  const d = db(d1);
+  let compatAcked = 0;
+  let reads: BatchResponse<ReturnType<typeof leaseReads>>;
+  if (q.ackCompat) {
+    const [, acked, ...rest] = await d.batch([
+      d
+        .update(groups)
+        .set({ status: "delivered" })
+        .where(
+          inArray(
+            groups.batchId,
+            d.select({ id: batches.id }).from(batches).where(liveCompatLeases(run, q.now)),
+          ),
+        ),
+      d
+        .update(batches)
+        .set({ status: "acked", ackedAt: q.now })
+        .where(liveCompatLeases(run, q.now)),
+      ...leaseReads(d, run, q),
+    ]);
+    compatAcked = acked.meta.changes ?? 0;
+    reads = rest;
+  } else {
+    reads = await d.batch(leaseReads(d, run, q));
+  }
+  const [runRows, expiredRows, expiredRefs, envRows, window] = reads;
+  const expired = expiredRows[0];
+  return {
+    run: runRows[0],
+    expired: expired ? { ...expired, groups: expiredRefs.map(groupRef) } : null,
+    envs: envRows,
+    window,
+    windowComplete: window.length < q.windowLimit,
+    compatAcked,
+  };
+}
+
+/** The oldest `limit` queued groups with policy version ≥ `minVersion`. */
+export async function queuedWindow(
+  d1: D1Database,
+  run: string,
+  minVersion: number,
+  limit: number,
+): Promise<QueuedGroupRef[]> {
+  return db(d1)
+    .select(candidateColumns)
+    .from(groups)
+    .where(queuedWhere(run, minVersion))
+    .orderBy(asc(groups.id))
+    .limit(limit);
+}
+
+/** The oldest `perEnv` queued groups of each env in `envIds` (one round trip for all). */
+export async function queuedOfEnvs(
+  d1: D1Database,
+  run: string,
+  envIds: readonly number[],
+  minVersion: number,
+  perEnv: number,
+): Promise<QueuedGroupRef[]> {
+  const d = db(d1);
+  const queries = envIds.map((envId) =>
+    d
+      .select(candidateColumns)
+      .from(groups)
+      .where(queuedWhere(run, minVersion, envId))
+      .orderBy(asc(groups.id))
+      .limit(perEnv),
+  );
+  const [first, ...rest] = queries;
+  if (!first) return [];
+  return (await d.batch([first, ...rest])).flat();
+}
+
+export interface NewLease {
+  batchId: string;
+  step: number;
+  consumer: "compat" | "lease";
+  leaseId: string;
+  leaseExpiresAt: number;
+  maxStaleness: number | null;
+  policyVersion: number;
+  groupIds: readonly number[];
+  sequences: number;
+  formationMs: number;
+  now: number;
+}
+
+/** Leases the groups as a new batch and advances the run's step; returns the leased groups. */
+export async function formLease(
+  d1: D1Database,
+  run: string,
+  lease: NewLease,
+): Promise<LeasedGroupRef[]> {
+  const d = db(d1);
+  // One D1 batch through the raw client: drizzle's batch cannot carry the raw statistics SQL.
+  const results = await d1.batch([
+    statementOf(
+      d1,
+      d
+        .update(groups)
+        .set({ status: "leased", batchId: lease.batchId })
+        .where(and(eq(groups.run, run), eq(groups.status, "queued"), idIn(lease.groupIds)))
+        .toSQL(),
+    ),
+    // Before the batch's own row: its throughput is measured from the previous batch.
+    statementOf(
+      d1,
+      sqlite.sqlToQuery(
+        batchStatisticsSql({
+          run,
+          step: lease.step,
+          policyVersion: lease.policyVersion,
+          groupIdsJson: JSON.stringify(lease.groupIds),
+          sequences: lease.sequences,
+          now: lease.now,
+        }),
+      ),
+    ),
+    statementOf(
+      d1,
+      d
+        .insert(batches)
+        .values({
+          id: lease.batchId,
+          run,
+          step: lease.step,
+          status: "leased",
+          consumer: lease.consumer,
+          leaseId: lease.leaseId,
+          leaseExpiresAt: lease.leaseExpiresAt,
+          maxStaleness: lease.maxStaleness,
+          policyVersion: lease.policyVersion,
+          numGroups: lease.groupIds.length,
+          numSeqs: lease.sequences,
+          groupIds: JSON.stringify(lease.groupIds),
+          formationMs: lease.formationMs,
+          createdAt: lease.now,
+        })
+        .toSQL(),
+    ),
+    statementOf(
+      d1,
+      d
+        .update(runs)
+        .set({ step: sql`${runs.step} + 1`, started: true, updatedAt: lease.now })
+        .where(eq(runs.name, run))
+        .toSQL(),
+    ),
+    // refColumns are named as the table's columns, so raw rows have GroupRefRow's shape.
+    statementOf(
+      d1,
+      d
+        .select(refColumns)
+        .from(groups)
+        .where(eq(groups.batchId, lease.batchId))
+        .orderBy(asc(groups.id))
+        .toSQL(),
+    ),
+  ]);
+  return (results[4]!.results as GroupRefRow[]).map(groupRef);
+}
+
+const sqlite = new SQLiteAsyncDialect();
+
+function statementOf(
+  d1: D1Database,
+  query: { sql: string; params: unknown[] },
+): D1PreparedStatement {
+  return d1.prepare(query.sql).bind(...query.params);
+}
+
+/** Hands an expired lease's batch out again under a new lease id. */
+export async function renewLease(
+  d1: D1Database,
+  batchId: string,
+  lease: { leaseId: string; leaseExpiresAt: number; consumer: "compat" | "lease" },
+): Promise<void> {
+  await db(d1)
+    .update(batches)
+    .set({
+      leaseId: lease.leaseId,
+      leaseExpiresAt: lease.leaseExpiresAt,
+      leaseCount: sql`${batches.leaseCount} + 1`,
+      consumer: lease.consumer,
+    })
+    .where(eq(batches.id, batchId));
+}
+
+/** Returns an expired batch's groups to the queue and forgets the batch. */
+export async function dissolveLease(
+  d1: D1Database,
+  run: string,
+  batch: { id: string; step: number },
+): Promise<void> {
+  const d = db(d1);
+  await d.batch([
+    d.update(groups).set({ status: "queued", batchId: null }).where(eq(groups.batchId, batch.id)),
+    d.delete(batches).where(eq(batches.id, batch.id)),
+    // Its step was never trained on: its statistics would describe no batch.
+    d
+      .delete(metrics)
+      .where(and(eq(metrics.run, run), eq(metrics.step, batch.step), eq(metrics.kind, "train"))),
+  ]);
+}
+
+export async function getLease(d1: D1Database, run: string, batchId: string) {
+  const rows = await db(d1)
+    .select({
+      id: batches.id,
+      status: batches.status,
+      leaseId: batches.leaseId,
+      step: batches.step,
+    })
+    .from(batches)
+    .where(and(eq(batches.id, batchId), eq(batches.run, run)))
+    .limit(1);
+  return rows[0];
+}
+
+/** Marks the batch and its groups delivered. */
+export async function ackLease(d1: D1Database, batchId: string, now: number): Promise<void> {
+  const d = db(d1);
+  await d.batch([
+    d.update(groups).set({ status: "delivered" }).where(eq(groups.batchId, batchId)),
+    d.update(batches).set({ status: "acked", ackedAt: now }).where(eq(batches.id, batchId)),
+  ]);
+}
+
+/** An env's group size and its buffered partial groups, oldest first. */
+export async function readBuffered(d1: D1Database, run: string, envId: number) {
+  const d = db(d1);
+  const [env, buffered] = await d.batch([
+    d
+      .select({ groupSize: envs.groupSize })
+      .from(envs)
+      .where(and(eq(envs.run, run), eq(envs.envId, envId)))
+      .limit(1),
+    d
+      .select({ id: groups.id, size: groups.numSeqs })
+      .from(groups)
+      .where(and(eq(groups.run, run), eq(groups.envId, envId), eq(groups.status, "buffered")))
+      .orderBy(asc(groups.id)),
+  ]);
+  return { groupSize: env[0]?.groupSize ?? null, buffered };
+}
+
+/** Moves buffered groups to the queue. */
+export async function queueBuffered(
+  d1: D1Database,
+  ids: readonly number[],
+  now: number,
+): Promise<void> {
+  await db(d1)
+    .update(groups)
+    .set({ status: "queued", queuedAt: now })
+    .where(and(eq(groups.status, "buffered"), idIn(ids)));
+}

@@ -1,0 +1,110 @@
+/**
+ * Groups are stored in their served (canonical) form once, at ingest: small ones inline in their
+ * D1 row, larger ones in R2; delivery sends the stored bytes as they are. Rows stored before
+ * canonical storage (the env's own JSON) are still served canonicalised.
+ */
+import { env } from "cloudflare:workers";
+import { describe, expect, it } from "vitest";
+import type { Bindings } from "../../src/api/bindings";
+import { canonicalGroupJson } from "../../src/core/canonical-group";
+import { call, group, json, post, setupRun, uniqueRun } from "./helpers";
+
+const bindings = env as unknown as Bindings;
+
+interface StoredRow {
+  id: number;
+  payload_key: string;
+  payload_encoding: string;
+  payload_inline: string | null;
+  payload_bytes: number;
+}
+
+async function storedRows(run: string): Promise<StoredRow[]> {
+  const { results } = await bindings.DB.prepare(
+    "SELECT id, payload_key, payload_encoding, payload_inline, payload_bytes FROM groups WHERE run = ?1 ORDER BY id",
+  )
+    .bind(run)
+    .all<StoredRow>();
+  return results;
+}
+
+describe("canonical storage", () => {
+  it("stores each group's canonical JSON once: small inline, large in R2", async () => {
+    const run = uniqueRun("canon");
+    const { base, envIds } = await setupRun(run, 4, [2]);
+    const envId = envIds[0]!;
+    const small = { ...group(1, 2, envId), scores: [1, 0], seed: 7 };
+    const large = group(2, 2, envId, 4000);
+    expect((await post(`${base}/scored_data`, small)).status).toBe(200);
+    expect((await post(`${base}/scored_data`, large)).status).toBe(200);
+    const [inline, inR2] = await storedRows(run);
+
+    expect(inline).toMatchObject({ payload_key: "", payload_encoding: "canonical" });
+    const { seed: _dropped, ...expected } = small;
+    expect(inline!.payload_inline).toBe(canonicalGroupJson(expected, envId));
+    expect(inline!.payload_inline).toContain('"scores":[1.0,0.0]');
+    expect(inline!.payload_bytes).toBe(new TextEncoder().encode(inline!.payload_inline!).length);
+
+    expect(inR2!.payload_inline).toBeNull();
+    expect(inR2!.payload_encoding).toBe("canonical");
+    const object = await bindings.PAYLOADS.get(inR2!.payload_key);
+    expect(await object!.text()).toBe(canonicalGroupJson(large, envId));
+
+    const leased = await post(`/v1/runs/${run}/batches/lease`, {});
+    expect(leased.status).toBe(200);
+    const text = await leased.text();
+    expect(text).toContain(
+      `"batch":[${canonicalGroupJson(expected, envId)},${canonicalGroupJson(large, envId)}]`,
+    );
+  });
+
+  it("serves the stored bytes as they are, without parsing them again", async () => {
+    const run = uniqueRun("canon-raw");
+    const { base, envIds } = await setupRun(run, 2, [2]);
+    expect((await post(`${base}/scored_data`, group(1, 2, envIds[0]!))).status).toBe(200);
+    const [row] = await storedRows(run);
+    // A marker no parse-and-canonicalise step would keep shows the bytes went out untouched.
+    const marked = row!.payload_inline!.replace('"tokens":', '"tokens" :');
+    await bindings.DB.prepare("UPDATE groups SET payload_inline = ?2 WHERE id = ?1")
+      .bind(row!.id, marked)
+      .run();
+    expect(await (await call(`/runs/${run}/latest_example`)).text()).toBe(marked);
+    const detail = await (await call(`/v1/runs/${run}/groups/${row!.id}`)).text();
+    expect(detail).toContain(`"payload":${marked}`);
+    const batch = await (await call(`/runs/${run}/batch`)).text();
+    expect(batch).toContain(marked);
+  });
+
+  it("still canonicalises rows stored as the env sent them", async () => {
+    const run = uniqueRun("canon-legacy");
+    const { base, envIds } = await setupRun(run, 2, [2]);
+    expect((await post(`${base}/scored_data`, group(1, 2, envIds[0]!))).status).toBe(200);
+    const [row] = await storedRows(run);
+    const asSent = JSON.stringify({
+      tokens: [
+        [1, 2],
+        [3, 4],
+      ],
+      masks: [
+        [-100, 2],
+        [-100, 4],
+      ],
+      scores: [1, 0],
+    });
+    const key = `runs/${run}/groups/legacy`;
+    await bindings.PAYLOADS.put(key, asSent);
+    await bindings.DB.prepare(
+      `UPDATE groups SET payload_encoding = 'identity', payload_inline = NULL, payload_key = ?2,
+         payload_offset = 0, payload_bytes = ?3 WHERE id = ?1`,
+    )
+      .bind(row!.id, key, asSent.length)
+      .run();
+    const served = await json<{ scores: number[]; advantages: unknown; env_id: number }>(
+      call(`/runs/${run}/latest_example`),
+    );
+    expect(served).toMatchObject({ scores: [1, 0], advantages: null, env_id: envIds[0] });
+    expect(await (await call(`/runs/${run}/latest_example`)).text()).toContain(
+      '"scores":[1.0,0.0]',
+    );
+  });
+});
