@@ -12,6 +12,7 @@ import {
   type QueuedGroupRef,
 } from "../core/packing";
 import type { RegisterEnv, Registration } from "../core/schemas";
+import { minAcceptedVersion, reasonWithStaleness } from "../core/staleness";
 import { earliestExactSubset } from "../core/subset-sum";
 import { randomUuid128Digits } from "../core/uuid128";
 import { type Bindings, numberVar } from "./bindings";
@@ -25,6 +26,13 @@ import {
   type LeasedGroupRef,
 } from "./storage/payloads";
 import { getRun, isEnvActive, listEnvs, type RunRow } from "./storage/runs";
+import {
+  evictStale,
+  evictStaleStatement,
+  requeueAccepted,
+  requeueStale,
+  staleCount,
+} from "./storage/staleness";
 
 export type { LeasedGroupRef };
 
@@ -231,10 +239,13 @@ export class RunCoordinator extends DurableObject<Bindings> {
           `policy version ${version} is lower than the run's current policy version ${current}; versions only move forward. If training restarted from older weights, send {"version": ${version}, "reset": true}`,
         );
       }
-      await this.db
+      const setVersion = this.db
         .prepare("UPDATE runs SET policy_version = ?2, updated_at = ?3 WHERE name = ?1")
-        .bind(run, version, now)
-        .run();
+        .bind(run, version, now);
+      // Going back to older weights may make groups set aside as stale deliverable again.
+      await this.db.batch(
+        version < current ? [setVersion, requeueStale(this.db, run)] : [setVersion],
+      );
       return { ok: true, value: { policy_version: version } };
     });
   }
@@ -338,8 +349,7 @@ export class RunCoordinator extends DurableObject<Bindings> {
     const now = Date.now();
     const leaseExpiresAt = now + Math.round(options.leaseSeconds * 1000);
     const leaseId = crypto.randomUUID();
-    const minVersion =
-      options.maxStaleness === null ? null : runRow.policyVersion - options.maxStaleness;
+    const minVersion = minAcceptedVersion(runRow.policyVersion, options.maxStaleness);
 
     // 1. An expired lease: hand the same batch out again (same id and step).
     const expired = await this.db
@@ -381,8 +391,26 @@ export class RunCoordinator extends DurableObject<Bindings> {
     }
 
     // 2. Form a new batch from the oldest queued groups.
-    const packed = await this.planBatch(run, runRow.batchSize, minVersion, now);
-    if (!packed.ok) return { kind: "none", reason: packed.reason };
+    let packed = await this.planBatch(run, runRow.batchSize, minVersion, now);
+    // Staleness: set-aside groups this lease accepts count again when the queue alone falls short.
+    if (!packed.ok && (await requeueAccepted(this.db, run, minVersion)) > 0) {
+      packed = await this.planBatch(run, runRow.batchSize, minVersion, now);
+    }
+    if (!packed.ok) {
+      // Staleness: groups too old for this bound leave the queue (and the counts envs throttle on).
+      if (minVersion === null || options.maxStaleness === null) {
+        return { kind: "none", reason: packed.reason };
+      }
+      const evictedNow = await evictStale(this.db, run, minVersion);
+      const staleTotal = await staleCount(this.db, run);
+      const eviction = {
+        evictedNow,
+        staleTotal,
+        currentVersion: runRow.policyVersion,
+        maxStaleness: options.maxStaleness,
+      };
+      return { kind: "none", reason: reasonWithStaleness(packed.reason, eviction) };
+    }
     const batchId = crypto.randomUUID();
     const step = runRow.step + 1;
     const ids = packed.ids;
@@ -418,6 +446,8 @@ export class RunCoordinator extends DurableObject<Bindings> {
       this.db
         .prepare("UPDATE runs SET step = step + 1, started = 1, updated_at = ?2 WHERE name = ?1")
         .bind(run, now),
+      // Staleness: set aside what this bound can never deliver, in the same round trip.
+      ...(minVersion === null ? [] : [evictStaleStatement(this.db, run, minVersion)]),
     ]);
     return {
       kind: "batch",
@@ -471,6 +501,7 @@ export class RunCoordinator extends DurableObject<Bindings> {
       if (
         e.minBatchAllocation !== null &&
         e.minBatchAllocation > 0 &&
+        !e.paused &&
         isEnvActive(e, now, staleSeconds)
       ) {
         allocations.push({ envId: e.envId, name: e.realName, fraction: e.minBatchAllocation });

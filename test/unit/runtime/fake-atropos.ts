@@ -23,6 +23,8 @@ export interface FakeAtroposOptions {
   rejectScoredWith4xx?: boolean;
   /** Don't let the trainer consume batches (queue fills up → env pauses). */
   trainerPaused?: boolean;
+  /** Sent as /status-env's policy_version (atropos-edge's extra field) when set. */
+  policyVersion?: number;
 }
 
 export async function startFakeAtropos(options: FakeAtroposOptions = {}) {
@@ -30,13 +32,16 @@ export async function startFakeAtropos(options: FakeAtroposOptions = {}) {
   const state = {
     registerCalls: 0,
     step: 0,
-    queue: [] as { tokens: unknown[]; env_id: number }[],
+    queue: [] as { tokens: unknown[]; env_id: number; policy_version?: number }[],
+    /** Every group accepted, in order (the queue drains as batches form). */
+    received: [] as { tokens: unknown[]; env_id: number; policy_version?: number }[],
     accepted: 0,
     seenKeys: new Set<string>(),
     requests: [] as RecordedRequest[],
     failScoredPosts: options.failScoredPosts ?? 0,
     trainerPaused: options.trainerPaused ?? false,
     groupSize: 1,
+    policyVersion: options.policyVersion,
   };
 
   const formBatches = () => {
@@ -103,6 +108,7 @@ export async function startFakeAtropos(options: FakeAtroposOptions = {}) {
         self_queue_size: Math.floor(seqs / state.groupSize),
         max_group_size: state.groupSize,
         env_weight: 1,
+        ...(state.policyVersion === undefined ? {} : { policy_version: state.policyVersion }),
       });
     }
     if (req.method === "POST" && (path === "/scored_data" || path === "/scored_data_list")) {
@@ -115,6 +121,7 @@ export async function startFakeAtropos(options: FakeAtroposOptions = {}) {
       if (!state.seenKeys.has(key)) {
         state.seenKeys.add(key);
         state.queue.push(...groups);
+        state.received.push(...groups);
         state.accepted += groups.length;
       }
       if (state.failScoredPosts > 0) {
