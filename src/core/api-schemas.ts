@@ -91,7 +91,7 @@ export const groupRowSchema = z.object({
   id: z.number().int(),
   env_id: z.number().int().nullable(),
   env_name: z.string().nullable(),
-  status: z.enum(["buffered", "queued", "leased", "delivered"]),
+  status: z.enum(["buffered", "queued", "leased", "delivered", "stale"]),
   num_seqs: z.number().int(),
   total_tokens: z.number().int(),
   completion_tokens: z.number().int(),
@@ -197,6 +197,12 @@ export const runStatsSchema = z.object({
     sequences: z.number().int(),
     buffered_groups: z.number().int(),
     buffered_sequences: z.number().int(),
+    stale_groups: z
+      .number()
+      .int()
+      .describe(
+        "Groups set aside because a lease's max_staleness can no longer accept them (not counted in `groups`).",
+      ),
     oldest_queued_at: z.number().nullable(),
     oldest_queued_age_s: z.number().nullable(),
     by_env: z.array(
@@ -322,6 +328,12 @@ export const statusEnvSchema = z.object({
   self_queue_size: z.number().int(),
   max_group_size: z.number().int(),
   env_weight: z.number(),
+  policy_version: z
+    .number()
+    .int()
+    .describe(
+      "The run's policy version now: an env stamps it on the groups it starts sampling (not in Atropos).",
+    ),
 });
 
 export const registerEnvResponseSchema = z.object({
@@ -334,3 +346,42 @@ export const registerEnvResponseSchema = z.object({
   num_steps: z.number().int().optional(),
   resumed: z.boolean().optional(),
 });
+
+/** PATCH /v1/runs/{run}/envs/{id}: the run's mix, changed while it goes. */
+export const envControlRequestSchema = z
+  .object({
+    weight: z
+      .number()
+      .positive("weight must be above 0 (pause the env to stop it)")
+      .max(1e6)
+      .optional()
+      .describe("The env's weight in /status-env's env_weight."),
+    min_batch_allocation: z
+      .number()
+      .min(0)
+      .max(1)
+      .nullable()
+      .optional()
+      .describe("Fraction of every batch reserved for this env; null removes the reservation."),
+    paused: z
+      .boolean()
+      .optional()
+      .describe(
+        "Paused: /status-env reports a zero quota (env_weight 0, unallocated_fraction -1, self_queue_size 2^31-1), env workers issue nothing, and its allocation is not reserved. Its queued groups are still delivered.",
+      ),
+  })
+  .strict()
+  .refine(
+    (b) => b.weight !== undefined || b.min_batch_allocation !== undefined || b.paused !== undefined,
+    { message: "send at least one of weight, min_batch_allocation, paused" },
+  );
+export type EnvControlRequest = z.infer<typeof envControlRequestSchema>;
+
+export const envControlSchema = z.object({
+  env_id: z.number().int(),
+  name: z.string(),
+  weight: z.number(),
+  min_batch_allocation: z.number().nullable(),
+  paused: z.boolean(),
+});
+export type EnvControl = z.infer<typeof envControlSchema>;

@@ -108,6 +108,37 @@ describe("EnvFeeder", () => {
     expect((await workerStatus()).worker_status).toBe("stopped");
   });
 
+  it("a PATCH pausing its env holds the feeder at its next tick; resuming lets it feed again", async () => {
+    const run = uniqueRun("feeder-pause");
+    await post(`/runs/${run}/register`, { ...REGISTRATION, batch_size: 8 });
+    const name = `${run}/feeder_eval_test/pause`;
+    const stub = bindings.ENV_FEEDER.get(bindings.ENV_FEEDER.idFromName(name));
+    await stub.start(run, name, {
+      envName: EvalTestEnv.envName,
+      config: { group_size: 4, max_num_workers: 2, tokenizer_name: "qwen3" },
+      inference: INFERENCE,
+    });
+    expect(await runDurableObjectAlarm(stub)).toBe(true);
+    expect(await stub.describe()).toMatchObject({ env_id: 0, status: "running", issued: 2 });
+    const setPaused = (paused: boolean) =>
+      call(`/v1/runs/${run}/envs/0`, {
+        method: "PATCH",
+        headers: { "content-type": "application/json" },
+        body: JSON.stringify({ paused }),
+      });
+    expect((await setPaused(true)).status).toBe(200);
+    expect(await runDurableObjectAlarm(stub)).toBe(true);
+    expect(await stub.describe()).toMatchObject({ status: "paused", issued: 2 });
+    const stats = await json<{ envs: { worker_status: string | null }[] }>(
+      call(`/v1/runs/${run}/stats`),
+    );
+    expect(stats.envs[0]!.worker_status).toBe("paused");
+    expect((await setPaused(false)).status).toBe(200);
+    expect(await runDurableObjectAlarm(stub)).toBe(true);
+    expect(await stub.describe()).toMatchObject({ status: "running" });
+    await stub.stop();
+  });
+
   it("keeps a stop that arrives while a tick is running, instead of the tick's status", async () => {
     const run = uniqueRun("feeder-stop");
     await post(`/runs/${run}/register`, { ...REGISTRATION, batch_size: 8 });

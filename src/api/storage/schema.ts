@@ -42,6 +42,8 @@ export const envs = sqliteTable(
     weight: real("weight").notNull(),
     groupSize: integer("group_size").notNull(),
     minBatchAllocation: real("min_batch_allocation"),
+    /** Set through PATCH /v1/runs/{run}/envs/{id}: a paused env gets no quota in /status-env. */
+    paused: integer("paused", { mode: "boolean" }).notNull().default(false),
     connected: integer("connected", { mode: "boolean" }).notNull().default(true),
     registeredAt: integer("registered_at").notNull(),
     lastSeenAt: integer("last_seen_at").notNull(),
@@ -55,8 +57,13 @@ export const groups = sqliteTable(
     id: integer("id").primaryKey({ autoIncrement: true }),
     run: text("run").notNull(),
     envId: integer("env_id"),
-    /** buffered → queued → leased → delivered */
-    status: text("status", { enum: ["buffered", "queued", "leased", "delivered"] }).notNull(),
+    /**
+     * buffered → queued → leased → delivered; queued → stale when it can no longer be delivered
+     * within a lease's max_staleness (kept, out of the queue counts; a policy reset requeues it).
+     */
+    status: text("status", {
+      enum: ["buffered", "queued", "leased", "delivered", "stale"],
+    }).notNull(),
     numSeqs: integer("num_seqs").notNull(),
     totalTokens: integer("total_tokens").notNull(),
     completionTokens: integer("completion_tokens").notNull(),

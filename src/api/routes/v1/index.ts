@@ -25,6 +25,7 @@ import { startEnvWorker } from "./start-env-worker";
 import { stats } from "./stats";
 import { stopEnvWorker } from "./stop-env-worker";
 import { timeseries } from "./timeseries";
+import { updateEnv } from "./update-env";
 
 export const v1Routes: readonly ApiRoute[] = [
   listRuns,
@@ -38,6 +39,7 @@ export const v1Routes: readonly ApiRoute[] = [
   getGroup,
   listBatches,
   envScores,
+  updateEnv,
   listEvals,
   reportEval,
   saveCheckpoint,

@@ -1,0 +1,1 @@
+ALTER TABLE `envs` ADD `paused` integer DEFAULT false NOT NULL;
