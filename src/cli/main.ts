@@ -23,6 +23,7 @@ import {
 import { loadConfigFile, type OptionDefaults, type Resolved, resolveOptions } from "./config";
 import { PROJECT_ROOT } from "./dev-process";
 import { isEnvPath, loadEnvDefinition } from "./env-loader";
+import { registerMixCommand } from "./mix-command";
 import { registerTokenizeCommands } from "./tokenize-command";
 import { registerTokensCommand } from "./tokens-command";
 
@@ -568,6 +569,7 @@ export function buildProgram(dotted: DottedFlags = { env: {}, openai: {} }): Com
     });
   registerTokenizeCommands(program);
   registerTokensCommand(program);
+  registerMixCommand(program);
   return program;
 }
 

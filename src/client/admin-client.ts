@@ -1,8 +1,10 @@
 /**
- * Token administration over the rollout API (POST/GET /v1/tokens, DELETE /v1/tokens/{id}) with the
- * admin token. No retries: a retried create would make a second token.
+ * Administration over the rollout API: tokens (POST/GET /v1/tokens, DELETE /v1/tokens/{id}, with
+ * the admin token) and a run's controls (PATCH /v1/runs/{run}/envs/{id}, …). No retries: a
+ * retried create would make a second token.
  */
 import type { z } from "zod";
+import { type EnvControl, type EnvControlRequest, envControlSchema } from "../core/api-schemas";
 import {
   type CreatedToken,
   type CreateTokenRequest,
@@ -85,5 +87,14 @@ export class AdminClient {
 
   revokeToken(id: string): Promise<TokenInfo> {
     return this.request("DELETE", `/v1/tokens/${encodeURIComponent(id)}`, tokenInfoSchema);
+  }
+
+  updateEnv(run: string, envId: number, change: EnvControlRequest): Promise<EnvControl> {
+    return this.request(
+      "PATCH",
+      `/v1/runs/${encodeURIComponent(run)}/envs/${envId}`,
+      envControlSchema,
+      change,
+    );
   }
 }

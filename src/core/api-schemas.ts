@@ -171,6 +171,7 @@ export const statsEnvSchema = z.object({
   min_batch_allocation: z.number().nullable(),
   max_token_length: z.number().int(),
   connected: z.boolean(),
+  paused: z.boolean().describe("Paused through PATCH /v1/runs/{run}/envs/{id}."),
   status: envLivenessSchema,
   heartbeat_age_s: z.number(),
   groups_submitted: z.number().int(),

@@ -219,6 +219,7 @@ export const stats = defineRoute(
           min_batch_allocation: e.minBatchAllocation,
           max_token_length: e.maxTokenLength,
           connected: e.connected,
+          paused: e.paused,
           status: envStatus(e, now, staleSeconds),
           heartbeat_age_s: (now - e.lastSeenAt) / 1000,
           groups_submitted: s?.groups ?? 0,

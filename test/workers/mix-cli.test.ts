@@ -1,0 +1,47 @@
+/**
+ * `atropos-edge mix` against the real API (workerd, local D1): the command function with a fetch
+ * that enters the Worker app, as the CLI's HTTP requests would.
+ */
+import { describe, expect, it } from "vitest";
+import { runMix } from "../../src/cli/mix-command";
+import { call, callWith, json, setupRun, uniqueRun } from "./helpers";
+
+const ADMIN = "admin-secret-for-mix-tests";
+
+const fetchApp: typeof fetch = async (input, init) => {
+  const url = new URL(input instanceof Request ? input.url : String(input));
+  return callWith({ API_TOKEN: ADMIN }, `${url.pathname}${url.search}`, init);
+};
+const connection = { api: "http://api.test/", token: ADMIN, fetch: fetchApp };
+
+describe("atropos-edge mix", () => {
+  it("sets weight and allocation, pauses and resumes an env", async () => {
+    const run = uniqueRun("cli-mix");
+    const { base, envIds } = await setupRun(run, 8, [2]);
+    const envId = String(envIds[0]);
+    expect(await runMix(connection, envId, { run, weight: "2", minBatchAllocation: "0.5" })).toBe(
+      "env 0 (env0_0): weight 2, min_batch_allocation 0.5, running",
+    );
+    expect(await runMix(connection, envId, { run, pause: true })).toContain("paused");
+    const status = await json<{ env_weight: number }>(call(`${base}/status-env?env_id=0`));
+    expect(status.env_weight).toBe(0);
+    expect(await runMix(connection, envId, { run, resume: true, minBatchAllocation: "none" })).toBe(
+      "env 0 (env0_0): weight 2, min_batch_allocation none, running",
+    );
+  });
+
+  it("says what to fix before sending anything", async () => {
+    const run = uniqueRun("cli-mix-bad");
+    await expect(runMix(connection, "0", { run })).rejects.toThrow(
+      "at least one of weight, min_batch_allocation, paused",
+    );
+    await expect(runMix(connection, "x", { run, pause: true })).rejects.toThrow("ENV_ID");
+    await expect(runMix(connection, "0", { run, weight: "heavy" })).rejects.toThrow(
+      "--weight must be a number",
+    );
+    await expect(runMix(connection, "0", { run, pause: true, resume: true })).rejects.toThrow(
+      "not both",
+    );
+    await expect(runMix(connection, "7", { run, pause: true })).rejects.toThrow("HTTP 404");
+  });
+});
