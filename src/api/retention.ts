@@ -1,7 +1,7 @@
 /**
  * Retention: groups a trainer has acknowledged (status 'delivered', their batch acked) are removed
- * RETENTION_HOURS after the ack, with their payloads. Queued, buffered and leased groups are never
- * touched. Group commit stores several groups in one R2 object, so an object is deleted only when
+ * RETENTION_HOURS after the ack, with their payloads. Queued, buffered and leased groups, and
+ * groups in the replay buffer, are never touched. Group commit stores several groups in one R2 object, so an object is deleted only when
  * no row references it any more. Unset (or 0) keeps everything forever.
  */
 import { type Bindings, numberVar } from "./bindings";
@@ -25,6 +25,7 @@ const DELETE_EXPIRED = `
 DELETE FROM groups WHERE id IN (
   SELECT g.id FROM groups g JOIN batches b ON b.id = g.batch_id
   WHERE g.run = ?1 AND g.status = 'delivered' AND b.status = 'acked' AND b.acked_at <= ?2
+    AND g.id NOT IN (SELECT group_id FROM replay_groups WHERE run = ?1)
   ORDER BY g.id LIMIT ?3)
 RETURNING payload_key, payload_bytes`;
 
@@ -72,7 +73,8 @@ export async function nextExpiry(
 ): Promise<number | null> {
   const row = await env.DB.prepare(
     `SELECT MIN(b.acked_at) AS at FROM groups g JOIN batches b ON b.id = g.batch_id
-     WHERE g.run = ?1 AND g.status = 'delivered' AND b.status = 'acked'`,
+     WHERE g.run = ?1 AND g.status = 'delivered' AND b.status = 'acked'
+       AND g.id NOT IN (SELECT group_id FROM replay_groups WHERE run = ?1)`,
   )
     .bind(run)
     .first<{ at: number | null }>();

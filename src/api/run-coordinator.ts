@@ -11,6 +11,7 @@ import {
   packBatch,
   type QueuedGroupRef,
 } from "../core/packing";
+import { mixBatch, type ReplayCandidate } from "../core/replay-mix";
 import type { RegisterEnv, Registration } from "../core/schemas";
 import { minAcceptedVersion, reasonWithStaleness } from "../core/staleness";
 import { earliestExactSubset } from "../core/subset-sum";
@@ -25,6 +26,12 @@ import {
   groupRef,
   type LeasedGroupRef,
 } from "./storage/payloads";
+import {
+  admitAckedBatch,
+  admitCompatAcked,
+  markReplayedStatements,
+  replayCandidates,
+} from "./storage/replay";
 import { getRun, isEnvActive, listEnvs, type RunRow } from "./storage/runs";
 import {
   evictStale,
@@ -68,6 +75,17 @@ export interface LeaseOptions {
 
 /** Oldest queued groups considered per batch: first a batch-sized window, then this many. */
 const QUEUE_WINDOW = 4096;
+
+/** Replay buffer candidates considered per batch (highest priorities first). */
+const REPLAY_WINDOW = 1024;
+
+/** Replay mixing for one batch formation: the buffer's candidates and the fraction to aim for. */
+interface ReplayPlan {
+  candidates: ReplayCandidate[];
+  fraction: number;
+}
+
+type BatchPlan = PackResult & { replayIds?: number[] };
 
 export class RunCoordinator extends DurableObject<Bindings> {
   private tail: Promise<unknown> = Promise.resolve();
@@ -296,7 +314,9 @@ export class RunCoordinator extends DurableObject<Bindings> {
       if (!runRow?.registered) return { kind: "not_registered" };
       const now = Date.now();
       // At-least-once for unmodified Atropos trainers: pulling again acknowledges the last batch.
-      const [, acked] = await this.db.batch([
+      const ackResults = await this.db.batch([
+        // Replay: keep what reached the threshold (runs first, while the batches are still leased).
+        ...admitCompatAcked(this.db, run, now),
         this.db
           .prepare(
             `UPDATE groups SET status = 'delivered' WHERE batch_id IN
@@ -310,7 +330,8 @@ export class RunCoordinator extends DurableObject<Bindings> {
           )
           .bind(run, now),
       ]);
-      if ((acked?.meta.changes ?? 0) > 0) await this.scheduleRetention(run, now);
+      const ackedCompat = ackResults.at(-1);
+      if ((ackedCompat?.meta.changes ?? 0) > 0) await this.scheduleRetention(run, now);
       const leaseSeconds = numberVar(this.env.COMPAT_LEASE_SECONDS, 3600);
       return this.leaseLocked(run, runRow, {
         consumer: "compat",
@@ -328,7 +349,10 @@ export class RunCoordinator extends DurableObject<Bindings> {
     });
   }
 
-  private async groupRefs(ids: number[]): Promise<LeasedGroupRef[]> {
+  private async groupRefs(
+    ids: number[],
+    replayIds: readonly number[] = [],
+  ): Promise<LeasedGroupRef[]> {
     const { results } = await this.db
       .prepare(
         `SELECT ${GROUP_REF_COLUMNS} FROM groups
@@ -336,7 +360,8 @@ export class RunCoordinator extends DurableObject<Bindings> {
       )
       .bind(JSON.stringify(ids))
       .all<GroupRefRow>();
-    return results.map(groupRef);
+    const replayed = new Set(replayIds);
+    return results.map((row) => ({ ...groupRef(row), replayed: replayed.has(row.id) }));
   }
 
   /** Call with the run row read under the same exclusive section. */
@@ -354,14 +379,15 @@ export class RunCoordinator extends DurableObject<Bindings> {
     // 1. An expired lease: hand the same batch out again (same id and step).
     const expired = await this.db
       .prepare(
-        `SELECT id, step, group_ids FROM batches WHERE run = ?1 AND status = 'leased'
+        `SELECT id, step, group_ids, replay_ids FROM batches WHERE run = ?1 AND status = 'leased'
          AND lease_expires_at <= ?2 ORDER BY step LIMIT 1`,
       )
       .bind(run, now)
-      .first<{ id: string; step: number; group_ids: string }>();
+      .first<{ id: string; step: number; group_ids: string; replay_ids: string | null }>();
     if (expired) {
       const ids = JSON.parse(expired.group_ids) as number[];
-      const refs = await this.groupRefs(ids);
+      const expiredReplays = JSON.parse(expired.replay_ids ?? "[]") as number[];
+      const refs = await this.groupRefs(ids, expiredReplays);
       if (minVersion !== null && refs.some((g) => g.policyVersion < minVersion)) {
         // Too stale for this trainer: dissolve it so fresh groups are packed instead.
         await this.db.batch([
@@ -391,10 +417,12 @@ export class RunCoordinator extends DurableObject<Bindings> {
     }
 
     // 2. Form a new batch from the oldest queued groups.
-    let packed = await this.planBatch(run, runRow.batchSize, minVersion, now);
+    // Replay: the buffer's candidates within the bound, when the run mixes replays in.
+    const replay = await this.replayPlan(run, runRow, minVersion);
+    let packed = await this.planBatch(run, runRow.batchSize, minVersion, now, replay);
     // Staleness: set-aside groups this lease accepts count again when the queue alone falls short.
     if (!packed.ok && (await requeueAccepted(this.db, run, minVersion)) > 0) {
-      packed = await this.planBatch(run, runRow.batchSize, minVersion, now);
+      packed = await this.planBatch(run, runRow.batchSize, minVersion, now, replay);
     }
     if (!packed.ok) {
       // Staleness: groups too old for this bound leave the queue (and the counts envs throttle on).
@@ -414,6 +442,12 @@ export class RunCoordinator extends DurableObject<Bindings> {
     const batchId = crypto.randomUUID();
     const step = runRow.step + 1;
     const ids = packed.ids;
+    // Replay: replayed groups join the batch without leaving the buffer's 'delivered' status.
+    const replayIds = packed.replayIds ?? [];
+    const allIds = [...ids, ...replayIds].sort((x, y) => x - y);
+    const replaySeqs = replay
+      ? replay.candidates.filter((c) => replayIds.includes(c.id)).reduce((t, c) => t + c.size, 0)
+      : 0;
     const formationMs = performance.now() - started;
     await this.db.batch([
       this.db
@@ -425,8 +459,9 @@ export class RunCoordinator extends DurableObject<Bindings> {
       this.db
         .prepare(
           `INSERT INTO batches (id, run, step, status, consumer, lease_id, lease_expires_at,
-             max_staleness, policy_version, num_groups, num_seqs, group_ids, formation_ms, created_at)
-           VALUES (?1, ?2, ?3, 'leased', ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13)`,
+             max_staleness, policy_version, num_groups, num_seqs, group_ids, formation_ms, created_at,
+             replay_ids, replay_seqs)
+           VALUES (?1, ?2, ?3, 'leased', ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15)`,
         )
         .bind(
           batchId,
@@ -437,12 +472,15 @@ export class RunCoordinator extends DurableObject<Bindings> {
           leaseExpiresAt,
           options.maxStaleness,
           runRow.policyVersion,
-          ids.length,
+          allIds.length,
           packed.sequences,
-          JSON.stringify(ids),
+          JSON.stringify(allIds),
           formationMs,
           now,
+          replayIds.length > 0 ? JSON.stringify(replayIds) : null,
+          replaySeqs,
         ),
+      ...markReplayedStatements(this.db, run, replayIds, runRow.replayMaxReplays),
       this.db
         .prepare("UPDATE runs SET step = step + 1, started = 1, updated_at = ?2 WHERE name = ?1")
         .bind(run, now),
@@ -456,8 +494,25 @@ export class RunCoordinator extends DurableObject<Bindings> {
       step,
       leaseExpiresAt,
       redelivered: false,
-      groups: await this.groupRefs(ids),
+      groups: await this.groupRefs(allIds, replayIds),
     };
+  }
+
+  /** Replay candidates for the next batch, or null when the run does not mix replays in. */
+  private async replayPlan(
+    run: string,
+    runRow: RunRow,
+    minVersion: number | null,
+  ): Promise<ReplayPlan | null> {
+    if (!runRow.replayEnabled || runRow.replayFraction <= 0) return null;
+    const candidates = await replayCandidates(
+      this.db,
+      run,
+      runRow.replayMaxReplays,
+      minVersion,
+      REPLAY_WINDOW,
+    );
+    return candidates.length > 0 ? { candidates, fraction: runRow.replayFraction } : null;
   }
 
   /**
@@ -470,11 +525,12 @@ export class RunCoordinator extends DurableObject<Bindings> {
     batchSize: number,
     minVersion: number | null,
     now: number,
-  ): Promise<PackResult> {
+    replay: ReplayPlan | null = null,
+  ): Promise<BatchPlan> {
     const small = Math.min(QUEUE_WINDOW, Math.max(batchSize, 16));
-    const first = await this.planWindow(run, batchSize, minVersion, now, small);
+    const first = await this.planWindow(run, batchSize, minVersion, now, small, replay);
     if (first.plan.ok || first.rows < small) return first.plan;
-    return (await this.planWindow(run, batchSize, minVersion, now, QUEUE_WINDOW)).plan;
+    return (await this.planWindow(run, batchSize, minVersion, now, QUEUE_WINDOW, replay)).plan;
   }
 
   private async planWindow(
@@ -483,7 +539,8 @@ export class RunCoordinator extends DurableObject<Bindings> {
     minVersion: number | null,
     now: number,
     limit: number,
-  ): Promise<{ plan: PackResult; rows: number }> {
+    replay: ReplayPlan | null,
+  ): Promise<{ plan: BatchPlan; rows: number }> {
     const versionFilter = minVersion === null ? -1 : minVersion;
     const { results: window } = await this.db
       .prepare(
@@ -521,7 +578,10 @@ export class RunCoordinator extends DurableObject<Bindings> {
       }
     }
     const queue = [...candidates.values()].sort((x, y) => x.id - y.id);
-    return { plan: packBatch(queue, batchSize, allocations), rows: window.length };
+    const plan = replay
+      ? mixBatch(queue, replay.candidates, batchSize, replay.fraction, allocations)
+      : packBatch(queue, batchSize, allocations);
+    return { plan, rows: window.length };
   }
 
   /** Why the next lease would find nothing (null when a batch can be formed now). */
@@ -562,6 +622,8 @@ export class RunCoordinator extends DurableObject<Bindings> {
       const now = Date.now();
       await this.db.batch([
         this.db.prepare("UPDATE groups SET status = 'delivered' WHERE batch_id = ?1").bind(batchId),
+        // Replay: keep this batch's online groups that reached the threshold.
+        ...admitAckedBatch(this.db, run, batchId),
         this.db
           .prepare("UPDATE batches SET status = 'acked', acked_at = ?2 WHERE id = ?1")
           .bind(batchId, now),
@@ -630,6 +692,7 @@ export class RunCoordinator extends DurableObject<Bindings> {
         "DELETE FROM batches WHERE run = ?1",
         "DELETE FROM envs WHERE run = ?1",
         "DELETE FROM idempotency_keys WHERE run = ?1",
+        "DELETE FROM replay_groups WHERE run = ?1",
         "DELETE FROM queue_counts WHERE run = ?1",
         "DELETE FROM evals WHERE run = ?1",
         "DELETE FROM dead_letters WHERE run = ?1",

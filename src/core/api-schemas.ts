@@ -51,6 +51,11 @@ export const manifestEntrySchema = z.object({
   env_id: z.number().int().nullable(),
   policy_version: z.number().int().describe("The policy version the group was sampled under."),
   num_seqs: z.number().int(),
+  replayed: z
+    .boolean()
+    .describe(
+      "Taken from the run's replay buffer (delivered before); online groups are delivered once.",
+    ),
 });
 export type ManifestEntry = z.infer<typeof manifestEntrySchema>;
 
@@ -386,3 +391,39 @@ export const envControlSchema = z.object({
   paused: z.boolean(),
 });
 export type EnvControl = z.infer<typeof envControlSchema>;
+
+/** The run's replay buffer settings (GET/PUT /v1/runs/{run}/replay). */
+export const replayConfigSchema = z.object({
+  enabled: z.boolean(),
+  threshold: z
+    .number()
+    .describe("Delivered groups with a mean score at or above this are kept for replay."),
+  capacity: z.number().int().describe("Groups kept at most; the lowest priorities leave first."),
+  max_replays: z.number().int().describe("Times one group may be replayed."),
+  fraction: z
+    .number()
+    .describe("Fraction of each batch's sequences taken from the buffer, within one group."),
+});
+export type ReplayConfig = z.infer<typeof replayConfigSchema>;
+
+export const replayConfigRequestSchema = z
+  .object({
+    enabled: z.boolean().optional(),
+    threshold: z.number().finite().optional(),
+    capacity: z.number().int().min(0).max(1_000_000).optional(),
+    max_replays: z.number().int().min(1).max(1000).optional(),
+    fraction: z
+      .number()
+      .min(0)
+      .max(0.9, "fraction must be at most 0.9: a batch keeps some online data")
+      .optional(),
+  })
+  .strict();
+export type ReplayConfigRequest = z.infer<typeof replayConfigRequestSchema>;
+
+export const replayStatusSchema = replayConfigSchema.extend({
+  buffered_groups: z.number().int().describe("Groups in the buffer now."),
+  replays_left: z.number().int().describe("Replays the buffer can still give."),
+  replayed_sequences: z.number().int().describe("Replayed sequences in batches formed so far."),
+});
+export type ReplayStatus = z.infer<typeof replayStatusSchema>;

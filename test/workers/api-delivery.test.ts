@@ -121,7 +121,13 @@ describe("exactly-once delivery", () => {
     expect(fresh.batch[0]!.tokens).toEqual(group(2, 4, 0).tokens);
     // The lease says which policy version each group was sampled under (default: the run's).
     expect(fresh.groups).toEqual([
-      { group_id: expect.any(Number), env_id: envIds[0], policy_version: 5, num_seqs: 4 },
+      {
+        group_id: expect.any(Number),
+        env_id: envIds[0],
+        policy_version: 5,
+        num_seqs: 4,
+        replayed: false,
+      },
     ]);
     // Both older groups were set aside as stale for max_staleness 2 (out of the queue counts) …
     const stats = await json<{

@@ -65,7 +65,18 @@ describe("reset", () => {
     // Fill every kind of run data.
     await post(`${base}/scored_data`, group(1, 4, envId), { "idempotency-key": "k-1" });
     await post(`${base}/scored_data`, group(2, 4, envId));
-    expect((await post(`/v1/runs/${run}/batches/lease`, {})).status).toBe(200);
+    // Replay keeps acked groups whose mean score (0.5 here) reaches the threshold.
+    const replay = await call(`/v1/runs/${run}/replay`, {
+      method: "PUT",
+      headers: { "content-type": "application/json" },
+      body: JSON.stringify({ enabled: true, threshold: 0.4 }),
+    });
+    expect(replay.status).toBe(200);
+    const leased = await post(`/v1/runs/${run}/batches/lease`, {});
+    expect(leased.status).toBe(200);
+    const { batch_id } = await leased.json<{ batch_id: string }>();
+    expect((await post(`/v1/runs/${run}/batches/${batch_id}/ack`, {})).status).toBe(200);
+    await post(`${base}/scored_data`, group(3, 4, envId));
     const saved = await call(`/v1/runs/${run}/envs/${envId}/checkpoints/5`, {
       method: "PUT",
       headers: { "content-type": "application/json" },

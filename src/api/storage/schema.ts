@@ -26,9 +26,38 @@ export const runs = sqliteTable("runs", {
   policyVersion: integer("policy_version").notNull().default(0),
   registered: integer("registered", { mode: "boolean" }).notNull().default(false),
   started: integer("started", { mode: "boolean" }).notNull().default(false),
+  /** Replay buffer and mixing (off by default; PUT /v1/runs/{run}/replay). */
+  replayEnabled: integer("replay_enabled", { mode: "boolean" }).notNull().default(false),
+  /** Delivered groups with a mean score at or above this are kept for replay. */
+  replayThreshold: real("replay_threshold").notNull().default(0.7),
+  /** Groups the buffer holds at most (the lowest priorities leave first). */
+  replayCapacity: integer("replay_capacity").notNull().default(1024),
+  /** Times one group may be replayed. */
+  replayMaxReplays: integer("replay_max_replays").notNull().default(1),
+  /** Fraction of each batch's sequences taken from the buffer (within one group). */
+  replayFraction: real("replay_fraction").notNull().default(0.3),
   createdAt: integer("created_at").notNull(),
   updatedAt: integer("updated_at").notNull(),
 });
+
+/**
+ * The replay buffer: delivered groups kept for replay, highest priority (mean score) first. A
+ * group here is not collected by retention.
+ */
+export const replayGroups = sqliteTable(
+  "replay_groups",
+  {
+    run: text("run").notNull(),
+    groupId: integer("group_id").notNull(),
+    priority: real("priority").notNull(),
+    replays: integer("replays").notNull().default(0),
+    addedAt: integer("added_at").notNull(),
+  },
+  (t) => [
+    primaryKey({ columns: [t.run, t.groupId] }),
+    index("replay_by_priority").on(t.run, t.priority),
+  ],
+);
 
 export const envs = sqliteTable(
   "envs",
@@ -118,6 +147,9 @@ export const batches = sqliteTable(
     numGroups: integer("num_groups").notNull(),
     numSeqs: integer("num_seqs").notNull(),
     groupIds: text("group_ids").notNull(),
+    /** JSON array of the replayed groups among group_ids (null when none). */
+    replayIds: text("replay_ids"),
+    replaySeqs: integer("replay_seqs").notNull().default(0),
     formationMs: real("formation_ms"),
     createdAt: integer("created_at").notNull(),
     ackedAt: integer("acked_at"),

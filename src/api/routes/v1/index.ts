@@ -10,6 +10,7 @@ import { getCheckpoint } from "./get-checkpoint";
 import { getEnvWorker } from "./get-env-worker";
 import { getGroup } from "./get-group";
 import { getPolicy } from "./get-policy";
+import { getReplay } from "./get-replay";
 import { leaseBatch } from "./lease-batch";
 import { listBatches } from "./list-batches";
 import { listCheckpoints } from "./list-checkpoints";
@@ -21,6 +22,7 @@ import { reportEval } from "./report-eval";
 import { revokeTokenRoute } from "./revoke-token";
 import { saveCheckpoint } from "./save-checkpoint";
 import { setPolicy } from "./set-policy";
+import { setReplay } from "./set-replay";
 import { startEnvWorker } from "./start-env-worker";
 import { stats } from "./stats";
 import { stopEnvWorker } from "./stop-env-worker";
@@ -33,6 +35,8 @@ export const v1Routes: readonly ApiRoute[] = [
   ackBatch,
   setPolicy,
   getPolicy,
+  getReplay,
+  setReplay,
   stats,
   timeseries,
   listGroups,
