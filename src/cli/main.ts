@@ -24,6 +24,7 @@ import { loadConfigFile, type OptionDefaults, type Resolved, resolveOptions } fr
 import { PROJECT_ROOT } from "./dev-process";
 import { isEnvPath, loadEnvDefinition } from "./env-loader";
 import { registerMixCommand } from "./mix-command";
+import { registerReplayCommand } from "./replay-command";
 import { registerTokenizeCommands } from "./tokenize-command";
 import { registerTokensCommand } from "./tokens-command";
 
@@ -570,6 +571,7 @@ export function buildProgram(dotted: DottedFlags = { env: {}, openai: {} }): Com
   registerTokenizeCommands(program);
   registerTokensCommand(program);
   registerMixCommand(program);
+  registerReplayCommand(program);
   return program;
 }
 

@@ -4,7 +4,16 @@
  * retried create would make a second token.
  */
 import type { z } from "zod";
-import { type EnvControl, type EnvControlRequest, envControlSchema } from "../core/api-schemas";
+import {
+  type EnvControl,
+  type EnvControlRequest,
+  envControlSchema,
+  type ReplayConfig,
+  type ReplayConfigRequest,
+  type ReplayStatus,
+  replayConfigSchema,
+  replayStatusSchema,
+} from "../core/api-schemas";
 import {
   type CreatedToken,
   type CreateTokenRequest,
@@ -87,6 +96,19 @@ export class AdminClient {
 
   revokeToken(id: string): Promise<TokenInfo> {
     return this.request("DELETE", `/v1/tokens/${encodeURIComponent(id)}`, tokenInfoSchema);
+  }
+
+  setReplay(run: string, change: ReplayConfigRequest): Promise<ReplayConfig> {
+    return this.request(
+      "PUT",
+      `/v1/runs/${encodeURIComponent(run)}/replay`,
+      replayConfigSchema,
+      change,
+    );
+  }
+
+  replay(run: string): Promise<ReplayStatus> {
+    return this.request("GET", `/v1/runs/${encodeURIComponent(run)}/replay`, replayStatusSchema);
   }
 
   updateEnv(run: string, envId: number, change: EnvControlRequest): Promise<EnvControl> {

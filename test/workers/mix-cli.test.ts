@@ -4,6 +4,7 @@
  */
 import { describe, expect, it } from "vitest";
 import { runMix } from "../../src/cli/mix-command";
+import { runReplay } from "../../src/cli/replay-command";
 import { call, callWith, json, setupRun, uniqueRun } from "./helpers";
 
 const ADMIN = "admin-secret-for-mix-tests";
@@ -43,5 +44,31 @@ describe("atropos-edge mix", () => {
       "not both",
     );
     await expect(runMix(connection, "7", { run, pause: true })).rejects.toThrow("HTTP 404");
+  });
+});
+
+describe("atropos-edge replay", () => {
+  it("shows the buffer and changes its settings", async () => {
+    const run = uniqueRun("cli-replay");
+    await setupRun(run, 8, [2]);
+    expect(await runReplay(connection, { run })).toBe(
+      [
+        "replay off: threshold 0.7, capacity 1024, max_replays 1, fraction 0.3",
+        "buffer: 0 group(s), 0 replay(s) left; 0 sequence(s) replayed so far",
+      ].join("\n"),
+    );
+    const on = await runReplay(connection, {
+      run,
+      enable: true,
+      fraction: "0.25",
+      maxReplays: "2",
+    });
+    expect(on).toContain("replay on: threshold 0.7, capacity 1024, max_replays 2, fraction 0.25");
+    await expect(runReplay(connection, { run, fraction: "2" })).rejects.toThrow(
+      "fraction must be at most 0.9",
+    );
+    await expect(runReplay(connection, { run, enable: true, disable: true })).rejects.toThrow(
+      "not both",
+    );
   });
 });
