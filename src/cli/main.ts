@@ -23,6 +23,7 @@ import {
 import { loadConfigFile, type OptionDefaults, type Resolved, resolveOptions } from "./config";
 import { PROJECT_ROOT } from "./dev-process";
 import { isEnvPath, loadEnvDefinition } from "./env-loader";
+import { registerImportCommand } from "./import-command";
 import { registerMixCommand } from "./mix-command";
 import { registerReplayCommand } from "./replay-command";
 import { registerTokenizeCommands } from "./tokenize-command";
@@ -572,6 +573,7 @@ export function buildProgram(dotted: DottedFlags = { env: {}, openai: {} }): Com
   registerTokensCommand(program);
   registerMixCommand(program);
   registerReplayCommand(program);
+  registerImportCommand(program);
   return program;
 }
 

@@ -155,3 +155,41 @@ export function admitCompatAcked(d1: D1Database, run: string, now: number): D1Pr
     now,
   );
 }
+
+/**
+ * Moves freshly imported groups into the replay buffer (priority = mean score, 0 when unscored),
+ * as delivered groups so that the online queue never hands them out; returns how many the buffer
+ * kept after trimming to capacity. A group a trainer leased in between stays with that trainer.
+ */
+export async function adoptIntoReplay(
+  d1: D1Database,
+  run: string,
+  ids: readonly number[],
+): Promise<number> {
+  if (ids.length === 0) return 0;
+  const list = JSON.stringify(ids);
+  const results = await d1.batch([
+    d1
+      .prepare(
+        `INSERT OR IGNORE INTO replay_groups (run, group_id, priority, replays, added_at)
+         SELECT run, id, COALESCE(score_mean, 0), 0, ?3 FROM groups
+         WHERE run = ?1 AND id IN (SELECT value FROM json_each(?2))
+           AND status IN ('queued', 'buffered')`,
+      )
+      .bind(run, list, Date.now()),
+    d1
+      .prepare(
+        `UPDATE groups SET status = 'delivered' WHERE run = ?1
+           AND id IN (SELECT value FROM json_each(?2)) AND status IN ('queued', 'buffered')`,
+      )
+      .bind(run, list),
+    trimStatement(d1, run),
+    d1
+      .prepare(
+        `SELECT COUNT(*) AS n FROM replay_groups
+         WHERE run = ?1 AND group_id IN (SELECT value FROM json_each(?2))`,
+      )
+      .bind(run, list),
+  ]);
+  return (results[3]?.results[0] as { n: number } | undefined)?.n ?? 0;
+}

@@ -11,6 +11,7 @@ import { getEnvWorker } from "./get-env-worker";
 import { getGroup } from "./get-group";
 import { getPolicy } from "./get-policy";
 import { getReplay } from "./get-replay";
+import { importReplay } from "./import-replay";
 import { leaseBatch } from "./lease-batch";
 import { listBatches } from "./list-batches";
 import { listCheckpoints } from "./list-checkpoints";
@@ -37,6 +38,7 @@ export const v1Routes: readonly ApiRoute[] = [
   getPolicy,
   getReplay,
   setReplay,
+  importReplay,
   stats,
   timeseries,
   listGroups,
