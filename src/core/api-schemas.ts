@@ -4,6 +4,7 @@
  * definition of stats, group listings and batch manifests.
  */
 import { z } from "zod";
+import { guardActionSchema } from "./regression-guard";
 
 export const errorCodeSchema = z.enum([
   "BAD_REQUEST",
@@ -427,3 +428,56 @@ export const replayStatusSchema = replayConfigSchema.extend({
   replayed_sequences: z.number().int().describe("Replayed sequences in batches formed so far."),
 });
 export type ReplayStatus = z.infer<typeof replayStatusSchema>;
+
+/** The run's regression guard (GET/PUT /v1/runs/{run}/guard). */
+export const guardConfigSchema = z.object({
+  enabled: z.boolean(),
+  factor: z.number().describe("An evaluation below factor × baseline is a regression."),
+  action: guardActionSchema,
+  webhook_url: z.string().nullable().describe("POSTed a JSON event on each regression."),
+});
+export type GuardConfig = z.infer<typeof guardConfigSchema>;
+
+export const guardConfigRequestSchema = z
+  .object({
+    enabled: z.boolean().optional(),
+    factor: z.number().gt(0).max(1, "factor must be at most 1").optional(),
+    action: guardActionSchema.optional(),
+    webhook_url: z
+      .string()
+      .url()
+      .refine((u) => /^https?:\/\//.test(u), "webhook_url must be http(s)")
+      .nullable()
+      .optional(),
+  })
+  .strict();
+export type GuardConfigRequest = z.infer<typeof guardConfigRequestSchema>;
+
+export const baselineSchema = z.object({
+  env_id: z.number().int().min(0),
+  metric: z.string().min(1).max(200),
+  value: z.number().finite(),
+});
+
+export const guardStatusSchema = guardConfigSchema.extend({
+  baselines: z.array(
+    baselineSchema.extend({ source: z.enum(["first", "api"]), set_at: z.number() }),
+  ),
+});
+export type GuardStatus = z.infer<typeof guardStatusSchema>;
+
+export const setBaselinesRequestSchema = z.object({
+  baselines: z.array(baselineSchema).min(1).max(1000),
+});
+
+export const runEventSchema = z.object({
+  id: z.number().int(),
+  kind: z.string().describe("regression (more kinds may come)"),
+  message: z.string(),
+  data: z.record(z.string(), z.unknown()),
+  created_at: z.number(),
+});
+export type RunEvent = z.infer<typeof runEventSchema>;
+
+export const runEventListSchema = z.object({ events: z.array(runEventSchema) });
+export type RunEventList = z.infer<typeof runEventListSchema>;

@@ -84,6 +84,14 @@ describe("reset", () => {
     });
     expect(saved.status).toBe(200);
     await post(`/v1/runs/${run}/envs/${envId}/evals`, { step: 1, metrics: { accuracy: 0.5 } });
+    // The regression guard: its settings, the baseline above, and an event for a drop.
+    const guard = await call(`/v1/runs/${run}/guard`, {
+      method: "PUT",
+      headers: { "content-type": "application/json" },
+      body: JSON.stringify({ factor: 0.9 }),
+    });
+    expect(guard.status).toBe(200);
+    await post(`/v1/runs/${run}/envs/${envId}/evals`, { step: 2, metrics: { accuracy: 0.1 } });
     await bindings.DB.prepare(
       `INSERT INTO dead_letters (run, env_name, env_id, item, error, attempts, created_at)
        VALUES (?1, 'x', ?2, '{}', 'item i: retries exhausted', 5, ?3)`,

@@ -279,3 +279,44 @@ export const tokenUsage = sqliteTable(
   },
   (t) => [primaryKey({ columns: [t.tokenId, t.day] })],
 );
+
+/** The run's regression guard (absent: on, factor 0.95, alert only, no webhook). */
+export const regressionGuards = sqliteTable("regression_guards", {
+  run: text("run").primaryKey(),
+  enabled: integer("enabled", { mode: "boolean" }).notNull().default(true),
+  factor: real("factor").notNull().default(0.95),
+  /** JSON of a GuardAction (src/core/regression-guard.ts). */
+  action: text("action").notNull(),
+  webhookUrl: text("webhook_url"),
+  updatedAt: integer("updated_at").notNull(),
+});
+
+/** Per env and evaluation metric: the value evaluations are compared with. */
+export const evalBaselines = sqliteTable(
+  "eval_baselines",
+  {
+    run: text("run").notNull(),
+    envId: integer("env_id").notNull(),
+    metric: text("metric").notNull(),
+    value: real("value").notNull(),
+    /** "first" = the first evaluation's value; "api" = set through the API. */
+    source: text("source", { enum: ["first", "api"] }).notNull(),
+    setAt: integer("set_at").notNull(),
+  },
+  (t) => [primaryKey({ columns: [t.run, t.envId, t.metric] })],
+);
+
+/** What happened to a run that someone should know: regressions and the guard's actions. */
+export const runEvents = sqliteTable(
+  "run_events",
+  {
+    id: integer("id").primaryKey({ autoIncrement: true }),
+    run: text("run").notNull(),
+    kind: text("kind").notNull(),
+    message: text("message").notNull(),
+    /** JSON with the event's details. */
+    data: text("data").notNull(),
+    createdAt: integer("created_at").notNull(),
+  },
+  (t) => [index("run_events_by_run").on(t.run, t.id)],
+);

@@ -9,6 +9,7 @@ import { envScores } from "./env-scores";
 import { getCheckpoint } from "./get-checkpoint";
 import { getEnvWorker } from "./get-env-worker";
 import { getGroup } from "./get-group";
+import { getGuardRoute } from "./get-guard";
 import { getPolicy } from "./get-policy";
 import { getReplay } from "./get-replay";
 import { importReplay } from "./import-replay";
@@ -16,12 +17,15 @@ import { leaseBatch } from "./lease-batch";
 import { listBatches } from "./list-batches";
 import { listCheckpoints } from "./list-checkpoints";
 import { listEvals } from "./list-evals";
+import { listEvents } from "./list-events";
 import { listGroups } from "./list-groups";
 import { listRuns } from "./list-runs";
 import { listTokensRoute } from "./list-tokens";
 import { reportEval } from "./report-eval";
 import { revokeTokenRoute } from "./revoke-token";
 import { saveCheckpoint } from "./save-checkpoint";
+import { setBaselinesRoute } from "./set-baselines";
+import { setGuardRoute } from "./set-guard";
 import { setPolicy } from "./set-policy";
 import { setReplay } from "./set-replay";
 import { startEnvWorker } from "./start-env-worker";
@@ -48,6 +52,10 @@ export const v1Routes: readonly ApiRoute[] = [
   updateEnv,
   listEvals,
   reportEval,
+  getGuardRoute,
+  setGuardRoute,
+  setBaselinesRoute,
+  listEvents,
   saveCheckpoint,
   listCheckpoints,
   getCheckpoint,

@@ -1,6 +1,7 @@
 import { z } from "zod";
 import { evalReportSchema } from "../../../core/schemas";
-import { runOf } from "../../context";
+import { keepAliveOf, runOf } from "../../context";
+import { guardEvaluation } from "../../regression-guard";
 import { intParam, intPathParam, jsonBody } from "../../request";
 import { bodyErrors, defineRoute, jsonContent, jsonRequest, runParams } from "../define";
 
@@ -10,7 +11,8 @@ export const reportEval = defineRoute(
     path: "/runs/{run}/envs/{envId}/evals",
     "x-scope": "env",
     summary: "Report evaluation metrics for a step",
-    description: "A second report for the same step replaces the first.",
+    description:
+      "A second report for the same step replaces the first. The run's regression guard checks it: first values become baselines; a value below factor × baseline runs the guard's action and is recorded as a run event.",
     request: {
       params: runParams.extend({ envId: intPathParam }),
       body: jsonRequest(evalReportSchema),
@@ -18,7 +20,15 @@ export const reportEval = defineRoute(
     responses: {
       200: {
         description: "Stored.",
-        content: jsonContent(z.object({ status: z.literal("stored"), step: z.number().int() })),
+        content: jsonContent(
+          z.object({
+            status: z.literal("stored"),
+            step: z.number().int(),
+            regression: z
+              .boolean()
+              .describe("The guard found a regression (GET /v1/runs/{run}/events)."),
+          }),
+        ),
       },
       ...bodyErrors(),
     },
@@ -33,6 +43,13 @@ export const reportEval = defineRoute(
     )
       .bind(run, envId, body.step, JSON.stringify(body.metrics), Date.now())
       .run();
-    return c.json({ status: "stored", step: body.step });
+    const event = await guardEvaluation(
+      c.env,
+      run,
+      envId,
+      body.step,
+      keepAliveOf(c) ?? ((work) => void work.catch(() => {})),
+    );
+    return c.json({ status: "stored", step: body.step, regression: event !== null });
   },
 );
