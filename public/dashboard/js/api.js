@@ -21,6 +21,7 @@ import { getToken } from "./auth.js";
  * @typedef {{group: GroupMeta, payload: GroupPayload, token_texts: string[][] | null}} GroupDetail
  * @typedef {import("../../../src/core/api-schemas").BatchRow} BatchInfo
  * @typedef {import("../../../src/core/api-schemas").BatchPage} BatchPage
+ * @typedef {import("../../../src/core/api-schemas").RunEventList} RunEventList
  * @typedef {import("../../../src/core/api-schemas").EnvControl} EnvControl
  * @typedef {import("../../../src/core/api-schemas").EnvControlRequest} EnvControlRequest
  * @typedef {string | number} Id group and batch ids (treated as opaque)
@@ -170,6 +171,11 @@ export const api = {
    */
   batches: (run, page, signal) =>
     /** @type {Promise<BatchPage>} */ (getJson(`${runPath(run)}/batches${query(page)}`, signal)),
+  /** @param {string} run @param {number} limit @param {AbortSignal} [signal] @returns {Promise<RunEventList>} */
+  events: (run, limit, signal) =>
+    /** @type {Promise<RunEventList>} */ (
+      getJson(`${runPath(run)}/events${query({ limit })}`, signal)
+    ),
   /** @param {string} run @param {number} envId @param {EnvControlRequest} change @returns {Promise<EnvControl>} */
   updateEnv: (run, envId, change) =>
     /** @type {Promise<EnvControl>} */ (sendJson("PATCH", `${runPath(run)}/envs/${envId}`, change)),
