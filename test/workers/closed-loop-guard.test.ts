@@ -1,5 +1,5 @@
-import { describe, expect, it } from "vitest";
-import { call, group, json, post, setupRun, uniqueRun } from "./helpers";
+import { afterEach, describe, expect, it, vi } from "vitest";
+import { call, callWith, group, json, post, setupRun, uniqueRun } from "./helpers";
 
 function put(path: string, body: unknown) {
   return call(path, {
@@ -15,6 +15,10 @@ const evaluate = (run: string, envId: number, step: number, metrics: Record<stri
 interface Events {
   events: { kind: string; message: string; data: Record<string, unknown> }[];
 }
+
+afterEach(() => {
+  vi.restoreAllMocks();
+});
 
 describe("regression guard", () => {
   it("takes the first evaluation as baseline and alerts on a drop below 0.95 × baseline", async () => {
@@ -75,6 +79,42 @@ describe("regression guard", () => {
     expect(events.map((e) => e.data.action)).toEqual([
       { type: "set_weights", weights: { [a]: 5 } },
       { type: "pause_env", env_id: b },
+    ]);
+  });
+
+  it("POSTs the event to the webhook", async () => {
+    const run = uniqueRun("guard-hook");
+    const { envIds } = await setupRun(run, 4, [2]);
+    const envId = envIds[0]!;
+    await put(`/v1/runs/${run}/guard`, { webhook_url: "https://hooks.example/guard" });
+    await evaluate(run, envId, 1, { accuracy: 0.9 });
+    // The app called in this isolate (not through the Worker entry), so its fetch can be watched.
+    const sent: { url: string; body: unknown }[] = [];
+    const realFetch = globalThis.fetch;
+    vi.spyOn(globalThis, "fetch").mockImplementation(async (input, init) => {
+      const url = input instanceof Request ? input.url : String(input);
+      if (!url.startsWith("https://hooks.example/")) return realFetch(input, init);
+      sent.push({ url, body: JSON.parse(String(init?.body)) });
+      return new Response("ok");
+    });
+    const res = await callWith({}, `/v1/runs/${run}/envs/${envId}/evals`, {
+      method: "POST",
+      headers: { "content-type": "application/json" },
+      body: JSON.stringify({ step: 2, metrics: { accuracy: 0.5 } }),
+    });
+    expect(await res.json()).toMatchObject({ regression: true });
+    for (let i = 0; sent.length === 0 && i < 100; i++) await new Promise((r) => setTimeout(r, 5));
+    expect(sent).toEqual([
+      {
+        url: "https://hooks.example/guard",
+        body: {
+          run,
+          event: expect.objectContaining({
+            kind: "regression",
+            message: expect.stringContaining("accuracy = 0.5 at step 2"),
+          }),
+        },
+      },
     ]);
   });
 
