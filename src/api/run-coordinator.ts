@@ -76,8 +76,8 @@ export interface LeaseOptions {
 /** Oldest queued groups considered per batch: first a batch-sized window, then this many. */
 const QUEUE_WINDOW = 4096;
 
-/** Replay buffer candidates considered per batch (highest priorities first). */
-const REPLAY_WINDOW = 1024;
+/** Replay buffer candidates read per batch beyond batch_size (highest priorities first). */
+const REPLAY_SLACK = 16;
 
 /** Replay mixing for one batch formation: the buffer's candidates and the fraction to aim for. */
 interface ReplayPlan {
@@ -91,6 +91,12 @@ export class RunCoordinator extends DurableObject<Bindings> {
   private tail: Promise<unknown> = Promise.resolve();
   /** The run whose name the retention alarm reads from storage (saved once per object). */
   private retainedRun: string | null = null;
+  /**
+   * Staleness: the bound below which queued groups were last set aside. A successful lease evicts
+   * again only when its bound is higher (about once per policy version, not once per lease: the
+   * eviction scans the queue); a lease that finds no batch always evicts.
+   */
+  private evictedBelow: number | null = null;
 
   /** Runs `fn` after every earlier state transition has finished (awaits open the input gate). */
   private exclusive<T>(fn: () => Promise<T>): Promise<T> {
@@ -261,6 +267,7 @@ export class RunCoordinator extends DurableObject<Bindings> {
         .prepare("UPDATE runs SET policy_version = ?2, updated_at = ?3 WHERE name = ?1")
         .bind(run, version, now);
       // Going back to older weights may make groups set aside as stale deliverable again.
+      if (version < current) this.evictedBelow = null;
       await this.db.batch(
         version < current ? [setVersion, requeueStale(this.db, run)] : [setVersion],
       );
@@ -430,6 +437,7 @@ export class RunCoordinator extends DurableObject<Bindings> {
         return { kind: "none", reason: packed.reason };
       }
       const evictedNow = await evictStale(this.db, run, minVersion);
+      this.evictedBelow = minVersion;
       const staleTotal = await staleCount(this.db, run);
       const eviction = {
         evictedNow,
@@ -448,6 +456,8 @@ export class RunCoordinator extends DurableObject<Bindings> {
     const replaySeqs = replay
       ? replay.candidates.filter((c) => replayIds.includes(c.id)).reduce((t, c) => t + c.size, 0)
       : 0;
+    const evict =
+      minVersion !== null && (this.evictedBelow === null || minVersion > this.evictedBelow);
     const formationMs = performance.now() - started;
     await this.db.batch([
       this.db
@@ -485,8 +495,9 @@ export class RunCoordinator extends DurableObject<Bindings> {
         .prepare("UPDATE runs SET step = step + 1, started = 1, updated_at = ?2 WHERE name = ?1")
         .bind(run, now),
       // Staleness: set aside what this bound can never deliver, in the same round trip.
-      ...(minVersion === null ? [] : [evictStaleStatement(this.db, run, minVersion)]),
+      ...(evict && minVersion !== null ? [evictStaleStatement(this.db, run, minVersion)] : []),
     ]);
+    if (evict) this.evictedBelow = minVersion;
     return {
       kind: "batch",
       batchId,
@@ -510,7 +521,8 @@ export class RunCoordinator extends DurableObject<Bindings> {
       run,
       runRow.replayMaxReplays,
       minVersion,
-      REPLAY_WINDOW,
+      // Enough to reach any fraction of the batch even with one-sequence groups.
+      runRow.batchSize + REPLAY_SLACK,
     );
     return candidates.length > 0 ? { candidates, fraction: runRow.replayFraction } : null;
   }
@@ -671,6 +683,7 @@ export class RunCoordinator extends DurableObject<Bindings> {
    */
   async reset(run: string): Promise<void> {
     return this.exclusive(async () => {
+      this.evictedBelow = null;
       const [feeders, envs] = await Promise.all([
         this.db
           .prepare("SELECT name FROM env_workers WHERE run = ?1")

@@ -81,3 +81,32 @@ describe("staleness without stalls", () => {
     expect((await res.json<{ groups: { policy_version: number }[] }>()).groups).toHaveLength(1);
   });
 });
+
+describe("staleness eviction on successful leases", () => {
+  it("evicts again when the bound moves up with the policy version", async () => {
+    const run = uniqueRun("evict-bump");
+    const { base, envIds } = await setupRun(run, 2, [2]);
+    const envId = envIds[0]!;
+    const queue = async () =>
+      (
+        await json<{ queue: { groups: number; stale_groups: number } }>(
+          call(`/v1/runs/${run}/stats`),
+        )
+      ).queue;
+    for (let i = 0; i < 3; i++) await post(`${base}/scored_data`, group(i, 2, envId)); // v0
+    await post(`/v1/runs/${run}/policy`, { version: 1 });
+    for (let i = 0; i < 2; i++) await post(`${base}/scored_data`, group(10 + i, 2, envId)); // v1
+    // Bound 1 accepts v0: a batch, nothing stale.
+    expect((await post(`/v1/runs/${run}/batches/lease`, { max_staleness: 1 })).status).toBe(200);
+    expect(await queue()).toMatchObject({ groups: 4, stale_groups: 0 });
+    // At v2 the same bound accepts v1 and up: the lease forms a batch from v1 and sets the two v0
+    // groups aside in the same step.
+    await post(`/v1/runs/${run}/policy`, { version: 2 });
+    await post(`${base}/scored_data`, group(20, 2, envId)); // v2
+    const leased = await json<{ groups: { policy_version: number }[] }>(
+      post(`/v1/runs/${run}/batches/lease`, { max_staleness: 1 }),
+    );
+    expect(leased.groups.map((g) => g.policy_version)).toEqual([1]);
+    expect(await queue()).toMatchObject({ groups: 2, stale_groups: 2 });
+  });
+});
