@@ -23,6 +23,7 @@ import {
 import { loadConfigFile, type OptionDefaults, type Resolved, resolveOptions } from "./config";
 import { PROJECT_ROOT } from "./dev-process";
 import { isEnvPath, loadEnvDefinition } from "./env-loader";
+import { registerGuardCommand } from "./guard-command";
 import { registerImportCommand } from "./import-command";
 import { registerMixCommand } from "./mix-command";
 import { registerReplayCommand } from "./replay-command";
@@ -574,6 +575,7 @@ export function buildProgram(dotted: DottedFlags = { env: {}, openai: {} }): Com
   registerMixCommand(program);
   registerReplayCommand(program);
   registerImportCommand(program);
+  registerGuardCommand(program);
   return program;
 }
 

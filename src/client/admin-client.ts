@@ -8,11 +8,18 @@ import {
   type EnvControl,
   type EnvControlRequest,
   envControlSchema,
+  type GuardConfig,
+  type GuardConfigRequest,
+  type GuardStatus,
+  guardConfigSchema,
+  guardStatusSchema,
   type ReplayConfig,
   type ReplayConfigRequest,
   type ReplayStatus,
+  type RunEvent,
   replayConfigSchema,
   replayStatusSchema,
+  runEventListSchema,
 } from "../core/api-schemas";
 import {
   type CreatedToken,
@@ -109,6 +116,24 @@ export class AdminClient {
 
   replay(run: string): Promise<ReplayStatus> {
     return this.request("GET", `/v1/runs/${encodeURIComponent(run)}/replay`, replayStatusSchema);
+  }
+
+  setGuard(run: string, change: GuardConfigRequest): Promise<GuardConfig> {
+    return this.request(
+      "PUT",
+      `/v1/runs/${encodeURIComponent(run)}/guard`,
+      guardConfigSchema,
+      change,
+    );
+  }
+
+  guard(run: string): Promise<GuardStatus> {
+    return this.request("GET", `/v1/runs/${encodeURIComponent(run)}/guard`, guardStatusSchema);
+  }
+
+  async events(run: string, limit: number): Promise<RunEvent[]> {
+    const path = `/v1/runs/${encodeURIComponent(run)}/events?limit=${limit}`;
+    return (await this.request("GET", path, runEventListSchema)).events;
   }
 
   updateEnv(run: string, envId: number, change: EnvControlRequest): Promise<EnvControl> {

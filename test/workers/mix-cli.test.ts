@@ -3,9 +3,10 @@
  * that enters the Worker app, as the CLI's HTTP requests would.
  */
 import { describe, expect, it } from "vitest";
+import { runGuard } from "../../src/cli/guard-command";
 import { runMix } from "../../src/cli/mix-command";
 import { runReplay } from "../../src/cli/replay-command";
-import { call, callWith, json, setupRun, uniqueRun } from "./helpers";
+import { call, callWith, json, post, setupRun, uniqueRun } from "./helpers";
 
 const ADMIN = "admin-secret-for-mix-tests";
 
@@ -70,5 +71,31 @@ describe("atropos-edge replay", () => {
     await expect(runReplay(connection, { run, enable: true, disable: true })).rejects.toThrow(
       "not both",
     );
+  });
+});
+
+describe("atropos-edge guard", () => {
+  it("configures the guard and shows baselines and events", async () => {
+    const run = uniqueRun("cli-guard");
+    const { envIds } = await setupRun(run, 8, [2]);
+    const set = await runGuard(connection, {
+      run,
+      action: "raise_replay",
+      fraction: "0.5",
+      factor: "0.9",
+    });
+    expect(set).toContain(
+      'guard on: factor 0.9, action raise_replay {"type":"raise_replay","fraction":0.5}, webhook none',
+    );
+    const evals = `/v1/runs/${run}/envs/${envIds[0]}/evals`;
+    await post(evals, { step: 1, metrics: { acc: 1 } });
+    await post(evals, { step: 2, metrics: { acc: 0.5 } });
+    const shown = await runGuard(connection, { run });
+    expect(shown).toContain("baseline env 0 acc = 1 (first)");
+    expect(shown).toContain("regression: env 0 acc = 0.5 at step 2 fell below 0.9");
+    await expect(runGuard(connection, { run, action: "reboot" })).rejects.toThrow(
+      "--action must be",
+    );
+    await expect(runGuard(connection, { run, action: "raise_replay" })).rejects.toThrow();
   });
 });
