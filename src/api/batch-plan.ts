@@ -9,9 +9,16 @@ import {
   packBatch,
   type QueuedGroupRef,
 } from "../core/packing";
+import { type MixResult, mixBatch, type ReplayCandidate } from "../core/replay-mix";
 import { type EnvRow, isEnvActive } from "./storage/runs";
 
-/** Envs with a min_batch_allocation that are connected and recently seen. */
+/** Replay mixing for one batch formation: the buffer's candidates and the fraction to aim for. */
+export interface ReplayPlan {
+  candidates: ReplayCandidate[];
+  fraction: number;
+}
+
+/** Envs with a min_batch_allocation that are connected, recently seen and not paused. */
 export function activeAllocations(
   envs: readonly EnvRow[],
   now: number,
@@ -22,6 +29,7 @@ export function activeAllocations(
     if (
       e.minBatchAllocation !== null &&
       e.minBatchAllocation > 0 &&
+      !e.paused &&
       isEnvActive(e, now, staleSeconds)
     ) {
       allocations.push({ envId: e.envId, name: e.realName, fraction: e.minBatchAllocation });
@@ -32,14 +40,16 @@ export function activeAllocations(
 
 /**
  * Plans the next batch from the queue's oldest groups (`window`) plus groups read for allocated
- * envs (`extra`, which may sit behind the window): candidates in FIFO order, then `packBatch`.
+ * envs (`extra`, which may sit behind the window): candidates in FIFO order, then `packBatch`,
+ * or `mixBatch` when replayed groups are mixed in (their ids come back in `replayIds`).
  */
 export function planBatch(
   window: readonly QueuedGroupRef[],
   extra: readonly QueuedGroupRef[],
   batchSize: number,
   allocations: readonly EnvAllocation[],
-): PackResult {
+  replay: ReplayPlan | null = null,
+): PackResult | MixResult {
   let queue: readonly QueuedGroupRef[] = window;
   if (extra.length > 0) {
     const byId = new Map<number, QueuedGroupRef>();
@@ -47,5 +57,7 @@ export function planBatch(
     for (const g of extra) byId.set(g.id, g);
     queue = [...byId.values()].sort((x, y) => x.id - y.id);
   }
-  return packBatch(queue, batchSize, allocations);
+  return replay
+    ? mixBatch(queue, replay.candidates, batchSize, replay.fraction, allocations)
+    : packBatch(queue, batchSize, allocations);
 }

@@ -1,9 +1,10 @@
 /**
  * Retention: groups a trainer has acknowledged (status 'delivered', their batch acked) are removed
- * RETENTION_HOURS after the ack, with their payloads. Queued, buffered and leased groups are never
- * touched. Group commit stores several groups in one R2 object, so an object is deleted only when
- * no row references it any more; their trajectories go with them. Unset (or 0) keeps everything
- * forever.
+ * RETENTION_HOURS after the ack, with their payloads. Queued, buffered and leased groups, groups
+ * in the replay buffer and groups replayed in a batch still leased are never touched. Group
+ * commit stores several groups in one R2 object, so an object is deleted only when no row
+ * references it any more.
+ * A removed group's trajectories and token texts go with it. Unset (or 0) keeps everything forever.
  */
 import { type Bindings, numberVar } from "./bindings";
 import { deleteGroupTokenTexts } from "./storage/token-texts";
@@ -24,10 +25,17 @@ export interface CollectedGarbage {
   more: boolean;
 }
 
+/** Groups retention keeps: in the replay buffer, or replayed in a batch still leased. */
+const KEPT_FOR_REPLAY = `
+    AND g.id NOT IN (SELECT group_id FROM replay_groups WHERE run = ?1)
+    AND g.id NOT IN (SELECT j.value FROM batches lb, json_each(lb.replay_ids) j
+      WHERE lb.run = ?1 AND lb.status = 'leased' AND lb.replay_ids IS NOT NULL)`;
+
 const DELETE_EXPIRED = `
 DELETE FROM groups WHERE id IN (
   SELECT g.id FROM groups g JOIN batches b ON b.id = g.batch_id
   WHERE g.run = ?1 AND g.status = 'delivered' AND b.status = 'acked' AND b.acked_at <= ?2
+    ${KEPT_FOR_REPLAY}
   ORDER BY g.id LIMIT ?3)
 RETURNING id, payload_key, payload_bytes`;
 
@@ -81,7 +89,7 @@ export async function nextExpiry(
 ): Promise<number | null> {
   const row = await env.DB.prepare(
     `SELECT MIN(b.acked_at) AS at FROM groups g JOIN batches b ON b.id = g.batch_id
-     WHERE g.run = ?1 AND g.status = 'delivered' AND b.status = 'acked'`,
+     WHERE g.run = ?1 AND g.status = 'delivered' AND b.status = 'acked' ${KEPT_FOR_REPLAY}`,
   )
     .bind(run)
     .first<{ at: number | null }>();

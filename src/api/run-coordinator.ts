@@ -7,10 +7,12 @@
  */
 import { DurableObject } from "cloudflare:workers";
 import type { PackResult } from "../core/packing";
+import type { MixResult } from "../core/replay-mix";
 import type { RegisterEnv, Registration } from "../core/schemas";
+import { minAcceptedVersion, reasonWithStaleness } from "../core/staleness";
 import { earliestExactSubset } from "../core/subset-sum";
 import { randomUuid128Digits } from "../core/uuid128";
-import { activeAllocations, planBatch } from "./batch-plan";
+import { activeAllocations, planBatch, type ReplayPlan } from "./batch-plan";
 import { type Bindings, numberVar } from "./bindings";
 import { type RpcResult, rpcError } from "./errors";
 import { collectGarbage, nextExpiry, retentionMs } from "./retention";
@@ -28,6 +30,12 @@ import {
   renewLease,
 } from "./storage/leases";
 import { deletePayloadPrefix, type LeasedGroupRef } from "./storage/payloads";
+import {
+  admitAckedBatch,
+  admitCompatAcked,
+  markReplayedStatements,
+  replayCandidates,
+} from "./storage/replay";
 import { deleteRunRows, runWorkersAndEnvs } from "./storage/reset";
 import {
   disconnectEnv,
@@ -39,6 +47,13 @@ import {
   resumeEnv,
   setRunPolicyVersion,
 } from "./storage/runs";
+import {
+  evictStale,
+  evictStaleStatement,
+  requeueAccepted,
+  requeueStale,
+  staleCount,
+} from "./storage/staleness";
 
 export type { LeasedGroupRef };
 
@@ -74,6 +89,8 @@ export interface LeaseOptions {
 
 /** Oldest queued groups considered per batch: first a batch-sized window, then this many. */
 const QUEUE_WINDOW = 4096;
+/** Replay buffer candidates read per batch beyond batch_size (highest priorities first). */
+const REPLAY_SLACK = 16;
 /** How long a diagnosis is reused while the queue's counts stay the same (env activity ages). */
 const DIAGNOSIS_TTL_MS = 5000;
 
@@ -89,6 +106,12 @@ export class RunCoordinator extends DurableObject<Bindings> {
   private windowHint = 64;
   /** The last diagnosis, valid while nothing here changed the queue and `key` matches. */
   private diagnosis: { key: string; at: number; reason: string | null } | null = null;
+  /**
+   * Staleness: the bound below which queued groups were last set aside. A successful lease evicts
+   * again only when its bound is higher (about once per policy version, not once per lease: the
+   * eviction scans the queue); a lease that finds no batch always evicts.
+   */
+  private evictedBelow: number | null = null;
 
   /** Runs `fn` after every earlier state transition has finished (awaits open the input gate). */
   private exclusive<T>(fn: () => Promise<T>): Promise<T> {
@@ -212,6 +235,11 @@ export class RunCoordinator extends DurableObject<Bindings> {
         );
       }
       await setRunPolicyVersion(this.db, run, version, now);
+      if (version < current) {
+        // Going back to older weights may make groups set aside as stale deliverable again.
+        this.evictedBelow = null;
+        await requeueStale(this.db, run).run();
+      }
       return { ok: true, value: { policy_version: version } };
     });
   }
@@ -243,6 +271,8 @@ export class RunCoordinator extends DurableObject<Bindings> {
     return this.exclusive(async () => {
       const started = performance.now();
       const now = Date.now();
+      // Replay: keep what reached the threshold before the pull below acknowledges those batches.
+      await this.db.batch(admitCompatAcked(this.db, run, now));
       // At-least-once for unmodified Atropos trainers: pulling again acknowledges the last batch.
       const state = await readLeaseState(this.db, run, {
         now,
@@ -297,8 +327,7 @@ export class RunCoordinator extends DurableObject<Bindings> {
   ): Promise<LeaseOutcome> {
     const leaseExpiresAt = now + Math.round(options.leaseSeconds * 1000);
     const leaseId = crypto.randomUUID();
-    const minVersion =
-      options.maxStaleness === null ? null : runRow.policyVersion - options.maxStaleness;
+    const minVersion = minAcceptedVersion(runRow.policyVersion, options.maxStaleness);
     this.windowHint = firstWindow(runRow.batchSize);
 
     // 1. An expired lease: hand the same batch out again (same id and step).
@@ -328,24 +357,64 @@ export class RunCoordinator extends DurableObject<Bindings> {
       }
     }
 
-    // 2. Form a new batch from the oldest queued groups.
-    const packed = await this.plan(run, queue, runRow.batchSize, minVersion, now);
-    if (!packed.ok) return { kind: "none", reason: packed.reason };
+    // 2. Form a new batch from the oldest queued groups (and the replay buffer, when mixing).
+    const replay = await this.replayPlan(run, runRow, minVersion);
+    let packed = await this.plan(run, queue, runRow.batchSize, minVersion, now, replay);
+    // Staleness: set-aside groups this lease accepts count again when the queue alone falls short.
+    if (!packed.ok && (await requeueAccepted(this.db, run, minVersion)) > 0) {
+      const head = await queuedWindow(this.db, run, minVersion ?? -1, this.windowHint);
+      queue = { ...queue, window: head, windowComplete: head.length < this.windowHint };
+      packed = await this.plan(run, queue, runRow.batchSize, minVersion, now, replay);
+    }
+    if (!packed.ok) {
+      if (minVersion === null || options.maxStaleness === null) {
+        return { kind: "none", reason: packed.reason };
+      }
+      // Staleness: groups too old for this bound leave the queue (and the counts envs throttle on).
+      const evictedNow = await evictStale(this.db, run, minVersion);
+      this.evictedBelow = minVersion;
+      const staleTotal = await staleCount(this.db, run);
+      const eviction = {
+        evictedNow,
+        staleTotal,
+        currentVersion: runRow.policyVersion,
+        maxStaleness: options.maxStaleness,
+      };
+      return { kind: "none", reason: reasonWithStaleness(packed.reason, eviction) };
+    }
     const batchId = crypto.randomUUID();
     const step = runRow.step + 1;
-    const groups = await formLease(this.db, run, {
-      batchId,
-      step,
-      consumer: options.consumer,
-      leaseId,
-      leaseExpiresAt,
-      maxStaleness: options.maxStaleness,
-      policyVersion: runRow.policyVersion,
-      groupIds: packed.ids,
-      sequences: packed.sequences,
-      formationMs: performance.now() - started,
-      now,
-    });
+    const replayIds = "replayIds" in packed ? packed.replayIds : [];
+    const replaySeqs = replay
+      ? replay.candidates.filter((c) => replayIds.includes(c.id)).reduce((t, c) => t + c.size, 0)
+      : 0;
+    const evict =
+      minVersion !== null && (this.evictedBelow === null || minVersion > this.evictedBelow);
+    const groups = await formLease(
+      this.db,
+      run,
+      {
+        batchId,
+        step,
+        consumer: options.consumer,
+        leaseId,
+        leaseExpiresAt,
+        maxStaleness: options.maxStaleness,
+        policyVersion: runRow.policyVersion,
+        groupIds: [...packed.ids, ...replayIds].sort((x, y) => x - y),
+        replayIds,
+        replaySeqs,
+        sequences: packed.sequences,
+        formationMs: performance.now() - started,
+        now,
+      },
+      [
+        ...markReplayedStatements(this.db, run, replayIds, runRow.replayMaxReplays),
+        // Staleness: set aside what this bound can never deliver, in the same round trip.
+        ...(evict && minVersion !== null ? [evictStaleStatement(this.db, run, minVersion)] : []),
+      ],
+    );
+    if (evict) this.evictedBelow = minVersion;
     return { kind: "batch", batchId, leaseId, step, leaseExpiresAt, redelivered: false, groups };
   }
 
@@ -360,7 +429,8 @@ export class RunCoordinator extends DurableObject<Bindings> {
     batchSize: number,
     minVersion: number | null,
     now: number,
-  ): Promise<PackResult> {
+    replay: ReplayPlan | null = null,
+  ): Promise<PackResult | MixResult> {
     const versionFloor = minVersion ?? -1;
     const allocations = activeAllocations(
       state.envs,
@@ -375,10 +445,28 @@ export class RunCoordinator extends DurableObject<Bindings> {
       versionFloor,
       batchSize,
     );
-    const first = planBatch(state.window, extra, batchSize, allocations);
+    const first = planBatch(state.window, extra, batchSize, allocations, replay);
     if (first.ok || state.windowComplete || state.window.length >= QUEUE_WINDOW) return first;
     const wide = await queuedWindow(this.db, run, versionFloor, QUEUE_WINDOW);
-    return planBatch(wide, extra, batchSize, allocations);
+    return planBatch(wide, extra, batchSize, allocations, replay);
+  }
+
+  /** Replay candidates for the next batch, or null when the run does not mix replays in. */
+  private async replayPlan(
+    run: string,
+    runRow: RunRow,
+    minVersion: number | null,
+  ): Promise<ReplayPlan | null> {
+    if (!runRow.replayEnabled || runRow.replayFraction <= 0) return null;
+    const candidates = await replayCandidates(
+      this.db,
+      run,
+      runRow.replayMaxReplays,
+      minVersion,
+      // Enough to reach any fraction of the batch even with one-sequence groups.
+      runRow.batchSize + REPLAY_SLACK,
+    );
+    return candidates.length > 0 ? { candidates, fraction: runRow.replayFraction } : null;
   }
 
   /**
@@ -432,7 +520,8 @@ export class RunCoordinator extends DurableObject<Bindings> {
         );
       }
       const now = Date.now();
-      await ackLease(this.db, batchId, now);
+      // Replay: this batch's online groups that reached the threshold join the buffer.
+      await ackLease(this.db, batchId, now, admitAckedBatch(this.db, run, batchId));
       await this.scheduleRetention(run, now);
       return {
         ok: true,
@@ -476,6 +565,7 @@ export class RunCoordinator extends DurableObject<Bindings> {
    */
   async reset(run: string): Promise<void> {
     return this.exclusive(async () => {
+      this.evictedBelow = null;
       const { feeders, envIds } = await runWorkersAndEnvs(this.db, run);
       for (const name of feeders) {
         await this.env.ENV_FEEDER.get(this.env.ENV_FEEDER.idFromName(name)).clear();

@@ -25,7 +25,11 @@ import {
 import { loadConfigFile, type OptionDefaults, type Resolved, resolveOptions } from "./config";
 import { PROJECT_ROOT } from "./dev-process";
 import { isEnvPath, loadEnvDefinition } from "./env-loader";
+import { registerGuardCommand } from "./guard-command";
+import { registerImportCommand } from "./import-command";
 import { registerInferenceServersCommand } from "./inference-servers-command";
+import { registerMixCommand } from "./mix-command";
+import { registerReplayCommand } from "./replay-command";
 import { registerTokenizeCommands } from "./tokenize-command";
 import { registerTokensCommand } from "./tokens-command";
 import { isTrainLayout, TRAIN_LAYOUT_KEYS } from "./train-config";
@@ -692,6 +696,10 @@ export function buildProgram(dotted: DottedFlags = { env: {}, openai: {} }): Com
   registerTokenizeCommands(program);
   registerTokensCommand(program);
   registerInferenceServersCommand(program);
+  registerMixCommand(program);
+  registerReplayCommand(program);
+  registerImportCommand(program);
+  registerGuardCommand(program);
   return program;
 }
 

@@ -1,10 +1,28 @@
 /**
- * Administration over the rollout API with the admin token: tokens (POST/GET /v1/tokens,
- * DELETE /v1/tokens/{id}) and runs' inference servers (PUT/GET /v1/runs/{run}/inference).
- * No retries: a retried create would make a second token.
+ * Administration over the rollout API: tokens (POST/GET /v1/tokens, DELETE /v1/tokens/{id}, with
+ * the admin token), a run's inference servers (PUT/GET /v1/runs/{run}/inference) and its controls
+ * (PATCH /v1/runs/{run}/envs/{id}, …). No retries: a retried create would make a second token.
  */
 import type { z } from "zod";
-import { type RunInference, runInferenceSchema } from "../core/api-schemas";
+import {
+  type EnvControl,
+  type EnvControlRequest,
+  envControlSchema,
+  type GuardConfig,
+  type GuardConfigRequest,
+  type GuardStatus,
+  guardConfigSchema,
+  guardStatusSchema,
+  type ReplayConfig,
+  type ReplayConfigRequest,
+  type ReplayStatus,
+  type RunEvent,
+  type RunInference,
+  replayConfigSchema,
+  replayStatusSchema,
+  runEventListSchema,
+  runInferenceSchema,
+} from "../core/api-schemas";
 import type { APIServerConfigInput } from "../core/server-config";
 import {
   type CreatedToken,
@@ -102,5 +120,45 @@ export class AdminClient {
 
   revokeToken(id: string): Promise<TokenInfo> {
     return this.request("DELETE", `/v1/tokens/${encodeURIComponent(id)}`, tokenInfoSchema);
+  }
+
+  setReplay(run: string, change: ReplayConfigRequest): Promise<ReplayConfig> {
+    return this.request(
+      "PUT",
+      `/v1/runs/${encodeURIComponent(run)}/replay`,
+      replayConfigSchema,
+      change,
+    );
+  }
+
+  replay(run: string): Promise<ReplayStatus> {
+    return this.request("GET", `/v1/runs/${encodeURIComponent(run)}/replay`, replayStatusSchema);
+  }
+
+  setGuard(run: string, change: GuardConfigRequest): Promise<GuardConfig> {
+    return this.request(
+      "PUT",
+      `/v1/runs/${encodeURIComponent(run)}/guard`,
+      guardConfigSchema,
+      change,
+    );
+  }
+
+  guard(run: string): Promise<GuardStatus> {
+    return this.request("GET", `/v1/runs/${encodeURIComponent(run)}/guard`, guardStatusSchema);
+  }
+
+  async events(run: string, limit: number): Promise<RunEvent[]> {
+    const path = `/v1/runs/${encodeURIComponent(run)}/events?limit=${limit}`;
+    return (await this.request("GET", path, runEventListSchema)).events;
+  }
+
+  updateEnv(run: string, envId: number, change: EnvControlRequest): Promise<EnvControl> {
+    return this.request(
+      "PATCH",
+      `/v1/runs/${encodeURIComponent(run)}/envs/${envId}`,
+      envControlSchema,
+      change,
+    );
   }
 }

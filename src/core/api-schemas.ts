@@ -5,6 +5,7 @@
  */
 import { z } from "zod";
 import { sequenceNodeSchema } from "./proxy-session";
+import { guardActionSchema } from "./regression-guard";
 import { APIServerConfigSchema } from "./server-config";
 
 export const errorCodeSchema = z.enum([
@@ -53,6 +54,11 @@ export const manifestEntrySchema = z.object({
   env_id: z.number().int().nullable(),
   policy_version: z.number().int().describe("The policy version the group was sampled under."),
   num_seqs: z.number().int(),
+  replayed: z
+    .boolean()
+    .describe(
+      "Taken from the run's replay buffer (delivered before); online groups are delivered once.",
+    ),
 });
 export type ManifestEntry = z.infer<typeof manifestEntrySchema>;
 
@@ -93,7 +99,7 @@ export const groupRowSchema = z.object({
   id: z.number().int(),
   env_id: z.number().int().nullable(),
   env_name: z.string().nullable(),
-  status: z.enum(["buffered", "queued", "leased", "delivered"]),
+  status: z.enum(["buffered", "queued", "leased", "delivered", "stale"]),
   num_seqs: z.number().int(),
   total_tokens: z.number().int(),
   completion_tokens: z.number().int(),
@@ -176,6 +182,7 @@ export const statsEnvSchema = z.object({
   min_batch_allocation: z.number().nullable(),
   max_token_length: z.number().int(),
   connected: z.boolean(),
+  paused: z.boolean().describe("Paused through PATCH /v1/runs/{run}/envs/{id}."),
   status: envLivenessSchema,
   heartbeat_age_s: z.number(),
   groups_submitted: z.number().int(),
@@ -202,6 +209,12 @@ export const runStatsSchema = z.object({
     sequences: z.number().int(),
     buffered_groups: z.number().int(),
     buffered_sequences: z.number().int(),
+    stale_groups: z
+      .number()
+      .int()
+      .describe(
+        "Groups set aside because a lease's max_staleness can no longer accept them (not counted in `groups`).",
+      ),
     oldest_queued_at: z.number().nullable(),
     oldest_queued_age_s: z.number().nullable(),
     by_env: z.array(
@@ -327,6 +340,12 @@ export const statusEnvSchema = z.object({
   self_queue_size: z.number().int(),
   max_group_size: z.number().int(),
   env_weight: z.number(),
+  policy_version: z
+    .number()
+    .int()
+    .describe(
+      "The run's policy version now: an env stamps it on the groups it starts sampling (not in Atropos).",
+    ),
 });
 
 export const registerEnvResponseSchema = z.object({
@@ -451,3 +470,130 @@ export const atroposSessionDeletedSchema = z.object({
   status: z.literal("deleted"),
   uuid: z.string(),
 });
+/** PATCH /v1/runs/{run}/envs/{id}: the run's mix, changed while it goes. */
+export const envControlRequestSchema = z
+  .object({
+    weight: z
+      .number()
+      .positive("weight must be above 0 (pause the env to stop it)")
+      .max(1e6)
+      .optional()
+      .describe("The env's weight in /status-env's env_weight."),
+    min_batch_allocation: z
+      .number()
+      .min(0)
+      .max(1)
+      .nullable()
+      .optional()
+      .describe("Fraction of every batch reserved for this env; null removes the reservation."),
+    paused: z
+      .boolean()
+      .optional()
+      .describe(
+        "Paused: /status-env reports a zero quota (env_weight 0, unallocated_fraction -1, self_queue_size 2^31-1), env workers issue nothing, and its allocation is not reserved. Its queued groups are still delivered.",
+      ),
+  })
+  .strict()
+  .refine(
+    (b) => b.weight !== undefined || b.min_batch_allocation !== undefined || b.paused !== undefined,
+    { message: "send at least one of weight, min_batch_allocation, paused" },
+  );
+export type EnvControlRequest = z.infer<typeof envControlRequestSchema>;
+
+export const envControlSchema = z.object({
+  env_id: z.number().int(),
+  name: z.string(),
+  weight: z.number(),
+  min_batch_allocation: z.number().nullable(),
+  paused: z.boolean(),
+});
+export type EnvControl = z.infer<typeof envControlSchema>;
+
+/** The run's replay buffer settings (GET/PUT /v1/runs/{run}/replay). */
+export const replayConfigSchema = z.object({
+  enabled: z.boolean(),
+  threshold: z
+    .number()
+    .describe("Delivered groups with a mean score at or above this are kept for replay."),
+  capacity: z.number().int().describe("Groups kept at most; the lowest priorities leave first."),
+  max_replays: z.number().int().describe("Times one group may be replayed."),
+  fraction: z
+    .number()
+    .describe("Fraction of each batch's sequences taken from the buffer, within one group."),
+});
+export type ReplayConfig = z.infer<typeof replayConfigSchema>;
+
+export const replayConfigRequestSchema = z
+  .object({
+    enabled: z.boolean().optional(),
+    threshold: z.number().finite().optional(),
+    capacity: z.number().int().min(0).max(1_000_000).optional(),
+    max_replays: z.number().int().min(1).max(1000).optional(),
+    fraction: z
+      .number()
+      .min(0)
+      .max(0.9, "fraction must be at most 0.9: a batch keeps some online data")
+      .optional(),
+  })
+  .strict();
+export type ReplayConfigRequest = z.infer<typeof replayConfigRequestSchema>;
+
+export const replayStatusSchema = replayConfigSchema.extend({
+  buffered_groups: z.number().int().describe("Groups in the buffer now."),
+  replays_left: z.number().int().describe("Replays the buffer can still give."),
+  replayed_sequences: z.number().int().describe("Replayed sequences in batches formed so far."),
+});
+export type ReplayStatus = z.infer<typeof replayStatusSchema>;
+
+/** The run's regression guard (GET/PUT /v1/runs/{run}/guard). */
+export const guardConfigSchema = z.object({
+  enabled: z.boolean(),
+  factor: z.number().describe("An evaluation below factor × baseline is a regression."),
+  action: guardActionSchema,
+  webhook_url: z.string().nullable().describe("POSTed a JSON event on each regression."),
+});
+export type GuardConfig = z.infer<typeof guardConfigSchema>;
+
+export const guardConfigRequestSchema = z
+  .object({
+    enabled: z.boolean().optional(),
+    factor: z.number().gt(0).max(1, "factor must be at most 1").optional(),
+    action: guardActionSchema.optional(),
+    webhook_url: z
+      .string()
+      .url()
+      .refine((u) => /^https?:\/\//.test(u), "webhook_url must be http(s)")
+      .nullable()
+      .optional(),
+  })
+  .strict();
+export type GuardConfigRequest = z.infer<typeof guardConfigRequestSchema>;
+
+export const baselineSchema = z.object({
+  env_id: z.number().int().min(0),
+  metric: z.string().min(1).max(200),
+  value: z.number().finite(),
+});
+
+export const guardStatusSchema = guardConfigSchema.extend({
+  baselines: z.array(
+    baselineSchema.extend({ source: z.enum(["first", "api"]), set_at: z.number() }),
+  ),
+});
+export type GuardStatus = z.infer<typeof guardStatusSchema>;
+
+export const setBaselinesRequestSchema = z.object({
+  baselines: z.array(baselineSchema).min(1).max(1000),
+});
+
+export const runEventSchema = z.object({
+  id: z.number().int(),
+  kind: z.string().describe("regression (more kinds may come)"),
+  message: z.string(),
+  data: z.record(z.string(), z.unknown()),
+  created_at: z.number(),
+});
+export type RunEvent = z.infer<typeof runEventSchema>;
+
+export const runEventListSchema = z.object({ events: z.array(runEventSchema) });
+export type RunEventList = z.infer<typeof runEventListSchema>;

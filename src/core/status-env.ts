@@ -7,6 +7,19 @@
 
 export const MIN_ENV_WEIGHT = 0.01;
 
+/**
+ * A paused env's self_queue_size: far above any allocation it could owe, so both Atropos' and this
+ * project's worker formulas start nothing, while queue_size (which ends an env at total_steps)
+ * stays the real one.
+ */
+export const PAUSED_SELF_QUEUE_SIZE = 2 ** 31 - 1;
+
+/**
+ * A paused env's unallocated_fraction: with any min_batch_allocation (≤ 1) the env's derived batch
+ * size, B × (unallocated_fraction + allocation), is zero or less, so the worker target is too.
+ */
+export const PAUSED_UNALLOCATED_FRACTION = -1;
+
 export interface EnvRecordForStatus {
   envId: number;
   maxContextLen: number;
@@ -14,6 +27,8 @@ export interface EnvRecordForStatus {
   connected: boolean;
   minBatchAllocation: number | null;
   groupSize: number;
+  /** Paused through the API: no quota of its own, and neither weight nor allocation counted. */
+  paused?: boolean;
 }
 
 export interface QueueByEnv {
@@ -41,7 +56,7 @@ export function computeStatusEnv(input: {
 }): StatusEnvResult {
   const me = input.envs.find((e) => e.envId === input.envId);
   if (!me) throw new Error(`env ${input.envId} is not registered`);
-  const connected = input.envs.filter((e) => e.connected);
+  const connected = input.envs.filter((e) => e.connected && !e.paused);
 
   const totalWeight = connected.reduce((s, e) => s + e.maxContextLen * Math.max(0, e.weight), 0);
   const envWeight =
@@ -82,9 +97,21 @@ export function computeStatusEnv(input: {
     }
   }
 
+  const queueSize = Math.floor((selfSequences + available) / envGroupSize);
+  if (me.paused) {
+    // Zero quota: no share of the batch, no weight, and nothing owed to an allocation.
+    return {
+      current_step: input.step,
+      queue_size: queueSize,
+      unallocated_fraction: PAUSED_UNALLOCATED_FRACTION,
+      self_queue_size: PAUSED_SELF_QUEUE_SIZE,
+      max_group_size: maxGroupSize,
+      env_weight: 0,
+    };
+  }
   return {
     current_step: input.step,
-    queue_size: Math.floor((selfSequences + available) / envGroupSize),
+    queue_size: queueSize,
     unallocated_fraction: unallocatedFraction,
     self_queue_size: Math.floor(selfSequences / envGroupSize),
     max_group_size: maxGroupSize,

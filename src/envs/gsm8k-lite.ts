@@ -3,12 +3,16 @@
  * JSONL from a URL or from text the runtime read from R2). Reward: +1 when the final answer
  * (\boxed{}, <answer>, ####) equals the gold answer, −1 otherwise; groups where every rollout is
  * correct get the threshold length penalty so shorter correct answers are preferred.
+ * With `curriculum_levels` > 1 the training problems are split by question length into that many
+ * levels; problems up to the current level are drawn, and the level follows the mean score of the
+ * current level's groups (advance and fall-back thresholds; checkpointed).
  */
 import {
   AccuracyReward,
   applyLengthPenaltyIfAllCorrect,
   BaseEnv,
   BaseEnvConfigSchema,
+  Curriculum,
   defineEnv,
   type EvalResult,
   extractGoldAnswer,
@@ -34,10 +38,22 @@ export const Gsm8kLiteConfigSchema = BaseEnvConfigSchema.extend({
   eval_size: z.number().int().min(0).default(20),
   temperature: z.number().min(0).default(1.0),
   shuffle_seed: z.number().int().default(0),
+  /** Difficulty levels by question length; 1 = no curriculum (every problem, in shuffled order). */
+  curriculum_levels: z.number().int().min(1).default(1),
+  curriculum_window: z.number().int().positive().default(8),
+  /** Scores are +1/−1, so a mean of 0.5 is 75% correct. */
+  curriculum_advance_threshold: z.number().min(-1).max(1).default(0.5),
+  curriculum_fallback_threshold: z.number().min(-1).max(1).nullable().default(null),
 });
 export type Gsm8kLiteConfig = z.output<typeof Gsm8kLiteConfigSchema>;
 
-export type Gsm8kItem = { id: string; question: string; gold: string };
+export type Gsm8kItem = {
+  id: string;
+  question: string;
+  gold: string;
+  /** The curriculum level the problem belongs to (only with curriculum_levels > 1). */
+  level?: number;
+};
 
 export function parseGsm8kJsonl(text: string): Gsm8kItem[] {
   return text
@@ -91,6 +107,14 @@ export function gsm8kSimulate(item: Gsm8kItem): SimulatedItem {
 export class Gsm8kLiteEnv extends BaseEnv<Gsm8kItem, Gsm8kLiteConfig> {
   static override envName = "gsm8k_lite";
   private train: Gsm8kItem[] = [];
+  /** Curriculum level of each training problem (by index in `train`). */
+  private tiers: number[] = [];
+  readonly curriculum: Curriculum = new Curriculum({
+    levels: this.config.curriculum_levels,
+    window: this.config.curriculum_window,
+    advance_threshold: this.config.curriculum_advance_threshold,
+    fallback_threshold: this.config.curriculum_fallback_threshold,
+  });
   private test: Gsm8kItem[] = [];
   private order: number[] = [];
   private iter = 0;
@@ -114,6 +138,16 @@ export class Gsm8kLiteEnv extends BaseEnv<Gsm8kItem, Gsm8kLiteConfig> {
     const evalSize = Math.min(this.config.eval_size, Math.floor(all.length / 2));
     this.train = all.slice(0, all.length - evalSize);
     this.test = all.slice(all.length - evalSize);
+    // Longer questions are harder: rank by length, cut into equal-sized levels.
+    const levels = this.config.curriculum_levels;
+    const byLength = this.train.map((_, i) => i);
+    byLength.sort(
+      (a, b) => this.train[a]!.question.length - this.train[b]!.question.length || a - b,
+    );
+    this.tiers = new Array<number>(this.train.length);
+    byLength.forEach((index, rank) => {
+      this.tiers[index] = Math.floor((rank * levels) / this.train.length) + 1;
+    });
     this.reshuffle();
   }
 
@@ -124,12 +158,25 @@ export class Gsm8kLiteEnv extends BaseEnv<Gsm8kItem, Gsm8kLiteConfig> {
 
   override async getNextItem(): Promise<Gsm8kItem | null> {
     if (this.train.length === 0) return null;
-    if (this.iter >= this.order.length) {
-      this.iter = 0;
-      this.epoch++;
-      this.reshuffle();
+    // At most two passes: level 1 always has problems, so one is found.
+    for (let tries = 0; tries < 2 * this.order.length; tries++) {
+      if (this.iter >= this.order.length) {
+        this.iter = 0;
+        this.epoch++;
+        this.reshuffle();
+      }
+      const index = this.order[this.iter++]!;
+      if (this.config.curriculum_levels === 1) return this.train[index]!;
+      const level = this.tiers[index]!;
+      if (level <= this.curriculum.level) return { ...this.train[index]!, level };
     }
-    return this.train[this.order[this.iter++]!]!;
+    return null;
+  }
+
+  override recordScores(item: Gsm8kItem, scores: number[]): void {
+    if (this.config.curriculum_levels === 1 || scores.length === 0) return;
+    this.curriculum.record(item.level ?? 1, scores.reduce((a, b) => a + b, 0) / scores.length);
+    this.observe("curriculum/level", this.curriculum.level);
   }
 
   override async collectTrajectories(
@@ -188,12 +235,16 @@ export class Gsm8kLiteEnv extends BaseEnv<Gsm8kItem, Gsm8kLiteConfig> {
   }
 
   override saveCheckpoint(): JsonObject {
-    return { iter: this.iter, epoch: this.epoch };
+    return { iter: this.iter, epoch: this.epoch, curriculum: this.curriculum.checkpoint() };
   }
 
   override loadCheckpoint(state: JsonObject): void {
     this.iter = Number(state.iter ?? 0);
     this.epoch = Number(state.epoch ?? 0);
+    const curriculum = state.curriculum;
+    if (curriculum && typeof curriculum === "object" && !Array.isArray(curriculum)) {
+      this.curriculum.restore(curriculum);
+    }
     if (this.train.length > 0) this.reshuffle();
   }
 }

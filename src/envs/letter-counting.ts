@@ -1,6 +1,7 @@
 import {
   BaseEnv,
   BaseEnvConfigSchema,
+  Curriculum,
   defineEnv,
   type EvalResult,
   type JsonObject,
@@ -15,7 +16,8 @@ import {
 /**
  * letter_counting: "how many times does letter L appear in S?" with a curriculum. Level k draws
  * longer strings with fewer distinct letters (more repeats); the level advances when the mean
- * score of the last `curriculum_window` groups at the current level reaches `advance_threshold`.
+ * score of the last `curriculum_window` groups at the current level reaches `advance_threshold`,
+ * and falls back one level when it drops below `fallback_threshold` (when set).
  * Level, window and RNG state are all in the checkpoint, and recordScores() only touches them,
  * so feedback from another isolate (queue consumer → EnvSession DO) works.
  */
@@ -28,6 +30,7 @@ export const LetterCountingConfigSchema = BaseEnvConfigSchema.extend({
   max_level: z.number().int().min(1).default(10),
   curriculum_window: z.number().int().positive().default(8),
   advance_threshold: z.number().min(0).max(1).default(0.8),
+  fallback_threshold: z.number().min(0).max(1).nullable().default(null),
   temperature: z.number().min(0).default(1.0),
   /** Held-out items evaluate() asks (their own seed), at `eval_level`. */
   eval_size: z.number().int().min(0).default(16),
@@ -86,14 +89,23 @@ export function levelShape(level: number): { length: number; alphabet: number } 
 
 export class LetterCountingEnv extends BaseEnv<LetterItem, LetterCountingConfig> {
   static override envName = "letter_counting";
-  level: number;
+  readonly curriculum: Curriculum;
   private rng: SeededRng;
-  private window: number[] = [];
 
   constructor(...args: ConstructorParameters<typeof BaseEnv<LetterItem, LetterCountingConfig>>) {
     super(...args);
-    this.level = Math.min(this.config.start_level, this.config.max_level);
+    this.curriculum = new Curriculum({
+      levels: this.config.max_level,
+      start_level: Math.min(this.config.start_level, this.config.max_level),
+      window: this.config.curriculum_window,
+      advance_threshold: this.config.advance_threshold,
+      fallback_threshold: this.config.fallback_threshold,
+    });
     this.rng = new SeededRng(this.config.seed);
+  }
+
+  get level(): number {
+    return this.curriculum.level;
   }
 
   override async getNextItem(): Promise<LetterItem> {
@@ -146,28 +158,17 @@ export class LetterCountingEnv extends BaseEnv<LetterItem, LetterCountingConfig>
   }
 
   override recordScores(item: LetterItem, scores: number[]): void {
-    if (item.level !== this.level || scores.length === 0) return;
-    this.window.push(scores.reduce((a, b) => a + b, 0) / scores.length);
-    if (this.window.length > this.config.curriculum_window) this.window.shift();
+    if (scores.length === 0) return;
+    this.curriculum.record(item.level, scores.reduce((a, b) => a + b, 0) / scores.length);
     this.observe("curriculum/level", this.level);
-    const mean = this.window.reduce((a, b) => a + b, 0) / this.window.length;
-    if (
-      this.window.length >= this.config.curriculum_window &&
-      mean >= this.config.advance_threshold &&
-      this.level < this.config.max_level
-    ) {
-      this.level++;
-      this.window = [];
-    }
   }
 
   override saveCheckpoint(): JsonObject {
-    return { level: this.level, window: [...this.window], rng_state: this.rng.state };
+    return { ...this.curriculum.checkpoint(), rng_state: this.rng.state };
   }
 
   override loadCheckpoint(state: JsonObject): void {
-    this.level = Number(state.level ?? this.level);
-    this.window = Array.isArray(state.window) ? state.window.map(Number) : [];
+    this.curriculum.restore(state);
     if (typeof state.rng_state === "number") this.rng.state = state.rng_state;
   }
 }

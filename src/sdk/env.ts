@@ -6,6 +6,13 @@
  * and tests).
  */
 export { z } from "zod";
+export {
+  Curriculum,
+  type CurriculumChange,
+  type CurriculumConfig,
+  type CurriculumState,
+  curriculumConfigSchema,
+} from "../core/curriculum";
 export type {
   ChatMessage,
   ScoredDataGroup,

@@ -318,6 +318,11 @@ export class EnvFeeder extends DurableObject<Bindings> implements EnvFeederPort 
       return;
     }
     const { status, batchSize, policyVersion } = found;
+    if (found.paused) {
+      // Paused through PATCH /v1/runs/{run}/envs/{id}: issue nothing until resumed.
+      state.status = "paused";
+      return;
+    }
     const def = this.envs.get(state.spec.envName);
     const cfg = parseEnvConfig(def.configSchema, state.spec.config);
     const previousStep = state.lastStep ?? null;

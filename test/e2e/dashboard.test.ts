@@ -583,6 +583,35 @@ describe("dashboard in Chromium against npm run dev", () => {
     ).toBeUndefined();
     await screenshot(page, "rollout-trajectory");
   });
+
+  it("pauses and resumes an env from the envs page", async () => {
+    const POLL = { timeout: 6000 };
+    await open(page, server.url, "#/envs");
+    const row = () => page.locator(`[data-testid=envs-table] tr[data-env-id="${seeded.mathId}"]`);
+    const paused = async () =>
+      (
+        await api<{ envs: { env_id: number; paused: boolean }[] }>(`/v1/runs/${RUN}/stats`)
+      ).envs.find((e) => e.env_id === seeded.mathId)?.paused;
+    await row().locator("button[data-action=pause]").click();
+    await expect.poll(paused).toBe(true);
+    // The table shows it at the next poll (every 2 s).
+    await expect.poll(() => row().locator("[data-field=paused]").count(), POLL).toBe(1);
+    await row().locator("button[data-action=resume]").click();
+    await expect.poll(paused).toBe(false);
+    await expect.poll(() => row().locator("[data-field=paused]").count(), POLL).toBe(0);
+  });
+
+  it("overview lists run events: a regression found by the guard", async () => {
+    const route = `/v1/runs/${RUN}/envs/${seeded.mathId}/evals`;
+    await call(server.url, "POST", route, { step: 1000, metrics: { guard_probe: 1 } });
+    await call(server.url, "POST", route, { step: 1001, metrics: { guard_probe: 0.5 } });
+    await open(page, server.url, "#/overview");
+    const events = page.locator("[data-testid=run-events] li.run-event");
+    await expect.poll(() => events.count(), { timeout: 6000 }).toBeGreaterThan(0);
+    expect(await events.first().textContent()).toContain(
+      "guard_probe = 0.5 at step 1001 fell below",
+    );
+  });
 });
 
 describe("dashboard on a deployment with an API token", () => {

@@ -120,6 +120,7 @@ describe("Atropos wire compatibility", () => {
       self_queue_size: 4,
       max_group_size: 4,
       env_weight: 0.2,
+      policy_version: 0,
     });
     const env1 = await json(call(`/runs/${run}/status-env?env_id=1`));
     expect(env1).toEqual({
@@ -129,6 +130,7 @@ describe("Atropos wire compatibility", () => {
       self_queue_size: 0,
       max_group_size: 4,
       env_weight: 0.8,
+      policy_version: 0,
     });
     const missing = await call(`/runs/${run}/status-env`);
     expect(missing.status).toBe(422);

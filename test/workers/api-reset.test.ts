@@ -83,7 +83,18 @@ describe("reset", () => {
       source: "env",
     };
     await post(`${base}/scored_data`, { ...group(2, 4, envId, 2000), trajectories: [trajectory] });
-    expect((await post(`/v1/runs/${run}/batches/lease`, {})).status).toBe(200);
+    // Replay keeps acked groups whose mean score (0.5 here) reaches the threshold.
+    const replay = await call(`/v1/runs/${run}/replay`, {
+      method: "PUT",
+      headers: { "content-type": "application/json" },
+      body: JSON.stringify({ enabled: true, threshold: 0.4 }),
+    });
+    expect(replay.status).toBe(200);
+    const leased = await post(`/v1/runs/${run}/batches/lease`, {});
+    expect(leased.status).toBe(200);
+    const { batch_id } = await leased.json<{ batch_id: string }>();
+    expect((await post(`/v1/runs/${run}/batches/${batch_id}/ack`, {})).status).toBe(200);
+    await post(`${base}/scored_data`, group(3, 4, envId));
     const servers = [{ base_url: "http://127.0.0.1:9/v1", server_type: "vllm" }];
     const inference = await call(`/v1/runs/${run}/inference`, {
       method: "PUT",
@@ -99,6 +110,14 @@ describe("reset", () => {
     });
     expect(saved.status).toBe(200);
     await post(`/v1/runs/${run}/envs/${envId}/evals`, { step: 1, metrics: { accuracy: 0.5 } });
+    // The regression guard: its settings, the baseline above, and an event for a drop.
+    const guard = await call(`/v1/runs/${run}/guard`, {
+      method: "PUT",
+      headers: { "content-type": "application/json" },
+      body: JSON.stringify({ factor: 0.9 }),
+    });
+    expect(guard.status).toBe(200);
+    await post(`/v1/runs/${run}/envs/${envId}/evals`, { step: 2, metrics: { accuracy: 0.1 } });
     await bindings.DB.prepare(
       `INSERT INTO dead_letters (run, env_name, env_id, item, error, attempts, created_at)
        VALUES (?1, 'x', ?2, '{}', 'item i: retries exhausted', 5, ?3)`,

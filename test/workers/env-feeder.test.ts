@@ -109,6 +109,37 @@ describe("EnvFeeder", () => {
     expect((await workerStatus()).worker_status).toBe("stopped");
   });
 
+  it("a PATCH pausing its env holds the feeder at its next tick; resuming lets it feed again", async () => {
+    const run = uniqueRun("feeder-pause");
+    await post(`/runs/${run}/register`, { ...REGISTRATION, batch_size: 8 });
+    const name = `${run}/feeder_eval_test/pause`;
+    const stub = bindings.ENV_FEEDER.get(bindings.ENV_FEEDER.idFromName(name));
+    await stub.start(run, name, {
+      envName: EvalTestEnv.envName,
+      config: { group_size: 4, max_num_workers: 2, tokenizer_name: "qwen3" },
+      inference: INFERENCE,
+    });
+    expect(await runDurableObjectAlarm(stub)).toBe(true);
+    expect(await stub.describe()).toMatchObject({ env_id: 0, status: "running", issued: 2 });
+    const setPaused = (paused: boolean) =>
+      call(`/v1/runs/${run}/envs/0`, {
+        method: "PATCH",
+        headers: { "content-type": "application/json" },
+        body: JSON.stringify({ paused }),
+      });
+    expect((await setPaused(true)).status).toBe(200);
+    expect(await runDurableObjectAlarm(stub)).toBe(true);
+    expect(await stub.describe()).toMatchObject({ status: "paused", issued: 2 });
+    const stats = await json<{ envs: { worker_status: string | null }[] }>(
+      call(`/v1/runs/${run}/stats`),
+    );
+    expect(stats.envs[0]!.worker_status).toBe("paused");
+    expect((await setPaused(false)).status).toBe(200);
+    expect(await runDurableObjectAlarm(stub)).toBe(true);
+    expect(await stub.describe()).toMatchObject({ status: "running" });
+    await stub.stop();
+  });
+
   it("keeps a stop that arrives while a tick is running, instead of the tick's status", async () => {
     const run = uniqueRun("feeder-stop");
     await post(`/runs/${run}/register`, { ...REGISTRATION, batch_size: 8 });
@@ -264,11 +295,15 @@ describe("EnvFeeder", () => {
         return s!.values[0];
       };
       expect(value("groups_per_item_mean")).toBe(GROUPS_PER_CONSTANT_ITEM);
-      expect(value("groups_per_item_count")).toBe(2);
+      // At least one per item consumed here. The real queue also delivers issued items to the
+      // Worker's own consumer (items issued by the later ticks too), so more may be counted.
+      expect(value("groups_per_item_count")).toBeGreaterThanOrEqual(2);
       const drops = series.filter((s) => s.name.startsWith("drops/"));
       expect(drops).toHaveLength(1);
       expect(drops[0]!.name).toMatch(/^drops\/all scores identical/);
-      expect(drops[0]!.values).toEqual([2 * GROUPS_PER_CONSTANT_ITEM]);
+      const dropped = drops[0]!.values[0]!;
+      expect(dropped).toBeGreaterThanOrEqual(2 * GROUPS_PER_CONSTANT_ITEM);
+      expect(dropped % GROUPS_PER_CONSTANT_ITEM).toBe(0);
       await stub.stop();
     });
   });

@@ -124,6 +124,42 @@ describe("retention", () => {
     expect(await groupIds(run)).toEqual([]);
   });
 
+  it("keeps groups in the replay buffer, and replayed groups of a batch still leased", async () => {
+    const run = uniqueRun("retain-replay");
+    const { base, envIds } = await setupRun(run, 2, [1]);
+    const envId = envIds[0]!;
+    const replay = await call(`/v1/runs/${run}/replay`, {
+      method: "PUT",
+      headers: { "content-type": "application/json" },
+      body: JSON.stringify({ enabled: true, fraction: 0.5, threshold: 0.5 }),
+    });
+    expect(replay.status).toBe(200);
+    // One-sequence groups scored 1 (kept for replay) and 0 (not kept).
+    const one = (seed: number, score: number) => ({ ...group(seed, 1, envId), scores: [score] });
+    await post(`${base}/scored_data`, one(1, 1));
+    await post(`${base}/scored_data`, one(2, 0));
+    const [kept, dropped] = await leaseAndAck(run);
+    const later = Date.now() + 2 * HOUR;
+    expect(await collectGarbage(bindings, run, HOUR, later)).toMatchObject({ groups: 1 });
+    expect(await groupIds(run)).toEqual([kept]);
+    expect(dropped).toBeDefined();
+
+    // Replayed once (its last time, so it leaves the buffer) in a batch not yet acked: kept.
+    await post(`${base}/scored_data`, one(3, 0));
+    const leased = await json<{
+      batch_id: string;
+      groups: { group_id: number; replayed: boolean }[];
+    }>(post(`/v1/runs/${run}/batches/lease`, {}));
+    expect(leased.groups.find((g) => g.replayed)?.group_id).toBe(kept);
+    expect(await json(call(`/v1/runs/${run}/replay`))).toMatchObject({ buffered_groups: 0 });
+    expect(await collectGarbage(bindings, run, HOUR, later)).toMatchObject({ groups: 0 });
+    expect(await groupIds(run)).toContain(kept);
+    // Once acked, it goes like any delivered group.
+    await post(`/v1/runs/${run}/batches/${leased.batch_id}/ack`, {});
+    await collectGarbage(bindings, run, HOUR, Date.now() + 2 * HOUR);
+    expect(await groupIds(run)).not.toContain(kept);
+  });
+
   it("is run by the run coordinator's alarm, set by an ack", async () => {
     const run = uniqueRun("retain-alarm");
     const { base, envIds } = await setupRun(run, 2, [2]);

@@ -1,5 +1,5 @@
 // @ts-check
-// Typed client for the dashboard's read-only JSON API (same origin).
+// Typed client for the dashboard's JSON API (same origin): reads, and the mix controls.
 import { getToken } from "./auth.js";
 
 /**
@@ -26,6 +26,9 @@ import { getToken } from "./auth.js";
  * @typedef {import("../../../src/core/trajectory").Trajectory} Trajectory
  * @typedef {import("../../../src/core/api-schemas").BatchRow} BatchInfo
  * @typedef {import("../../../src/core/api-schemas").BatchPage} BatchPage
+ * @typedef {import("../../../src/core/api-schemas").RunEventList} RunEventList
+ * @typedef {import("../../../src/core/api-schemas").EnvControl} EnvControl
+ * @typedef {import("../../../src/core/api-schemas").EnvControlRequest} EnvControlRequest
  * @typedef {string | number} Id group and batch ids (treated as opaque)
  */
 
@@ -80,6 +83,41 @@ export async function getJson(path, signal) {
     throw new ApiError(res.status, message);
   }
   return res.json();
+}
+
+/**
+ * Sends a JSON body (the dashboard's few controls); errors as getJson's.
+ * @param {"PATCH" | "POST" | "PUT"} method
+ * @param {string} path
+ * @param {unknown} body
+ * @returns {Promise<unknown>}
+ */
+export async function sendJson(method, path, body) {
+  /** @type {Record<string, string>} */
+  const headers = { accept: "application/json", "content-type": "application/json" };
+  const token = getToken();
+  if (token) headers.authorization = `Bearer ${token}`;
+  const res = await fetch(path, {
+    method,
+    headers,
+    body: JSON.stringify(body),
+    cache: "no-store",
+    credentials: "omit",
+  });
+  if (res.status === 401) throw new AuthRequiredError();
+  const text = await res.text();
+  if (!res.ok) {
+    let message = `${res.status} ${res.statusText}`;
+    try {
+      const parsed = /** @type {{error?: {message?: unknown}}} */ (JSON.parse(text));
+      if (typeof parsed.error?.message === "string")
+        message = `${res.status}: ${parsed.error.message}`;
+    } catch {
+      // not JSON: keep the status line
+    }
+    throw new ApiError(res.status, message);
+  }
+  return JSON.parse(text);
 }
 
 /**
@@ -150,4 +188,12 @@ export const api = {
    */
   batches: (run, page, signal) =>
     /** @type {Promise<BatchPage>} */ (getJson(`${runPath(run)}/batches${query(page)}`, signal)),
+  /** @param {string} run @param {number} limit @param {AbortSignal} [signal] @returns {Promise<RunEventList>} */
+  events: (run, limit, signal) =>
+    /** @type {Promise<RunEventList>} */ (
+      getJson(`${runPath(run)}/events${query({ limit })}`, signal)
+    ),
+  /** @param {string} run @param {number} envId @param {EnvControlRequest} change @returns {Promise<EnvControl>} */
+  updateEnv: (run, envId, change) =>
+    /** @type {Promise<EnvControl>} */ (sendJson("PATCH", `${runPath(run)}/envs/${envId}`, change)),
 };

@@ -16,7 +16,7 @@ export const cors: MiddlewareHandler<AppEnv> = async (c, next) => {
     const headers: Record<string, string> = { Vary: "Origin" };
     if (ok) {
       headers["Access-Control-Allow-Origin"] = origin;
-      headers["Access-Control-Allow-Methods"] = "GET, POST, PUT, DELETE, OPTIONS";
+      headers["Access-Control-Allow-Methods"] = "GET, POST, PUT, PATCH, DELETE, OPTIONS";
       headers["Access-Control-Allow-Headers"] =
         "Authorization, Content-Type, Content-Encoding, Idempotency-Key, X-Request-Id";
       headers["Access-Control-Max-Age"] = "600";

@@ -17,6 +17,7 @@ import { batches, envs, groups, metrics, runs } from "./schema";
 /** What a lease decides from: the run, an expired lease to hand out again, envs, the queue head. */
 export interface LeaseState {
   run: RunRow | undefined;
+  /** `groups` in batch order; replayed groups carry `replayed: true`. */
   expired: { id: string; step: number; groups: LeasedGroupRef[] } | null;
   envs: EnvRow[];
   /** The oldest queued groups new enough for the trainer, at most `windowLimit` of them. */
@@ -89,13 +90,19 @@ function leaseReads(d: Orm, run: string, q: LeaseStateQuery) {
   return [
     d.select().from(runs).where(eq(runs.name, run)).limit(1),
     d
-      .select({ id: batches.id, step: batches.step })
+      .select({ id: batches.id, step: batches.step, replayIds: batches.replayIds })
       .from(batches)
       .where(inArray(batches.id, expiredLeaseId(d, run, q.now))),
+    // By the batch's group list: replayed groups keep their own batch_id.
     d
       .select(refColumns)
       .from(groups)
-      .where(inArray(groups.batchId, expiredLeaseId(d, run, q.now)))
+      .where(
+        and(
+          eq(groups.run, run),
+          sql`${groups.id} IN (SELECT value FROM json_each((SELECT ${batches.groupIds} FROM ${batches} WHERE ${batches.id} = (${expiredLeaseId(d, run, q.now)}))))`,
+        ),
+      )
       .orderBy(asc(groups.id)),
     d.select().from(envs).where(eq(envs.run, run)).orderBy(asc(envs.envId)),
     d
@@ -151,7 +158,13 @@ export async function readLeaseState(
   const expired = expiredRows[0];
   return {
     run: runRows[0],
-    expired: expired ? { ...expired, groups: expiredRefs.map(groupRef) } : null,
+    expired: expired
+      ? {
+          id: expired.id,
+          step: expired.step,
+          groups: markReplayed(expiredRefs.map(groupRef), parseIds(expired.replayIds)),
+        }
+      : null,
     envs: envRows,
     window,
     windowComplete: window.length < q.windowLimit,
@@ -204,7 +217,11 @@ export interface NewLease {
   leaseExpiresAt: number;
   maxStaleness: number | null;
   policyVersion: number;
+  /** Every group of the batch, online and replayed. */
   groupIds: readonly number[];
+  /** The replayed ones: they stay delivered (in the replay buffer) instead of being leased. */
+  replayIds: readonly number[];
+  replaySeqs: number;
   sequences: number;
   formationMs: number;
   now: number;
@@ -215,8 +232,12 @@ export async function formLease(
   d1: D1Database,
   run: string,
   lease: NewLease,
+  /** Written in the same batch, before the leased groups are read back. */
+  extra: readonly D1PreparedStatement[] = [],
 ): Promise<LeasedGroupRef[]> {
   const d = db(d1);
+  const replayed = new Set(lease.replayIds);
+  const onlineIds = lease.groupIds.filter((id) => !replayed.has(id));
   // One D1 batch through the raw client: drizzle's batch cannot carry the raw statistics SQL.
   const results = await d1.batch([
     statementOf(
@@ -224,7 +245,7 @@ export async function formLease(
       d
         .update(groups)
         .set({ status: "leased", batchId: lease.batchId })
-        .where(and(eq(groups.run, run), eq(groups.status, "queued"), idIn(lease.groupIds)))
+        .where(and(eq(groups.run, run), eq(groups.status, "queued"), idIn(onlineIds)))
         .toSQL(),
     ),
     // Before the batch's own row: its throughput is measured from the previous batch.
@@ -258,6 +279,8 @@ export async function formLease(
           numGroups: lease.groupIds.length,
           numSeqs: lease.sequences,
           groupIds: JSON.stringify(lease.groupIds),
+          replayIds: lease.replayIds.length > 0 ? JSON.stringify(lease.replayIds) : null,
+          replaySeqs: lease.replaySeqs,
           formationMs: lease.formationMs,
           createdAt: lease.now,
         })
@@ -271,18 +294,19 @@ export async function formLease(
         .where(eq(runs.name, run))
         .toSQL(),
     ),
+    ...extra,
     // refColumns are named as the table's columns, so raw rows have GroupRefRow's shape.
     statementOf(
       d1,
       d
         .select(refColumns)
         .from(groups)
-        .where(eq(groups.batchId, lease.batchId))
+        .where(and(eq(groups.run, run), idIn(lease.groupIds)))
         .orderBy(asc(groups.id))
         .toSQL(),
     ),
   ]);
-  return (results[4]!.results as GroupRefRow[]).map(groupRef);
+  return markReplayed((results.at(-1)!.results as GroupRefRow[]).map(groupRef), lease.replayIds);
 }
 
 const sqlite = new SQLiteAsyncDialect();
@@ -342,13 +366,39 @@ export async function getLease(d1: D1Database, run: string, batchId: string) {
   return rows[0];
 }
 
-/** Marks the batch and its groups delivered. */
-export async function ackLease(d1: D1Database, batchId: string, now: number): Promise<void> {
+/** Marks the batch and its groups delivered; `extra` runs between the two (replay admission). */
+export async function ackLease(
+  d1: D1Database,
+  batchId: string,
+  now: number,
+  extra: readonly D1PreparedStatement[] = [],
+): Promise<void> {
   const d = db(d1);
-  await d.batch([
-    d.update(groups).set({ status: "delivered" }).where(eq(groups.batchId, batchId)),
-    d.update(batches).set({ status: "acked", ackedAt: now }).where(eq(batches.id, batchId)),
+  await d1.batch([
+    statementOf(
+      d1,
+      d.update(groups).set({ status: "delivered" }).where(eq(groups.batchId, batchId)).toSQL(),
+    ),
+    ...extra,
+    statementOf(
+      d1,
+      d
+        .update(batches)
+        .set({ status: "acked", ackedAt: now })
+        .where(eq(batches.id, batchId))
+        .toSQL(),
+    ),
   ]);
+}
+
+function parseIds(json: string | null): number[] {
+  return json ? (JSON.parse(json) as number[]) : [];
+}
+
+function markReplayed(refs: LeasedGroupRef[], replayIds: readonly number[]): LeasedGroupRef[] {
+  if (replayIds.length === 0) return refs;
+  const replayed = new Set(replayIds);
+  return refs.map((ref) => (replayed.has(ref.id) ? { ...ref, replayed: true } : ref));
 }
 
 /** An env's group size and its buffered partial groups, oldest first. */

@@ -247,3 +247,19 @@ export async function evaluationMetricOverSteps(
     .all<{ step: number; env_id: number; value: number; policy_version: number | null }>();
   return results;
 }
+
+/** The evaluation metrics an env reported for one step (kind "eval"), or null when none. */
+export async function evaluationAtStep(
+  d1: D1Database,
+  run: string,
+  envId: number,
+  step: number,
+): Promise<Record<string, number> | null> {
+  const { results } = await d1
+    .prepare(
+      "SELECT name, value FROM metrics WHERE run = ?1 AND env_id = ?2 AND step = ?3 AND kind = 'eval'",
+    )
+    .bind(run, envId, step)
+    .all<{ name: string; value: number }>();
+  return results.length > 0 ? Object.fromEntries(results.map((r) => [r.name, r.value])) : null;
+}

@@ -30,6 +30,8 @@ export interface LeasedGroupRef {
   payload: PayloadLocation;
   policyVersion: number;
   numSeqs: number;
+  /** Taken from the replay buffer (delivered before) rather than the queue. */
+  replayed?: boolean;
 }
 
 /** The groups-table columns a `LeasedGroupRef` is built from (SELECT … FROM groups). */

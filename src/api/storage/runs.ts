@@ -52,6 +52,7 @@ export function toStatusEnvRecord(env: EnvRow): EnvRecordForStatus {
     connected: env.connected,
     minBatchAllocation: env.minBatchAllocation,
     groupSize: env.groupSize,
+    paused: env.paused,
   };
 }
 

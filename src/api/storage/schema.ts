@@ -26,9 +26,38 @@ export const runs = sqliteTable("runs", {
   policyVersion: integer("policy_version").notNull().default(0),
   registered: integer("registered", { mode: "boolean" }).notNull().default(false),
   started: integer("started", { mode: "boolean" }).notNull().default(false),
+  /** Replay buffer and mixing (off by default; PUT /v1/runs/{run}/replay). */
+  replayEnabled: integer("replay_enabled", { mode: "boolean" }).notNull().default(false),
+  /** Delivered groups with a mean score at or above this are kept for replay. */
+  replayThreshold: real("replay_threshold").notNull().default(0.7),
+  /** Groups the buffer holds at most (the lowest priorities leave first). */
+  replayCapacity: integer("replay_capacity").notNull().default(1024),
+  /** Times one group may be replayed. */
+  replayMaxReplays: integer("replay_max_replays").notNull().default(1),
+  /** Fraction of each batch's sequences taken from the buffer (within one group). */
+  replayFraction: real("replay_fraction").notNull().default(0.3),
   createdAt: integer("created_at").notNull(),
   updatedAt: integer("updated_at").notNull(),
 });
+
+/**
+ * The replay buffer: delivered groups kept for replay, highest priority (mean score) first. A
+ * group here is not collected by retention.
+ */
+export const replayGroups = sqliteTable(
+  "replay_groups",
+  {
+    run: text("run").notNull(),
+    groupId: integer("group_id").notNull(),
+    priority: real("priority").notNull(),
+    replays: integer("replays").notNull().default(0),
+    addedAt: integer("added_at").notNull(),
+  },
+  (t) => [
+    primaryKey({ columns: [t.run, t.groupId] }),
+    index("replay_by_priority").on(t.run, t.priority),
+  ],
+);
 
 export const envs = sqliteTable(
   "envs",
@@ -42,6 +71,8 @@ export const envs = sqliteTable(
     weight: real("weight").notNull(),
     groupSize: integer("group_size").notNull(),
     minBatchAllocation: real("min_batch_allocation"),
+    /** Set through PATCH /v1/runs/{run}/envs/{id}: a paused env gets no quota in /status-env. */
+    paused: integer("paused", { mode: "boolean" }).notNull().default(false),
     connected: integer("connected", { mode: "boolean" }).notNull().default(true),
     registeredAt: integer("registered_at").notNull(),
     lastSeenAt: integer("last_seen_at").notNull(),
@@ -55,8 +86,13 @@ export const groups = sqliteTable(
     id: integer("id").primaryKey({ autoIncrement: true }),
     run: text("run").notNull(),
     envId: integer("env_id"),
-    /** buffered → queued → leased → delivered */
-    status: text("status", { enum: ["buffered", "queued", "leased", "delivered"] }).notNull(),
+    /**
+     * buffered → queued → leased → delivered; queued → stale when it can no longer be delivered
+     * within a lease's max_staleness (kept, out of the queue counts; a policy reset requeues it).
+     */
+    status: text("status", {
+      enum: ["buffered", "queued", "leased", "delivered", "stale"],
+    }).notNull(),
     numSeqs: integer("num_seqs").notNull(),
     totalTokens: integer("total_tokens").notNull(),
     completionTokens: integer("completion_tokens").notNull(),
@@ -121,6 +157,9 @@ export const batches = sqliteTable(
     numGroups: integer("num_groups").notNull(),
     numSeqs: integer("num_seqs").notNull(),
     groupIds: text("group_ids").notNull(),
+    /** JSON array of the replayed groups among group_ids (null when none). */
+    replayIds: text("replay_ids"),
+    replaySeqs: integer("replay_seqs").notNull().default(0),
     formationMs: real("formation_ms"),
     createdAt: integer("created_at").notNull(),
     ackedAt: integer("acked_at"),
@@ -326,4 +365,45 @@ export const groupTokenTexts = sqliteTable(
     createdAt: integer("created_at").notNull(),
   },
   (t) => [primaryKey({ columns: [t.run, t.groupId] })],
+);
+
+/** The run's regression guard (absent: on, factor 0.95, alert only, no webhook). */
+export const regressionGuards = sqliteTable("regression_guards", {
+  run: text("run").primaryKey(),
+  enabled: integer("enabled", { mode: "boolean" }).notNull().default(true),
+  factor: real("factor").notNull().default(0.95),
+  /** JSON of a GuardAction (src/core/regression-guard.ts). */
+  action: text("action").notNull(),
+  webhookUrl: text("webhook_url"),
+  updatedAt: integer("updated_at").notNull(),
+});
+
+/** Per env and evaluation metric: the value evaluations are compared with. */
+export const evalBaselines = sqliteTable(
+  "eval_baselines",
+  {
+    run: text("run").notNull(),
+    envId: integer("env_id").notNull(),
+    metric: text("metric").notNull(),
+    value: real("value").notNull(),
+    /** "first" = the first evaluation's value; "api" = set through the API. */
+    source: text("source", { enum: ["first", "api"] }).notNull(),
+    setAt: integer("set_at").notNull(),
+  },
+  (t) => [primaryKey({ columns: [t.run, t.envId, t.metric] })],
+);
+
+/** What happened to a run that someone should know: regressions and the guard's actions. */
+export const runEvents = sqliteTable(
+  "run_events",
+  {
+    id: integer("id").primaryKey({ autoIncrement: true }),
+    run: text("run").notNull(),
+    kind: text("kind").notNull(),
+    message: text("message").notNull(),
+    /** JSON with the event's details. */
+    data: text("data").notNull(),
+    createdAt: integer("created_at").notNull(),
+  },
+  (t) => [index("run_events_by_run").on(t.run, t.id)],
 );

@@ -8,13 +8,19 @@ export async function statusForEnv(
   d1: D1Database,
   run: string,
   envId: number,
-): Promise<{ status: StatusEnvResult; batchSize: number; policyVersion: number } | null> {
+): Promise<{
+  status: StatusEnvResult;
+  batchSize: number;
+  policyVersion: number;
+  paused: boolean;
+} | null> {
   const [runRow, envRows, counts] = await Promise.all([
     getRun(d1, run),
     listEnvs(d1, run),
     queueCounts(d1, run),
   ]);
-  if (!envRows.some((e) => e.envId === envId)) return null;
+  const me = envRows.find((e) => e.envId === envId);
+  if (!me) return null;
   return {
     status: computeStatusEnv({
       envId,
@@ -25,5 +31,6 @@ export async function statusForEnv(
     }),
     batchSize: runRow?.batchSize ?? -1,
     policyVersion: runRow?.policyVersion ?? 0,
+    paused: me.paused,
   };
 }

@@ -196,9 +196,16 @@ export class RolloutApiClient {
   async submitGroups(
     groups: ScoredDataGroup | ScoredDataGroup[],
     envId: number | null,
-    opts: { signal?: AbortSignal; idempotencyKey?: string } = {},
+    opts: { signal?: AbortSignal; idempotencyKey?: string; policyVersion?: number } = {},
   ): Promise<SubmitResult> {
-    const stamp = (g: ScoredDataGroup): ScoredDataGroup => ({ ...g, env_id: envId });
+    // The policy version the rollout was sampled under; without it the API stamps the version
+    // current when the group arrives, which is later than the sampling.
+    const version = opts.policyVersion;
+    const stamp = (g: ScoredDataGroup): ScoredDataGroup => ({
+      ...g,
+      env_id: envId,
+      ...(version !== undefined && g.policy_version == null ? { policy_version: version } : {}),
+    });
     const payload = Array.isArray(groups) ? groups.map(stamp) : stamp(groups);
     const path = Array.isArray(groups) ? "/scored_data_list" : "/scored_data";
     const json = JSON.stringify(payload);

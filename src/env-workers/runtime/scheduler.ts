@@ -14,6 +14,8 @@ export interface EnvStatus {
   self_queue_size: number;
   max_group_size: number;
   env_weight: number;
+  /** The run's policy version (atropos-edge only; the original server does not send it). */
+  policy_version?: number;
 }
 
 /** max_num_workers, with -1 → per-node × number of inference servers. */

@@ -79,6 +79,8 @@ interface Worker<Item> {
   item: Item;
   startedAt: number;
   cancelled: boolean;
+  /** The run's policy version when this rollout started (what its groups are stamped with). */
+  policyVersion: number | undefined;
 }
 
 export async function serveEnv<Item extends JsonValue, Config extends BaseEnvConfig>(
@@ -246,7 +248,10 @@ export async function serveEnv<Item extends JsonValue, Config extends BaseEnvCon
             wakeLoop();
           }
           try {
-            return await api.submitGroups(payload, envId, { signal });
+            return await api.submitGroups(payload, envId, {
+              signal,
+              policyVersion: w.policyVersion,
+            });
           } finally {
             if (released) submitting--;
           }
@@ -292,7 +297,13 @@ export async function serveEnv<Item extends JsonValue, Config extends BaseEnvCon
   };
 
   const spawn = (item: Item) => {
-    const w: Worker<Item> = { id: nextId++, item, startedAt: now(), cancelled: false };
+    const w: Worker<Item> = {
+      id: nextId++,
+      item,
+      startedAt: now(),
+      cancelled: false,
+      policyVersion: lastStatus?.status.policy_version,
+    };
     running.set(w.id, w);
     const p = runWorker(w).finally(() => inFlight.delete(p));
     inFlight.add(p);

@@ -16,6 +16,7 @@ function envRow(envId: number, over: Partial<EnvRow> = {}): EnvRow {
     groupSize: 4,
     minBatchAllocation: null,
     connected: true,
+    paused: false,
     registeredAt: now,
     lastSeenAt: now,
     ...over,
@@ -23,13 +24,14 @@ function envRow(envId: number, over: Partial<EnvRow> = {}): EnvRow {
 }
 
 describe("activeAllocations", () => {
-  it("keeps connected, recently seen envs with a positive min_batch_allocation", () => {
+  it("keeps connected, recently seen, unpaused envs with a positive min_batch_allocation", () => {
     const envs = [
       envRow(0, { minBatchAllocation: 0.5 }),
       envRow(1),
       envRow(2, { minBatchAllocation: 0 }),
       envRow(3, { minBatchAllocation: 0.25, connected: false }),
       envRow(4, { minBatchAllocation: 0.25, lastSeenAt: now - 121_000 }),
+      envRow(5, { minBatchAllocation: 0.25, paused: true }),
     ];
     expect(activeAllocations(envs, now, 120)).toEqual([{ envId: 0, name: "e0_0", fraction: 0.5 }]);
   });

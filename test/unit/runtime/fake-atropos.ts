@@ -25,6 +25,8 @@ export interface FakeAtroposOptions {
   trainerPaused?: boolean;
   /** Answer atropos-edge's POST /v1/runs/{run}/envs/{id}/metrics (Atropos itself has no such route). */
   acceptMetrics?: boolean;
+  /** Sent as /status-env's policy_version (atropos-edge's extra field) when set. */
+  policyVersion?: number;
 }
 
 export async function startFakeAtropos(options: FakeAtroposOptions = {}) {
@@ -32,13 +34,16 @@ export async function startFakeAtropos(options: FakeAtroposOptions = {}) {
   const state = {
     registerCalls: 0,
     step: 0,
-    queue: [] as { tokens: unknown[]; env_id: number }[],
+    queue: [] as { tokens: unknown[]; env_id: number; policy_version?: number }[],
+    /** Every group accepted, in order (the queue drains as batches form). */
+    received: [] as { tokens: unknown[]; env_id: number; policy_version?: number }[],
     accepted: 0,
     seenKeys: new Set<string>(),
     requests: [] as RecordedRequest[],
     failScoredPosts: options.failScoredPosts ?? 0,
     trainerPaused: options.trainerPaused ?? false,
     groupSize: 1,
+    policyVersion: options.policyVersion,
   };
 
   const formBatches = () => {
@@ -105,6 +110,7 @@ export async function startFakeAtropos(options: FakeAtroposOptions = {}) {
         self_queue_size: Math.floor(seqs / state.groupSize),
         max_group_size: state.groupSize,
         env_weight: 1,
+        ...(state.policyVersion === undefined ? {} : { policy_version: state.policyVersion }),
       });
     }
     if (req.method === "POST" && (path === "/scored_data" || path === "/scored_data_list")) {
@@ -117,6 +123,7 @@ export async function startFakeAtropos(options: FakeAtroposOptions = {}) {
       if (!state.seenKeys.has(key)) {
         state.seenKeys.add(key);
         state.queue.push(...groups);
+        state.received.push(...groups);
         state.accepted += groups.length;
       }
       if (state.failScoredPosts > 0) {

@@ -25,9 +25,55 @@ const WORKER_TONE = {
 };
 
 /**
+ * Pause/resume and weight controls (PATCH /v1/runs/{run}/envs/{id}); needs a trainer or admin
+ * token. The next poll shows the result; an error is shown next to the controls.
+ * @param {string} run
  * @param {import("../api.js").EnvStats} env
  */
-function envRow(env) {
+function envControls(run, env) {
+  const message = h("div", { class: "muted small", "data-field": "control_message" });
+  /** @param {import("../api.js").EnvControlRequest} change */
+  const apply = async (change) => {
+    setText(message, "…");
+    try {
+      const after = await api.updateEnv(run, env.env_id, change);
+      setText(message, after.paused ? "paused" : `weight ${fmtNum(after.weight)}`);
+    } catch (err) {
+      setText(message, err instanceof Error ? err.message : String(err));
+    }
+  };
+  // A prompt, not an inline input: the table is redrawn on every poll.
+  const askWeight = () => {
+    const answer = window.prompt(`Weight of ${env.name} (> 0)`, String(env.weight));
+    if (answer === null) return;
+    const value = Number(answer);
+    if (!Number.isFinite(value) || value <= 0) {
+      setText(message, "the weight must be a number above 0");
+      return;
+    }
+    void apply({ weight: value });
+  };
+  return [
+    h(
+      "button",
+      {
+        type: "button",
+        "data-action": env.paused ? "resume" : "pause",
+        onclick: () => apply({ paused: !env.paused }),
+      },
+      env.paused ? "Resume" : "Pause",
+    ),
+    " ",
+    h("button", { type: "button", "data-action": "set-weight", onclick: askWeight }, "Weight…"),
+    message,
+  ];
+}
+
+/**
+ * @param {string} run
+ * @param {import("../api.js").EnvStats} env
+ */
+function envRow(run, env) {
   const heartbeat =
     env.heartbeat_age_s === null
       ? "no heartbeat"
@@ -47,6 +93,7 @@ function envRow(env) {
     td(
       [
         pill(env.status, STATUS_TONE[env.status] ?? "muted"),
+        env.paused ? h("span", { "data-field": "paused" }, " ", pill("paused", "warn")) : null,
         env.worker_status === null
           ? null
           : h(
@@ -77,6 +124,7 @@ function envRow(env) {
     td(fmtInt(env.sequences_submitted), { numeric: true, field: "sequences_submitted" }),
     td(fmtNum(env.mean_score), { numeric: true, field: "mean_score" }),
     td(fmtNum(env.mean_completion_tokens, 1), { numeric: true, field: "mean_completion_tokens" }),
+    td(envControls(run, env), { field: "controls" }),
   );
 }
 
@@ -214,6 +262,7 @@ export function mountEnvs(root) {
     { label: "Sequences", numeric: true },
     { label: "Mean score", numeric: true },
     { label: "Mean compl. tokens", numeric: true },
+    "Mix",
   ]);
   summary.el.dataset.testid = "envs-table";
   const empty = h(
@@ -239,7 +288,11 @@ export function mountEnvs(root) {
       const stats = await api.stats(run, signal);
       empty.hidden = stats.envs.length > 0;
       summary.el.hidden = stats.envs.length === 0;
-      if (tableChanged(stats.envs)) setChildren(summary.tbody, stats.envs.map(envRow));
+      if (tableChanged(stats.envs))
+        setChildren(
+          summary.tbody,
+          stats.envs.map((env) => envRow(run, env)),
+        );
 
       let added = false;
       for (const env of stats.envs) {

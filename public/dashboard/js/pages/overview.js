@@ -8,6 +8,7 @@ import { card, changeTracker, scroller, table, td } from "../page.js";
 import { hashFor } from "../router.js";
 
 const WINDOW_MINUTES = 15;
+const EVENTS_SHOWN = 10;
 const BUCKET_S = 10;
 /** Waiting this long for a batch is a problem; shorter waits are normal between batches. */
 export const BLOCKED_WARN_AFTER_MS = 10_000;
@@ -83,6 +84,7 @@ export function mountOverview(root) {
     kpi("queue_groups", "Queued groups"),
     kpi("queue_sequences", "Queued sequences"),
     kpi("buffered_groups", "Buffered groups", "waiting to complete a group"),
+    kpi("stale_groups", "Stale groups", "too old for a lease's max_staleness"),
     kpi("oldest_queued_age", "Oldest queued"),
     kpi("queued_policy_versions", "Queued policy versions"),
     kpi("dead_letters", "Dead letters"),
@@ -115,6 +117,7 @@ export function mountOverview(root) {
   ]);
   byEnv.el.dataset.testid = "queue-by-env";
   const deadLetters = h("ul", { class: "plain-list", "data-testid": "dead-letters" });
+  const runEvents = h("ul", { class: "plain-list", "data-testid": "run-events" });
 
   setChildren(
     root,
@@ -138,6 +141,14 @@ export function mountOverview(root) {
       card("Queue depth per env", [scroller(byEnv.el, "Queue depth per environment")]),
       card("Dead letters", [deadLetters]),
     ),
+    card("Run events", [
+      h(
+        "p",
+        { class: "muted small" },
+        "Regressions found by the regression guard and the action it took.",
+      ),
+      runEvents,
+    ]),
   );
 
   const ingest = createChart(ingestChart, {
@@ -151,6 +162,7 @@ export function mountOverview(root) {
   });
   const byEnvChanged = changeTracker();
   const deadChanged = changeTracker();
+  const eventsChanged = changeTracker();
 
   /** @param {string} key @param {string | number} value */
   const set = (key, value) => setText(root.querySelector(`[data-kpi="${key}"]`), value);
@@ -167,9 +179,10 @@ export function mountOverview(root) {
     title: "Overview",
     poll: true,
     async refresh({ run, signal }) {
-      const [stats, series] = await Promise.all([
+      const [stats, series, events] = await Promise.all([
         api.stats(run, signal),
         api.timeseries(run, { minutes: WINDOW_MINUTES, bucket_s: BUCKET_S }, signal),
+        api.events(run, EVENTS_SHOWN, signal),
       ]);
 
       const wait = blockedState(stats.blocked_reason, blockedSince, stats.now);
@@ -196,6 +209,7 @@ export function mountOverview(root) {
       set("queue_groups", fmtInt(stats.queue.groups));
       set("queue_sequences", fmtInt(stats.queue.sequences));
       set("buffered_groups", fmtInt(stats.queue.buffered_groups));
+      set("stale_groups", fmtInt(stats.queue.stale_groups));
       hint("buffered_groups", `${fmtInt(stats.queue.buffered_sequences)} sequences`);
       set("oldest_queued_age", fmtDuration(stats.queue.oldest_queued_age_s));
       hint(
@@ -265,6 +279,28 @@ export function mountOverview(root) {
                   td(total > 0 ? `${fmtNum((100 * row.sequences) / total, 1)}%` : "–", {
                     numeric: true,
                   }),
+                ),
+              ),
+        );
+      }
+
+      if (eventsChanged(events.events)) {
+        setChildren(
+          runEvents,
+          events.events.length === 0
+            ? h("li", { class: "muted" }, "None.")
+            : events.events.map((e) =>
+                h(
+                  "li",
+                  { class: "run-event", "data-kind": e.kind },
+                  pill(e.kind, e.kind === "regression" ? "warn" : "muted"),
+                  " ",
+                  h(
+                    "time",
+                    { datetime: new Date(e.created_at).toISOString() },
+                    fmtAgo(e.created_at, stats.now),
+                  ),
+                  h("div", null, e.message),
                 ),
               ),
         );

@@ -69,6 +69,8 @@ export const statusEnv = defineRoute(
         .bind(run, envId, now)
         .run(),
     );
-    return c.json(found.status);
+    // policy_version: envs stamp the version their rollouts are sampled under (not the one
+    // current when the group arrives); Atropos clients ignore the extra field.
+    return c.json({ ...found.status, policy_version: found.policyVersion });
   },
 );

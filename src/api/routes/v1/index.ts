@@ -13,14 +13,18 @@ import { envScores } from "./env-scores";
 import { getCheckpoint } from "./get-checkpoint";
 import { getEnvWorker } from "./get-env-worker";
 import { getGroup } from "./get-group";
+import { getGuardRoute } from "./get-guard";
 import { getInference } from "./get-inference";
 import { getMetrics } from "./get-metrics";
 import { getPolicy } from "./get-policy";
+import { getReplay } from "./get-replay";
 import { getTrajectories } from "./get-trajectories";
+import { importReplay } from "./import-replay";
 import { leaseBatch } from "./lease-batch";
 import { listBatches } from "./list-batches";
 import { listCheckpoints } from "./list-checkpoints";
 import { listEvals } from "./list-evals";
+import { listEvents } from "./list-events";
 import { listGroups } from "./list-groups";
 import { listRuns } from "./list-runs";
 import { listTokensRoute } from "./list-tokens";
@@ -33,11 +37,15 @@ import { reportEval } from "./report-eval";
 import { reportMetrics } from "./report-metrics";
 import { revokeTokenRoute } from "./revoke-token";
 import { saveCheckpoint } from "./save-checkpoint";
+import { setBaselinesRoute } from "./set-baselines";
+import { setGuardRoute } from "./set-guard";
 import { setPolicy } from "./set-policy";
+import { setReplay } from "./set-replay";
 import { startEnvWorker } from "./start-env-worker";
 import { stats } from "./stats";
 import { stopEnvWorker } from "./stop-env-worker";
 import { timeseries } from "./timeseries";
+import { updateEnv } from "./update-env";
 
 export const v1Routes: readonly ApiRoute[] = [
   listRuns,
@@ -45,6 +53,9 @@ export const v1Routes: readonly ApiRoute[] = [
   ackBatch,
   setPolicy,
   getPolicy,
+  getReplay,
+  setReplay,
+  importReplay,
   stats,
   timeseries,
   getMetrics,
@@ -53,8 +64,13 @@ export const v1Routes: readonly ApiRoute[] = [
   getGroup,
   listBatches,
   envScores,
+  updateEnv,
   listEvals,
   reportEval,
+  getGuardRoute,
+  setGuardRoute,
+  setBaselinesRoute,
+  listEvents,
   saveCheckpoint,
   listCheckpoints,
   getCheckpoint,

@@ -59,6 +59,7 @@ export const leaseBatch = defineRoute(
         env_id: g.envId,
         policy_version: g.policyVersion,
         num_seqs: g.numSeqs,
+        replayed: g.replayed ?? false,
       })),
     });
     return new Response(batchBody(c.env, outcome.groups, `${head.slice(0, -1)},"batch":[`, "]}"), {

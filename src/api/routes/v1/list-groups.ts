@@ -28,7 +28,7 @@ export const listGroups = defineRoute(
         policy_version: numberQuery,
         since: numberQuery.describe("Created at or after (ms since the epoch)."),
         until: numberQuery.describe("Created at or before (ms since the epoch)."),
-        status: z.enum(["buffered", "queued", "leased", "delivered"]).optional(),
+        status: z.enum(["buffered", "queued", "leased", "delivered", "stale"]).optional(),
         limit: numberQuery.describe("1 to 200 (default 50)."),
         cursor: numberQuery.describe("`next_cursor` of the previous page."),
       }),
@@ -62,10 +62,10 @@ export const listGroups = defineRoute(
     }
     const status = c.req.query("status");
     if (status) {
-      if (!["buffered", "queued", "leased", "delivered"].includes(status)) {
+      if (!["buffered", "queued", "leased", "delivered", "stale"].includes(status)) {
         throw new ApiError(
           "BAD_REQUEST",
-          "status must be one of buffered, queued, leased, delivered",
+          "status must be one of buffered, queued, leased, delivered, stale",
         );
       }
       where.push("g.status = ?");

@@ -4,6 +4,7 @@ import { coordinator, runOf } from "../../context";
 import { ownGroupsOnly } from "../../middleware/auth";
 import { retentionMs } from "../../retention";
 import { envStatus, getRun, listEnvs, queueCounts } from "../../storage/runs";
+import { staleCount } from "../../storage/staleness";
 import { defineRoute, jsonContent, runParams } from "../define";
 
 interface GroupTotals {
@@ -72,10 +73,11 @@ export const stats = defineRoute(
     const windowS = 60;
     const since = now - windowS * 1000;
     const db = c.env.DB;
-    const [runRow, envRows, counts, batched] = await Promise.all([
+    const [runRow, envRows, counts, stale, batched] = await Promise.all([
       getRun(db, run),
       listEnvs(db, run),
       queueCounts(db, run),
+      staleCount(db, run),
       db.batch([
         db
           .prepare(
@@ -188,6 +190,7 @@ export const stats = defineRoute(
         sequences: seqsQueued,
         buffered_groups: groupsBuffered,
         buffered_sequences: seqsBuffered,
+        stale_groups: stale,
         oldest_queued_at: oldest ?? null,
         oldest_queued_age_s: oldest ? (now - oldest) / 1000 : null,
         by_env: [...byEnv.entries()].map(([envId, v]) => ({
@@ -225,6 +228,7 @@ export const stats = defineRoute(
           min_batch_allocation: e.minBatchAllocation,
           max_token_length: e.maxTokenLength,
           connected: e.connected,
+          paused: e.paused,
           status: envStatus(e, now, staleSeconds),
           heartbeat_age_s: (now - e.lastSeenAt) / 1000,
           groups_submitted: s?.groups ?? 0,

@@ -1,0 +1,195 @@
+/**
+ * The replay buffer's SQL: the run's settings (columns of `runs`), admitting delivered groups at
+ * ack, the candidates batch formation mixes in, and counting replays. Admission and trimming are
+ * statements for the ack's own batch, so they cost no extra round trip.
+ */
+import { eq } from "drizzle-orm";
+import type { ReplayConfig, ReplayConfigRequest, ReplayStatus } from "../../core/api-schemas";
+import type { ReplayCandidate } from "../../core/replay-mix";
+import { db, type RunRow } from "./runs";
+import { runs } from "./schema";
+
+export function replayConfigOf(row: RunRow): ReplayConfig {
+  return {
+    enabled: row.replayEnabled,
+    threshold: row.replayThreshold,
+    capacity: row.replayCapacity,
+    max_replays: row.replayMaxReplays,
+    fraction: row.replayFraction,
+  };
+}
+
+/** Applies the changes; returns the settings after them, or null when the run does not exist. */
+export async function updateReplayConfig(
+  d1: D1Database,
+  run: string,
+  change: ReplayConfigRequest,
+): Promise<ReplayConfig | null> {
+  const set = {
+    ...(change.enabled !== undefined ? { replayEnabled: change.enabled } : {}),
+    ...(change.threshold !== undefined ? { replayThreshold: change.threshold } : {}),
+    ...(change.capacity !== undefined ? { replayCapacity: change.capacity } : {}),
+    ...(change.max_replays !== undefined ? { replayMaxReplays: change.max_replays } : {}),
+    ...(change.fraction !== undefined ? { replayFraction: change.fraction } : {}),
+    updatedAt: Date.now(),
+  };
+  const rows = await db(d1).update(runs).set(set).where(eq(runs.name, run)).returning();
+  const row = rows[0];
+  if (!row) return null;
+  // A smaller capacity applies at once.
+  await trimStatement(d1, run).run();
+  return replayConfigOf(row);
+}
+
+export async function replayStatus(d1: D1Database, row: RunRow): Promise<ReplayStatus> {
+  const [buffer, replayed] = await d1.batch<{ n: number; left: number; s: number }>([
+    d1
+      .prepare(
+        "SELECT COUNT(*) AS n, COALESCE(SUM(MAX(?2 - replays, 0)), 0) AS left FROM replay_groups WHERE run = ?1",
+      )
+      .bind(row.name, row.replayMaxReplays),
+    d1
+      .prepare("SELECT COALESCE(SUM(replay_seqs), 0) AS s FROM batches WHERE run = ?1")
+      .bind(row.name),
+  ]);
+  const first = buffer?.results[0];
+  return {
+    ...replayConfigOf(row),
+    buffered_groups: first?.n ?? 0,
+    replays_left: first?.left ?? 0,
+    replayed_sequences: replayed?.results[0]?.s ?? 0,
+  };
+}
+
+/** Buffered groups a batch may replay now: replays left, within the staleness bound. */
+export async function replayCandidates(
+  d1: D1Database,
+  run: string,
+  maxReplays: number,
+  minVersion: number | null,
+  limit: number,
+): Promise<ReplayCandidate[]> {
+  const { results } = await d1
+    .prepare(
+      `SELECT r.group_id AS id, g.num_seqs AS size, r.priority AS priority
+       FROM replay_groups r JOIN groups g ON g.id = r.group_id
+       WHERE r.run = ?1 AND r.replays < ?2 AND g.policy_version >= ?3
+       ORDER BY r.priority DESC, r.group_id LIMIT ?4`,
+    )
+    .bind(run, maxReplays, minVersion ?? Number.MIN_SAFE_INTEGER, limit)
+    .all<ReplayCandidate>();
+  return results;
+}
+
+/** Counts one replay of each group; a group replayed its last time leaves the buffer. */
+export function markReplayedStatements(
+  d1: D1Database,
+  run: string,
+  ids: readonly number[],
+  maxReplays: number,
+): D1PreparedStatement[] {
+  if (ids.length === 0) return [];
+  return [
+    d1
+      .prepare(
+        `UPDATE replay_groups SET replays = replays + 1
+         WHERE run = ?1 AND group_id IN (SELECT value FROM json_each(?2))`,
+      )
+      .bind(run, JSON.stringify(ids)),
+    d1.prepare("DELETE FROM replay_groups WHERE run = ?1 AND replays >= ?2").bind(run, maxReplays),
+  ];
+}
+
+/** Drops the lowest priorities beyond the run's capacity. */
+function trimStatement(d1: D1Database, run: string): D1PreparedStatement {
+  return d1
+    .prepare(
+      `DELETE FROM replay_groups WHERE run = ?1 AND group_id IN (
+         SELECT group_id FROM replay_groups WHERE run = ?1
+         ORDER BY priority DESC, group_id DESC
+         LIMIT -1 OFFSET COALESCE((SELECT replay_capacity FROM runs WHERE name = ?1), 0))`,
+    )
+    .bind(run);
+}
+
+/**
+ * Keeps the online groups of acked batches whose mean score reaches the run's threshold, when
+ * replay is on. `batchFilter` selects the acked batches' ids (SQL over `batches`, params ?1, ?2).
+ */
+function admitStatements(
+  d1: D1Database,
+  run: string,
+  batchFilter: string,
+  second: string | number,
+): D1PreparedStatement[] {
+  return [
+    d1
+      .prepare(
+        `INSERT OR IGNORE INTO replay_groups (run, group_id, priority, replays, added_at)
+         SELECT g.run, g.id, g.score_mean, 0, ?3 FROM groups g JOIN runs r ON r.name = g.run
+         WHERE g.run = ?1 AND g.batch_id IN (${batchFilter}) AND r.replay_enabled = 1
+           AND r.replay_capacity > 0 AND g.score_mean IS NOT NULL
+           AND g.score_mean >= r.replay_threshold`,
+      )
+      .bind(run, second, Date.now()),
+    trimStatement(d1, run),
+  ];
+}
+
+/** Admission for one acked batch (POST …/ack). */
+export function admitAckedBatch(
+  d1: D1Database,
+  run: string,
+  batchId: string,
+): D1PreparedStatement[] {
+  return admitStatements(d1, run, "?2", batchId);
+}
+
+/** Admission for the compat batches a pull of GET /batch acknowledges (run these first). */
+export function admitCompatAcked(d1: D1Database, run: string, now: number): D1PreparedStatement[] {
+  return admitStatements(
+    d1,
+    run,
+    `SELECT id FROM batches WHERE run = ?1 AND consumer = 'compat' AND status = 'leased'
+       AND lease_expires_at > ?2`,
+    now,
+  );
+}
+
+/**
+ * Moves freshly imported groups into the replay buffer (priority = mean score, 0 when unscored),
+ * as delivered groups so that the online queue never hands them out; returns how many the buffer
+ * kept after trimming to capacity. A group a trainer leased in between stays with that trainer.
+ */
+export async function adoptIntoReplay(
+  d1: D1Database,
+  run: string,
+  ids: readonly number[],
+): Promise<number> {
+  if (ids.length === 0) return 0;
+  const list = JSON.stringify(ids);
+  const results = await d1.batch([
+    d1
+      .prepare(
+        `INSERT OR IGNORE INTO replay_groups (run, group_id, priority, replays, added_at)
+         SELECT run, id, COALESCE(score_mean, 0), 0, ?3 FROM groups
+         WHERE run = ?1 AND id IN (SELECT value FROM json_each(?2))
+           AND status IN ('queued', 'buffered')`,
+      )
+      .bind(run, list, Date.now()),
+    d1
+      .prepare(
+        `UPDATE groups SET status = 'delivered' WHERE run = ?1
+           AND id IN (SELECT value FROM json_each(?2)) AND status IN ('queued', 'buffered')`,
+      )
+      .bind(run, list),
+    trimStatement(d1, run),
+    d1
+      .prepare(
+        `SELECT COUNT(*) AS n FROM replay_groups
+         WHERE run = ?1 AND group_id IN (SELECT value FROM json_each(?2))`,
+      )
+      .bind(run, list),
+  ]);
+  return (results[3]?.results[0] as { n: number } | undefined)?.n ?? 0;
+}

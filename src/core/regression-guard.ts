@@ -1,0 +1,83 @@
+/**
+ * Regression guard: each evaluation metric of each env has a baseline (its first value, or one
+ * set through the API); an evaluation below factor × baseline is a regression, and the run's
+ * configured action answers it. Metrics are taken as higher-is-better; a metric whose baseline is
+ * not above 0 is not guarded (a factor of a non-positive baseline has no "below").
+ */
+import { z } from "zod";
+
+export const guardActionSchema = z.discriminatedUnion("type", [
+  z.object({ type: z.literal("alert") }).describe("Only record the event (and POST the webhook)."),
+  z
+    .object({
+      type: z.literal("raise_replay"),
+      fraction: z.number().min(0).max(0.9),
+    })
+    .describe("Turn the replay buffer on with this fraction (kept if already higher)."),
+  z
+    .object({
+      type: z.literal("set_weights"),
+      weights: z.record(z.string().regex(/^\d+$/, "keys are env ids"), z.number().positive()),
+    })
+    .describe("Set these envs' weights (env id → weight)."),
+  z
+    .object({ type: z.literal("pause_env"), env_id: z.number().int().min(0) })
+    .describe("Pause one env."),
+]);
+export type GuardAction = z.infer<typeof guardActionSchema>;
+
+export const DEFAULT_GUARD_FACTOR = 0.95;
+
+export interface Regression {
+  envId: number;
+  step: number;
+  metric: string;
+  value: number;
+  baseline: number;
+  /** factor × baseline: the value had to reach this. */
+  threshold: number;
+}
+
+export interface GuardCheck {
+  /** Metrics seen for the first time: their value becomes the baseline. */
+  newBaselines: { metric: string; value: number }[];
+  regressions: Regression[];
+}
+
+/**
+ * Compares one evaluation with the env's baselines (metric → value).
+ * @param baselines the env's baselines before this evaluation
+ */
+export function checkEvaluation(
+  baselines: ReadonlyMap<string, number>,
+  envId: number,
+  step: number,
+  metrics: Readonly<Record<string, number>>,
+  factor: number,
+): GuardCheck {
+  const newBaselines: GuardCheck["newBaselines"] = [];
+  const regressions: Regression[] = [];
+  for (const [metric, value] of Object.entries(metrics)) {
+    if (!Number.isFinite(value)) continue;
+    const baseline = baselines.get(metric);
+    if (baseline === undefined) {
+      newBaselines.push({ metric, value });
+      continue;
+    }
+    if (baseline <= 0) continue;
+    const threshold = factor * baseline;
+    if (value < threshold) regressions.push({ envId, step, metric, value, baseline, threshold });
+  }
+  return { newBaselines, regressions };
+}
+
+/** One line for the event log and the webhook. */
+export function describeRegression(r: Regression, action: GuardAction): string {
+  const what: Record<GuardAction["type"], string> = {
+    alert: "alert only",
+    raise_replay: "replay fraction raised",
+    set_weights: "env weights changed",
+    pause_env: "env paused",
+  };
+  return `env ${r.envId} ${r.metric} = ${r.value} at step ${r.step} fell below ${r.threshold} (baseline ${r.baseline}); ${what[action.type]}`;
+}

@@ -1,0 +1,58 @@
+import { describe, expect, it } from "vitest";
+import {
+  checkEvaluation,
+  describeRegression,
+  guardActionSchema,
+} from "../../../src/core/regression-guard";
+
+describe("regression guard", () => {
+  it("takes the first value of each metric as its baseline", () => {
+    const check = checkEvaluation(new Map(), 0, 10, { accuracy: 0.8, reward: 0.5 }, 0.95);
+    expect(check).toEqual({
+      newBaselines: [
+        { metric: "accuracy", value: 0.8 },
+        { metric: "reward", value: 0.5 },
+      ],
+      regressions: [],
+    });
+  });
+
+  it("flags a value below factor × baseline, not one at or above it", () => {
+    const baselines = new Map([
+      ["accuracy", 0.8],
+      ["reward", 0.5],
+    ]);
+    const check = checkEvaluation(baselines, 2, 20, { accuracy: 0.75, reward: 0.475 }, 0.95);
+    expect(check.newBaselines).toEqual([]);
+    expect(check.regressions).toHaveLength(1);
+    expect(check.regressions[0]).toMatchObject({
+      envId: 2,
+      step: 20,
+      metric: "accuracy",
+      value: 0.75,
+      baseline: 0.8,
+    });
+    expect(check.regressions[0]!.threshold).toBeCloseTo(0.76);
+  });
+
+  it("does not guard metrics whose baseline is not above zero", () => {
+    const check = checkEvaluation(new Map([["loss", -1]]), 0, 1, { loss: -5 }, 0.95);
+    expect(check.regressions).toEqual([]);
+  });
+
+  it("describes the regression and the action taken", () => {
+    const [r] = checkEvaluation(new Map([["acc", 1]]), 1, 5, { acc: 0.5 }, 0.9).regressions;
+    expect(describeRegression(r!, { type: "pause_env", env_id: 1 })).toBe(
+      "env 1 acc = 0.5 at step 5 fell below 0.9 (baseline 1); env paused",
+    );
+  });
+
+  it("validates actions", () => {
+    expect(guardActionSchema.safeParse({ type: "raise_replay", fraction: 0.5 }).success).toBe(true);
+    expect(guardActionSchema.safeParse({ type: "raise_replay", fraction: 2 }).success).toBe(false);
+    expect(guardActionSchema.safeParse({ type: "set_weights", weights: { x: 1 } }).success).toBe(
+      false,
+    );
+    expect(guardActionSchema.safeParse({ type: "reboot" }).success).toBe(false);
+  });
+});

@@ -1,0 +1,176 @@
+import { afterEach, describe, expect, it, vi } from "vitest";
+import { call, callWith, group, json, post, setupRun, uniqueRun } from "./helpers";
+
+function put(path: string, body: unknown) {
+  return call(path, {
+    method: "PUT",
+    headers: { "content-type": "application/json" },
+    body: JSON.stringify(body),
+  });
+}
+
+const evaluate = (run: string, envId: number, step: number, metrics: Record<string, number>) =>
+  json<{ regression: boolean }>(post(`/v1/runs/${run}/envs/${envId}/evals`, { step, metrics }));
+
+interface Events {
+  events: { kind: string; message: string; data: Record<string, unknown> }[];
+}
+
+afterEach(() => {
+  vi.restoreAllMocks();
+});
+
+describe("regression guard", () => {
+  it("takes the first evaluation as baseline and alerts on a drop below 0.95 × baseline", async () => {
+    const run = uniqueRun("guard-alert");
+    const { envIds } = await setupRun(run, 4, [2]);
+    const envId = envIds[0]!;
+    expect(await json(call(`/v1/runs/${run}/guard`))).toEqual({
+      enabled: true,
+      factor: 0.95,
+      action: { type: "alert" },
+      webhook_url: null,
+      baselines: [],
+    });
+    expect((await evaluate(run, envId, 10, { accuracy: 0.8 })).regression).toBe(false);
+    expect((await evaluate(run, envId, 20, { accuracy: 0.77 })).regression).toBe(false);
+    expect((await evaluate(run, envId, 30, { accuracy: 0.7 })).regression).toBe(true);
+    const { events } = await json<Events>(call(`/v1/runs/${run}/events`));
+    expect(events).toHaveLength(1);
+    expect(events[0]!.kind).toBe("regression");
+    expect(events[0]!.message).toContain("accuracy = 0.7 at step 30 fell below");
+    expect(events[0]!.message).toContain("alert only");
+    const guard = await json<{ baselines: unknown[] }>(call(`/v1/runs/${run}/guard`));
+    expect(guard.baselines).toEqual([
+      {
+        env_id: envId,
+        metric: "accuracy",
+        value: 0.8,
+        source: "first",
+        set_at: expect.any(Number),
+      },
+    ]);
+  });
+
+  it("uses baselines set through the API, and can pause an env or change weights", async () => {
+    const run = uniqueRun("guard-act");
+    const { base, envIds } = await setupRun(run, 4, [2, 2]);
+    const [a, b] = [envIds[0]!, envIds[1]!];
+    const set = await put(`/v1/runs/${run}/guard/baselines`, {
+      baselines: [{ env_id: a, metric: "reward", value: 2 }],
+    });
+    expect(set.status).toBe(200);
+    expect(
+      (await put(`/v1/runs/${run}/guard`, { action: { type: "pause_env", env_id: b } })).status,
+    ).toBe(200);
+    // 1.95 ≥ 0.95 × 2 = 1.9: fine; 1.8 is not.
+    expect((await evaluate(run, a, 1, { reward: 1.95 })).regression).toBe(false);
+    expect((await evaluate(run, a, 2, { reward: 1.8 })).regression).toBe(true);
+    const status = await json<{ env_weight: number }>(call(`${base}/status-env?env_id=${b}`));
+    expect(status.env_weight).toBe(0);
+
+    await put(`/v1/runs/${run}/guard`, { action: { type: "set_weights", weights: { [a]: 5 } } });
+    expect((await evaluate(run, a, 3, { reward: 1 })).regression).toBe(true);
+    const stats = await json<{ envs: { env_id: number; weight: number }[] }>(
+      call(`/v1/runs/${run}/stats`),
+    );
+    expect(stats.envs.find((e) => e.env_id === a)!.weight).toBe(5);
+    const { events } = await json<Events>(call(`/v1/runs/${run}/events`));
+    expect(events.map((e) => e.data.action)).toEqual([
+      { type: "set_weights", weights: { [a]: 5 } },
+      { type: "pause_env", env_id: b },
+    ]);
+  });
+
+  it("POSTs the event to the webhook", async () => {
+    const run = uniqueRun("guard-hook");
+    const { envIds } = await setupRun(run, 4, [2]);
+    const envId = envIds[0]!;
+    await put(`/v1/runs/${run}/guard`, { webhook_url: "https://hooks.example/guard" });
+    await evaluate(run, envId, 1, { accuracy: 0.9 });
+    // The app called in this isolate (not through the Worker entry), so its fetch can be watched.
+    const sent: { url: string; body: unknown }[] = [];
+    const realFetch = globalThis.fetch;
+    vi.spyOn(globalThis, "fetch").mockImplementation(async (input, init) => {
+      const url = input instanceof Request ? input.url : String(input);
+      if (!url.startsWith("https://hooks.example/")) return realFetch(input, init);
+      sent.push({ url, body: JSON.parse(String(init?.body)) });
+      return new Response("ok");
+    });
+    const res = await callWith({}, `/v1/runs/${run}/envs/${envId}/evals`, {
+      method: "POST",
+      headers: { "content-type": "application/json" },
+      body: JSON.stringify({ step: 2, metrics: { accuracy: 0.5 } }),
+    });
+    expect(await res.json()).toMatchObject({ regression: true });
+    for (let i = 0; sent.length === 0 && i < 100; i++) await new Promise((r) => setTimeout(r, 5));
+    expect(sent).toEqual([
+      {
+        url: "https://hooks.example/guard",
+        body: {
+          run,
+          event: expect.objectContaining({
+            kind: "regression",
+            message: expect.stringContaining("accuracy = 0.5 at step 2"),
+          }),
+        },
+      },
+    ]);
+  });
+
+  it("refuses bad settings with a message, changing nothing", async () => {
+    const run = uniqueRun("guard-bad");
+    await setupRun(run, 4, [2]);
+    const res = await put(`/v1/runs/${run}/guard`, { factor: 1.5 });
+    expect(res.status).toBe(422);
+    expect(await res.text()).toContain("factor must be at most 1");
+    expect((await put(`/v1/runs/${run}/guard`, { action: { type: "reboot" } })).status).toBe(422);
+    expect((await put(`/v1/runs/${run}/guard`, { webhook_url: "ftp://x" })).status).toBe(422);
+    expect(await json(call(`/v1/runs/${run}/guard`))).toMatchObject({ factor: 0.95 });
+  });
+});
+
+/** One scored group of `size` sequences whose every score is `score`. */
+function scored(seed: number, size: number, envId: number, score: number) {
+  return { ...group(seed, size, envId), scores: Array.from({ length: size }, () => score) };
+}
+
+describe("closed loop", () => {
+  it("replays at the configured fraction, and a drop in evaluation raises that fraction", async () => {
+    const run = uniqueRun("closed-loop");
+    const { base, envIds } = await setupRun(run, 10, [1]);
+    const envId = envIds[0]!;
+    await put(`/v1/runs/${run}/replay`, { enabled: true, fraction: 0.3, max_replays: 3 });
+    await put(`/v1/runs/${run}/guard`, { action: { type: "raise_replay", fraction: 0.6 } });
+
+    let seed = 0;
+    /** Submits a batch's worth of online data, leases, acks; returns the replayed share. */
+    const step = async (): Promise<number> => {
+      for (let i = 0; i < 10; i++) {
+        await post(`${base}/scored_data`, scored(seed++, 1, envId, i % 3 === 0 ? 1 : 0.2));
+      }
+      const res = await post(`/v1/runs/${run}/batches/lease`, {});
+      expect(res.status).toBe(200);
+      const leased = await res.json<{
+        batch_id: string;
+        groups: { num_seqs: number; replayed: boolean }[];
+      }>();
+      expect(leased.groups.reduce((s, g) => s + g.num_seqs, 0)).toBe(10);
+      await post(`/v1/runs/${run}/batches/${leased.batch_id}/ack`, {});
+      return leased.groups.filter((g) => g.replayed).length / 10;
+    };
+
+    expect(await step()).toBe(0); // nothing buffered yet
+    const before = [await step(), await step(), await step()];
+    expect(before).toEqual([0.3, 0.3, 0.3]);
+    expect((await evaluate(run, envId, 4, { accuracy: 0.9 })).regression).toBe(false);
+
+    // Injected drop: the guard raises the replay fraction, and the next batches follow it.
+    expect((await evaluate(run, envId, 5, { accuracy: 0.5 })).regression).toBe(true);
+    expect(await json(call(`/v1/runs/${run}/replay`))).toMatchObject({ fraction: 0.6 });
+    const after = [await step(), await step()];
+    expect(after).toEqual([0.6, 0.6]);
+    const { events } = await json<Events>(call(`/v1/runs/${run}/events`));
+    expect(events[0]!.data.applied).toEqual({ replay_fraction: 0.6, previous: 0.3 });
+  });
+});

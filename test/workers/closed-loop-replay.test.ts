@@ -1,0 +1,161 @@
+import { describe, expect, it } from "vitest";
+import { call, group, json, post, setupRun, uniqueRun } from "./helpers";
+
+interface Manifest {
+  group_id: number;
+  policy_version: number;
+  num_seqs: number;
+  replayed: boolean;
+}
+interface Leased {
+  batch_id: string;
+  groups: Manifest[];
+  batch: { tokens: number[][]; scores: number[] }[];
+}
+
+/** A group of `size` sequences whose every score is `score`. */
+function scored(seed: number, size: number, envId: number, score: number) {
+  return { ...group(seed, size, envId), scores: Array.from({ length: size }, () => score) };
+}
+
+function putReplay(run: string, body: unknown) {
+  return call(`/v1/runs/${run}/replay`, {
+    method: "PUT",
+    headers: { "content-type": "application/json" },
+    body: JSON.stringify(body),
+  });
+}
+
+async function leaseAndAck(run: string, body: unknown = {}): Promise<Leased> {
+  const res = await post(`/v1/runs/${run}/batches/lease`, body);
+  expect(res.status).toBe(200);
+  const leased = await res.json<Leased>();
+  expect((await post(`/v1/runs/${run}/batches/${leased.batch_id}/ack`, {})).status).toBe(200);
+  return leased;
+}
+
+describe("replay buffer and mixing", () => {
+  it("is off by default: nothing is kept or replayed", async () => {
+    const run = uniqueRun("replay-off");
+    const { base, envIds } = await setupRun(run, 4, [2]);
+    for (let i = 0; i < 4; i++) await post(`${base}/scored_data`, scored(i, 2, envIds[0]!, 1));
+    await leaseAndAck(run);
+    const second = await leaseAndAck(run);
+    expect(second.groups.every((g) => !g.replayed)).toBe(true);
+    expect(await json(call(`/v1/runs/${run}/replay`))).toMatchObject({
+      enabled: false,
+      threshold: 0.7,
+      max_replays: 1,
+      fraction: 0.3,
+      buffered_groups: 0,
+      replayed_sequences: 0,
+    });
+  });
+
+  it("mixes replayed groups at the configured fraction; online groups are delivered once", async () => {
+    const run = uniqueRun("replay-mix");
+    const { base, envIds } = await setupRun(run, 8, [2]);
+    const envId = envIds[0]!;
+    const set = await putReplay(run, { enabled: true, fraction: 0.25, capacity: 100 });
+    expect(set.status).toBe(200);
+    expect(await set.json()).toEqual({
+      enabled: true,
+      threshold: 0.7,
+      capacity: 100,
+      max_replays: 1,
+      fraction: 0.25,
+    });
+
+    // Two batches of online data: half of them good enough to keep (mean score 1 ≥ 0.7).
+    let seed = 0;
+    for (let i = 0; i < 8; i++) {
+      await post(`${base}/scored_data`, scored(seed++, 2, envId, i % 2 === 0 ? 1 : 0.2));
+    }
+    const first = await leaseAndAck(run);
+    expect(first.groups.some((g) => g.replayed)).toBe(false);
+    const kept = await json<{ buffered_groups: number }>(call(`/v1/runs/${run}/replay`));
+    expect(kept.buffered_groups).toBe(2);
+
+    const online = new Set(first.groups.map((g) => g.group_id));
+    let replayedSeqs = 0;
+    let totalSeqs = first.groups.reduce((s, g) => s + g.num_seqs, 0);
+    for (let b = 0; b < 6; b++) {
+      for (let i = 0; i < 3; i++) {
+        await post(`${base}/scored_data`, scored(seed++, 2, envId, i === 0 ? 0.9 : 0.1));
+      }
+      const leased = await leaseAndAck(run);
+      const seqs = leased.groups.reduce((s, g) => s + g.num_seqs, 0);
+      expect(seqs).toBe(8);
+      expect(leased.batch).toHaveLength(leased.groups.length);
+      const replayed = leased.groups.filter((g) => g.replayed);
+      // 25% of 8 sequences = 2 groups of 2, within one group, whenever the buffer has them.
+      const inBatch = replayed.reduce((s, g) => s + g.num_seqs, 0);
+      expect(Math.abs(inBatch - 2)).toBeLessThanOrEqual(2);
+      for (const g of leased.groups) {
+        if (g.replayed) {
+          expect(online.has(g.group_id)).toBe(true);
+        } else {
+          expect(online.has(g.group_id)).toBe(false);
+          online.add(g.group_id);
+        }
+      }
+      replayedSeqs += inBatch;
+      totalSeqs += seqs;
+    }
+    // Over the run: about the configured fraction of all sequences came from the buffer.
+    expect(replayedSeqs / totalSeqs).toBeGreaterThan(0.15);
+    expect(replayedSeqs / totalSeqs).toBeLessThanOrEqual(0.25);
+    const status = await json<{ replayed_sequences: number }>(call(`/v1/runs/${run}/replay`));
+    expect(status.replayed_sequences).toBe(replayedSeqs);
+  });
+
+  it("replays each group at most max_replays times, highest score first, within the staleness bound", async () => {
+    const run = uniqueRun("replay-bound");
+    const { base, envIds } = await setupRun(run, 4, [1]);
+    const envId = envIds[0]!;
+    await putReplay(run, { enabled: true, fraction: 0.25, max_replays: 1, capacity: 2 });
+    // Three keepable groups of 1 sequence; capacity 2 keeps the two best (0.9 and 0.95).
+    const scores = [0.8, 0.95, 0.9, 0.1];
+    for (const [i, score] of scores.entries()) {
+      await post(`${base}/scored_data`, scored(i, 1, envId, score));
+    }
+    const first = await leaseAndAck(run);
+    const idOf = (score: number) => first.groups[scores.indexOf(score)]!.group_id;
+    expect(await json(call(`/v1/runs/${run}/replay`))).toMatchObject({
+      buffered_groups: 2,
+      replays_left: 2,
+    });
+
+    for (let i = 0; i < 3; i++) await post(`${base}/scored_data`, scored(10 + i, 1, envId, 0));
+    const second = await leaseAndAck(run);
+    expect(second.groups.filter((g) => g.replayed).map((g) => g.group_id)).toEqual([idOf(0.95)]);
+
+    // The other kept group was sampled at policy v0: a lease with max_staleness 1 at v5 cannot
+    // replay it, and forms an online-only batch.
+    await post(`/v1/runs/${run}/policy`, { version: 5 });
+    for (let i = 0; i < 4; i++) await post(`${base}/scored_data`, scored(20 + i, 1, envId, 0));
+    const bounded = await leaseAndAck(run, { max_staleness: 1 });
+    expect(bounded.groups.some((g) => g.replayed)).toBe(false);
+    const later = await json<{ buffered_groups: number }>(call(`/v1/runs/${run}/replay`));
+    expect(later.buffered_groups).toBe(1);
+
+    // Without a bound it is replayed once, then never again.
+    for (let i = 0; i < 3; i++) await post(`${base}/scored_data`, scored(30 + i, 1, envId, 0));
+    const third = await leaseAndAck(run);
+    expect(third.groups.filter((g) => g.replayed).map((g) => g.group_id)).toEqual([idOf(0.9)]);
+    for (let i = 0; i < 4; i++) await post(`${base}/scored_data`, scored(40 + i, 1, envId, 0));
+    const fourth = await leaseAndAck(run);
+    expect(fourth.groups.some((g) => g.replayed)).toBe(false);
+  });
+
+  it("refuses bad settings with a message, and an unknown run with 404", async () => {
+    const run = uniqueRun("replay-bad");
+    await setupRun(run, 4, [2]);
+    const high = await putReplay(run, { fraction: 1 });
+    expect(high.status).toBe(422);
+    expect(await high.text()).toContain("fraction must be at most 0.9");
+    expect((await putReplay(run, { max_replays: 0 })).status).toBe(422);
+    expect((await putReplay(run, { enable: true })).status).toBe(422);
+    expect((await putReplay(uniqueRun("nope"), { enabled: true })).status).toBe(404);
+  });
+});
