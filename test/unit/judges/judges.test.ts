@@ -300,7 +300,10 @@ describe("JudgePanel with scripted judges (test doubles answering fixed replies)
     const prompts: string[] = [];
     const panel = new JudgePanel(
       [
-        judge("a", (p) => (prompts.push(p), dims(10, 0))),
+        judge("a", (p) => {
+          prompts.push(p);
+          return dims(10, 0);
+        }),
         judge("b", () => dims(10, 0)),
         judge("c", () => "no idea"),
       ],
