@@ -463,6 +463,7 @@ export class AgentTasksEnv extends BaseEnv<AgentTaskItem, AgentTasksConfig> {
       }
       this.observe("train/sandbox_ms", result.run.wall_ms);
       this.observe("train/sandbox_timeout", result.run.error?.kind === "timeout" ? 1 : 0);
+      // A run that ended before reporting (timeout, memory) passed nothing out of at least one.
       return { passed: result.passed, total: result.total ?? 1, output: result.run.stdout };
     };
   }
