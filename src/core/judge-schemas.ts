@@ -5,6 +5,7 @@
  */
 import { z } from "zod";
 import { SERVER_TYPES } from "./server-config";
+import { trajectoryStepSchema, trajectoryToolCallSchema } from "./trajectory";
 
 /** The rubric's dimensions, each scored 0–10 by a judge. */
 export const RUBRIC_DIMENSIONS = [
@@ -111,31 +112,28 @@ export const JudgeReportSchema = z.object({
 });
 export type JudgeReport = z.output<typeof JudgeReportSchema>;
 
+/** A trajectory step in a labels file: a `TrajectoryStep` once parsed, with optional fields filled. */
+const labelledStepSchema = trajectoryStepSchema.extend({
+  thought: trajectoryStepSchema.shape.thought.default(""),
+  tool_call: trajectoryToolCallSchema
+    .extend({
+      parameters: trajectoryToolCallSchema.shape.parameters.default({}),
+      result: trajectoryToolCallSchema.shape.result.default(null),
+      error: trajectoryToolCallSchema.shape.error.default(null),
+      latency_ms: trajectoryToolCallSchema.shape.latency_ms.default(null),
+    })
+    .nullable()
+    .default(null),
+  observation: trajectoryStepSchema.shape.observation.default(null),
+  timestamp: trajectoryStepSchema.shape.timestamp.default(0),
+});
+
 /** One labelled trajectory for fitting calibrations (a line of a labels JSONL file). */
 export const LabelledTrajectorySchema = z
   .object({
     task: z.string().min(1),
-    /** Rendered steps text, or structured steps (thought, tool_call, observation). */
-    steps: z
-      .union([
-        z.string(),
-        z.array(
-          z.object({
-            thought: z.string().nullish(),
-            tool_call: z
-              .object({
-                name: z.string(),
-                parameters: z.unknown().optional(),
-                result: z.string().nullish(),
-                error: z.string().nullish(),
-                latency_ms: z.number().nullish(),
-              })
-              .nullish(),
-            observation: z.string().nullish(),
-          }),
-        ),
-      ])
-      .default(""),
+    /** Rendered steps text, or trajectory steps (fields a hand-written label may leave out default). */
+    steps: z.union([z.string(), z.array(labelledStepSchema)]).default(""),
     final_response: z.string().nullable(),
     /** The reference score, 0..1. */
     label: z.number().min(0).max(1),

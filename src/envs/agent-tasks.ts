@@ -1,7 +1,7 @@
 /**
  * agent_tasks: a generic agent env driven by a tasks file. Each task names its type, difficulty
  * (1–10), the tools it needs, the prompt and how answers are evaluated: a reference answer, hidden
- * tests (run by an injected `runTests`, the sandbox), or a judge rubric scored by a panel of
+ * tests (run in the sandbox, or by an injected `runTests`), or a judge rubric scored by a panel of
  * judges on their own endpoints (pointwise or ranking mode; see docs/JUDGES.md). The policy works
  * in up to `max_steps_per_trajectory` turns with the allowed tools (Hermes `<tool_call>` format).
  *
@@ -9,6 +9,9 @@
  * ordered (easy_first by default); with `curriculum: adaptive` only tasks up to the current level
  * are served, and the level rises once a window of groups at that level averages
  * `advance_threshold`.
+ *
+ * Each episode is kept as a `Trajectory` (steps, final response, success, judge score): judges
+ * read it and it is stored beside the group.
  */
 import {
   answersEquivalent,
@@ -19,19 +22,19 @@ import {
   defineEnv,
   difficultyLevels,
   type EnvDefinition,
+  getSandbox,
   hashString,
   type JsonObject,
   JUDGE_MODES,
   JudgeCalibrationSchema,
   JudgeEndpointSchema,
-  type JudgeInput,
   JudgePanel,
-  type JudgeStep,
   mergeIntoGroup,
   type PanelJudge,
   panelJudges,
   parseTasks,
   RubricWeightsSchema,
+  runHiddenTests,
   type ScoredDataGroup,
   type SimCandidate,
   type SimulatedItem,
@@ -40,6 +43,8 @@ import {
   TASK_ORDERS,
   type Task,
   TaskSchema,
+  type Trajectory,
+  type TrajectoryStep,
   z,
 } from "../sdk/env";
 import {
@@ -59,6 +64,9 @@ export const AgentTasksConfigSchema = BaseEnvConfigSchema.extend({
   tools: z.array(z.string()).default(["calculator", "kv_get", "kv_set"]),
   max_steps_per_trajectory: z.number().int().positive().default(6),
   tool_timeout_ms: z.number().int().positive().default(1000),
+  /** Limits of one answer's hidden-test run in the sandbox. */
+  test_timeout_ms: z.number().int().positive().max(60_000).default(5000),
+  test_memory_mb: z.number().int().positive().max(1024).default(128),
   temperature: z.number().min(0).default(1.0),
   judges: z.array(JudgeEndpointSchema).default([]),
   /** Judges on the panel (default: one per endpoint); more reuse endpoints with other seeds. */
@@ -87,7 +95,7 @@ export interface TestRunResult {
   output?: string;
 }
 
-/** Runs hidden tests against an answer's code (the sandbox; wired by the deployment). */
+/** Runs hidden tests against an answer's code (default: Python in the sandbox of `getSandbox()`). */
 export type RunTests = (
   code: string,
   tests: string,
@@ -95,6 +103,7 @@ export type RunTests = (
 ) => Promise<TestRunResult>;
 
 export interface AgentTasksDeps {
+  /** Replaces the sandbox for hidden tests (other languages, another test runner). */
   runTests?: RunTests;
   /** Builds the panel's judges (default: one ServerManager per configured endpoint). */
   judges?: (config: AgentTasksConfig) => PanelJudge[];
@@ -131,10 +140,20 @@ export function referenceScore(
 }
 
 interface Episode {
-  steps: JudgeStep[];
+  steps: TrajectoryStep[];
   finalResponse: string | null;
   messages: ChatMessage[];
+  wallTimeMs: number;
   rollout: ReturnType<typeof scoredItemFromNode>;
+}
+
+/** How a group's episodes scored: per answer, whether it succeeded and what the judges gave it. */
+interface Evaluated {
+  scores: number[];
+  /** Reference and hidden tests: the answer is right (all tests passed); judged: null. */
+  success: (boolean | null)[];
+  judgeScores: (number | null)[];
+  judge?: JsonObject;
 }
 
 /** Candidate answers for the simulator's toy policy (good ones score well under every evaluation). */
@@ -227,6 +246,15 @@ export class AgentTasksEnv extends BaseEnv<AgentTaskItem, AgentTasksConfig> {
         );
       }
       if (
+        task.evaluation.kind === "hidden_tests" &&
+        task.evaluation.language !== "python" &&
+        !this.deps.runTests
+      ) {
+        throw new Error(
+          `agent_tasks: task "${task.id}" has hidden tests in ${task.evaluation.language}; the sandbox runs Python tests (wire another runner with createAgentTasksEnv({ runTests }))`,
+        );
+      }
+      if (
         task.evaluation.kind === "judge" &&
         this.config.judges.length === 0 &&
         !this.deps.judges
@@ -272,6 +300,7 @@ export class AgentTasksEnv extends BaseEnv<AgentTaskItem, AgentTasksConfig> {
 
   async runEpisode(task: Task, episode: number): Promise<Episode> {
     const baseSeed = hashString(task.id) + episode * 7919;
+    const started = Date.now();
     const toolbox = new Toolbox(
       Object.fromEntries(
         Object.entries(standardTools(new Map(), this.config.tool_timeout_ms)).filter(([name]) =>
@@ -285,7 +314,7 @@ export class AgentTasksEnv extends BaseEnv<AgentTaskItem, AgentTasksConfig> {
       { role: "system", content: SYSTEM_PROMPT(this.config.tools) },
       { role: "user", content: agentTaskPrompt(task) },
     ];
-    const steps: JudgeStep[] = [];
+    const steps: TrajectoryStep[] = [];
     let finalResponse: string | null = null;
     try {
       for (let turn = 0; turn < this.config.max_steps_per_trajectory; turn++) {
@@ -315,8 +344,15 @@ export class AgentTasksEnv extends BaseEnv<AgentTaskItem, AgentTasksConfig> {
         for (const error of parsed.errors) {
           steps.push({
             thought: thoughtOf(text),
-            tool_call: { name: "-invalid-", error },
+            tool_call: {
+              name: "-invalid-",
+              parameters: {},
+              result: null,
+              error,
+              latency_ms: null,
+            },
             observation: `tool error: ${error}`,
+            timestamp: Date.now(),
           });
           messages.push({ role: "tool", name: "invalid", content: `tool error: ${error}` });
         }
@@ -338,7 +374,7 @@ export class AgentTasksEnv extends BaseEnv<AgentTaskItem, AgentTasksConfig> {
       if (!node) throw new Error("managed server tracked no sequence");
       // Scores are set once the whole group is evaluated (judges compare answers).
       const rollout = scoredItemFromNode(node, 0, { tokenizer: this.tokenizer, messages });
-      return { steps, finalResponse, messages, rollout };
+      return { steps, finalResponse, messages, wallTimeMs: Date.now() - started, rollout };
     } finally {
       managed.reset();
     }
@@ -348,35 +384,34 @@ export class AgentTasksEnv extends BaseEnv<AgentTaskItem, AgentTasksConfig> {
   async evaluateEpisodes(
     task: Task,
     episodes: readonly Pick<Episode, "steps" | "finalResponse">[],
-  ): Promise<{ scores: number[]; judge?: JsonObject }> {
+  ): Promise<Evaluated> {
     const ev = task.evaluation;
+    const noJudge = episodes.map(() => null);
     if (ev.kind === "reference") {
-      return {
-        scores: episodes.map((e) =>
-          e.finalResponse === null ? 0 : referenceScore(e.finalResponse, ev),
-        ),
-      };
+      const scores = episodes.map((e) =>
+        e.finalResponse === null ? 0 : referenceScore(e.finalResponse, ev),
+      );
+      return { scores, success: scores.map((s) => s === 1), judgeScores: noJudge };
     }
     if (ev.kind === "hidden_tests") {
-      const runTests = this.deps.runTests;
-      if (!runTests) {
-        throw new DropGroupError(
-          "hidden tests need a sandbox: no runTests is wired into agent_tasks",
-        );
-      }
-      const scores = await Promise.all(
-        episodes.map(async (e) => {
-          if (e.finalResponse === null) return 0;
-          const r = await runTests(codeOf(e.finalResponse), ev.tests, {
-            language: ev.language,
-            taskId: task.id,
-          });
-          return r.total > 0 ? r.passed / r.total : 0;
-        }),
+      const runTests = this.deps.runTests ?? this.sandboxRunTests();
+      const results = await Promise.all(
+        episodes.map((e) =>
+          e.finalResponse === null
+            ? { passed: 0, total: 0 }
+            : runTests(codeOf(e.finalResponse), ev.tests, {
+                language: ev.language,
+                taskId: task.id,
+              }),
+        ),
       );
-      return { scores };
+      return {
+        scores: results.map((r) => (r.total > 0 ? r.passed / r.total : 0)),
+        success: results.map((r) => r.total > 0 && r.passed === r.total),
+        judgeScores: noJudge,
+      };
     }
-    const inputs: JudgeInput[] = episodes.map((e) => ({
+    const inputs = episodes.map((e) => ({
       task: task.prompt,
       steps: e.steps,
       final_response: e.finalResponse,
@@ -396,8 +431,41 @@ export class AgentTasksEnv extends BaseEnv<AgentTaskItem, AgentTasksConfig> {
         `only ${got} of ${judged.report.judges.length} judges scored an answer (min ${this.config.min_judges})`,
       );
     }
-    // why: JudgeReport is plain JSON (numbers, strings, nulls, arrays).
-    return { scores: judged.scores as number[], judge: judged.report as unknown as JsonObject };
+    const scores = judged.scores as number[];
+    return {
+      scores,
+      success: noJudge,
+      judgeScores: scores,
+      // why: JudgeReport is plain JSON (numbers, strings, nulls, arrays).
+      judge: judged.report as unknown as JsonObject,
+    };
+  }
+
+  /**
+   * Hidden tests in the sandbox this process or isolate provides (the CLI: a local one; a
+   * Worker: its SANDBOX service). A sandbox that is missing or down drops the group: a score of
+   * 0 would blame the answer.
+   */
+  private sandboxRunTests(): RunTests {
+    const limits = {
+      timeout_ms: this.config.test_timeout_ms,
+      memory_mb: this.config.test_memory_mb,
+    };
+    return async (code, tests) => {
+      const sandbox = await getSandbox().catch((err: unknown) => {
+        throw new DropGroupError(
+          `hidden tests need a sandbox: ${err instanceof Error ? err.message : String(err)}`,
+        );
+      });
+      const result = await runHiddenTests(sandbox, { code, tests, ...limits });
+      if (result.run.error?.kind === "unavailable") {
+        throw new DropGroupError(`hidden tests need a sandbox: ${result.run.error.message}`);
+      }
+      this.observe("train/sandbox_ms", result.run.wall_ms);
+      this.observe("train/sandbox_timeout", result.run.error?.kind === "timeout" ? 1 : 0);
+      // A run that ended before reporting (timeout, memory) passed nothing out of at least one.
+      return { passed: result.passed, total: result.total ?? 1, output: result.run.stdout };
+    };
   }
 
   override async collectTrajectories(
@@ -407,9 +475,22 @@ export class AgentTasksEnv extends BaseEnv<AgentTaskItem, AgentTasksConfig> {
     const episodes = await Promise.all(
       Array.from({ length: this.config.group_size }, (_, i) => this.runEpisode(task, i)),
     );
-    const { scores, judge } = await this.evaluateEpisodes(task, episodes);
+    const { scores, success, judgeScores, judge } = await this.evaluateEpisodes(task, episodes);
     for (const s of scores) this.observe(`train/score_difficulty_${task.difficulty}`, s);
     const group = mergeIntoGroup(episodes.map((e, i) => ({ ...e.rollout, scores: scores[i]! })));
+    group.trajectories = episodes.map(
+      (e, sequence): Trajectory => ({
+        task: task.prompt,
+        steps: e.steps,
+        final_response: e.finalResponse,
+        success: success[sequence] ?? null,
+        judge_score: judgeScores[sequence] ?? null,
+        token_count: e.rollout.tokens.length,
+        wall_time_ms: e.wallTimeMs,
+        sequence,
+        source: "env",
+      }),
+    );
     const meta = { task_id: task.id, task_type: task.task_type, difficulty: task.difficulty };
     group.group_overrides = {
       ...(group.group_overrides ?? {}),
@@ -458,7 +539,7 @@ function stepOf(
   call: ParsedToolCall,
   out: { result: string | null; error: string | null; latency_ms: number },
   observation: string,
-): JudgeStep {
+): TrajectoryStep {
   return {
     thought,
     tool_call: {
@@ -469,6 +550,7 @@ function stepOf(
       latency_ms: out.latency_ms,
     },
     observation,
+    timestamp: Date.now(),
   };
 }
 
@@ -476,9 +558,9 @@ const DESCRIPTION =
   "Agent tasks from a tasks file: reference answers, hidden tests or a judge panel";
 
 /**
- * The env with its dependencies wired: `runTests` (the sandbox for hidden tests) and, optionally,
- * how judges are built. The default export has neither: hidden-test tasks are dropped with a
- * reason until a deployment wires a sandbox.
+ * The env with its dependencies replaced: `runTests` (instead of the sandbox, for hidden tests)
+ * and how judges are built. The default export runs hidden tests in the sandbox and builds one
+ * judge per configured endpoint.
  */
 export function createAgentTasksEnv(deps: AgentTasksDeps = {}): EnvDefinition {
   class WiredAgentTasksEnv extends AgentTasksEnv {

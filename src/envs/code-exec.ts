@@ -12,6 +12,7 @@ import {
   getSandbox,
   type JsonObject,
   mergeIntoGroup,
+  runHiddenTests,
   type Sandbox,
   type SandboxRunResult,
   type SimulatedItem,
@@ -53,28 +54,14 @@ export function extractCode(answer: string): string | null {
   return /^\s*(def|import|from|class)\s/m.test(answer) ? answer : null;
 }
 
-/**
- * A program that runs the answer in its own namespace against the tests and prints the count
- * that passed after a per-run marker, so output of the answer itself cannot pass for it.
- */
-export function testHarness(code: string, problem: CodeProblem, marker: string): string {
+/** The problem's hidden tests as Python test code: one `assert` per case. */
+export function problemTests(problem: CodeProblem): string {
+  const literal = (value: unknown) => `_loads(${JSON.stringify(JSON.stringify(value))})`;
   return [
-    "import json as _json",
-    `_tests = _json.loads(${JSON.stringify(JSON.stringify(problem.tests))})`,
-    "_passed = 0",
-    "_ns = {'__name__': 'solution'}",
-    "try:",
-    `    exec(compile(${JSON.stringify(code)}, 'solution.py', 'exec'), _ns)`,
-    `    _fn = _ns[${JSON.stringify(problem.entry)}]`,
-    "    for _t in _tests:",
-    "        try:",
-    "            if _fn(*_t['args']) == _t['expected']:",
-    "                _passed += 1",
-    "        except Exception:",
-    "            pass",
-    "except BaseException as _e:",
-    "    print('solution failed:', type(_e).__name__, _e)",
-    `print(${JSON.stringify(marker)}, _passed)`,
+    "from json import loads as _loads",
+    ...problem.tests.map(
+      (t) => `assert ${problem.entry}(*${literal(t.args)}) == ${literal(t.expected)}`,
+    ),
   ].join("\n");
 }
 
@@ -95,15 +82,8 @@ export async function scoreAnswer(
   const total = problem.tests.length;
   const code = extractCode(answer);
   if (code === null) return { score: 0, passed: 0, total, run: null };
-  const marker = `@@passed-${crypto.randomUUID()}@@`;
-  const run = await sandbox.run({
-    language: "python",
-    code: testHarness(code, problem, marker),
-    ...limits,
-  });
-  const line = run.ok ? run.stdout.split("\n").find((l) => l.startsWith(`${marker} `)) : undefined;
-  const passed = line ? Number(line.slice(marker.length + 1)) : 0;
-  return { score: total > 0 ? passed / total : 0, passed, total, run };
+  const result = await runHiddenTests(sandbox, { code, tests: problemTests(problem), ...limits });
+  return { score: result.score, passed: result.passed, total, run: result.run };
 }
 
 export class CodeExecEnv extends BaseEnv<CodeItem, CodeExecConfig> {

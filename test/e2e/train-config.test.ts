@@ -2,7 +2,8 @@
  * `atropos-edge train --config atropos_config.yaml` against fresh state: the book's layout, the
  * agent_tasks env on the simulator, a three-judge panel (one failing on purpose: nothing listens
  * at its endpoint), calibration fitted before training, and a trainer command that registers,
- * leases a batch, finds the judges' report in its groups and acks it.
+ * leases batches, finds the judges' report and a hidden-test task scored in the CLI's local
+ * sandbox in its groups, and acks them.
  */
 import { spawn } from "node:child_process";
 import { copyFileSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
@@ -37,7 +38,7 @@ async function runCli(args: string[], cwd: string, boundMs = 150_000) {
   return { code, output };
 }
 
-/** A minimal trainer: register, lease until a judged group arrives, print its report, ack. */
+/** A minimal trainer: register, lease until a judged and a hidden-test group arrive, print them, ack. */
 const TRAINER = `
 const api = process.env.ATROPOS_EDGE_API_URL;
 const call = async (method, path, body) => {
@@ -46,19 +47,27 @@ const call = async (method, path, body) => {
   return { status: res.status, body: text ? JSON.parse(text) : null };
 };
 await call("POST", "/register", { wandb_group: "t", wandb_project: "t", batch_size: Number(process.env.ATROPOS_EDGE_BATCH_SIZE), max_token_len: 2048, checkpoint_dir: "c", save_checkpoint_interval: 0, starting_step: 0, num_steps: 2 });
+let judged = false;
+let tested = false;
 for (let i = 0; i < 400; i++) {
   const leased = await call("POST", "/v1/runs/default/batches/lease", { lease_seconds: 60 });
   if (leased.status === 200) {
     await call("POST", "/v1/runs/default/batches/" + leased.body.batch_id + "/ack", { lease_id: leased.body.lease_id });
-    const judged = leased.body.batch.find((g) => g.group_overrides && g.group_overrides.judge);
-    if (judged) {
-      console.log("JUDGE_REPORT " + JSON.stringify(judged.group_overrides.judge));
-      process.exit(0);
+    for (const g of leased.body.batch) {
+      if (g.group_overrides?.judge && !judged) {
+        judged = true;
+        console.log("JUDGE_REPORT " + JSON.stringify(g.group_overrides.judge));
+      }
+      if (g.group_overrides?.task_id === "fizzbuzz" && !tested) {
+        tested = true;
+        console.log("HIDDEN_TESTS " + JSON.stringify({ scores: g.scores, messages: g.messages.map((m) => m.at(-1).content) }));
+      }
     }
+    if (judged && tested) process.exit(0);
   }
   await new Promise((r) => setTimeout(r, 250));
 }
-console.log("no judged group arrived");
+console.log("no judged and hidden-test groups arrived");
 process.exit(3);
 `;
 
@@ -69,7 +78,7 @@ describe("atropos-edge train --config", () => {
   it("runs collection, a three-judge panel with calibration and the trainer command, then exits 0", async () => {
     const tasks = readFileSync(join(ROOT, "examples/agent-tasks/tasks.jsonl"), "utf8")
       .split("\n")
-      .filter((l) => l.includes('"kind": "judge"'));
+      .filter((l) => l.includes('"kind": "judge"') || l.includes('"kind": "hidden_tests"'));
     writeFileSync(join(dir, "tasks.jsonl"), `${tasks.join("\n")}\n`);
     copyFileSync(join(ROOT, "examples/agent-tasks/labels.jsonl"), join(dir, "labels.jsonl"));
     writeFileSync(join(dir, "trainer.mjs"), TRAINER);
@@ -123,6 +132,13 @@ api:
       report.failures.filter((f: { judge: string }) => f.judge === "judge-broken"),
     ).toHaveLength(4);
     expect(report.calibrated).toEqual(expect.arrayContaining(["judge-a", "judge-strict"]));
+    // The hidden-test task ran in the CLI's local sandbox: the known solution passes every test.
+    const hidden = output.split("\n").find((l) => l.startsWith("HIDDEN_TESTS "));
+    expect(hidden, output.slice(-3000)).toBeDefined();
+    const { scores, messages } = JSON.parse(hidden!.slice("HIDDEN_TESTS ".length));
+    (messages as string[]).forEach((m, i) => {
+      expect(scores[i]).toBe(m.includes("def fizzbuzz") ? 1 : 0);
+    });
     expect(output).toContain("trainer command exited with code 0");
     expect(code).toBe(0);
   }, 180_000);

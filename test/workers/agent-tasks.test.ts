@@ -4,7 +4,9 @@
  * simulator over HTTP is covered in test/unit/envs/agent-tasks.test.ts).
  */
 import { describe, expect, it } from "vitest";
+import { z } from "zod";
 import type { JudgeReport } from "../../src/core/judge-schemas";
+import { trajectorySchema } from "../../src/core/trajectory";
 import { createAgentTasksEnv } from "../../src/envs/agent-tasks";
 import { builtinEnvs } from "../../src/envs/index";
 import { CharTokenizer, FakeInference } from "../unit/envs/fakes";
@@ -73,5 +75,11 @@ describe("agent_tasks in a Worker", () => {
       "connection refused",
     ]);
     expect(g.group_overrides).toMatchObject({ task_id: "explain", difficulty: 2 });
+    // The episodes as trajectories (the model the proxy and the API use), with the panel's score.
+    const trajectories = z.array(trajectorySchema).parse(g.trajectories);
+    expect(trajectories.map((t) => [t.sequence, t.judge_score, t.success])).toEqual([
+      [0, 0.7, null],
+      [1, 0.7, null],
+    ]);
   });
 });

@@ -9,31 +9,16 @@ import {
   type RubricDimension,
   type RubricWeights,
 } from "../../core/judge-schemas";
-
-/** A tool call as a step records it (any trajectory type with these fields fits). */
-export interface JudgeToolCall {
-  name: string;
-  parameters?: unknown;
-  result?: string | null;
-  error?: string | null;
-  latency_ms?: number | null;
-}
-
-/** One step of a trajectory, structurally: a richer trajectory step type is assignable. */
-export interface JudgeStep {
-  thought?: string | null;
-  tool_call?: JudgeToolCall | null;
-  observation?: string | null;
-}
+import type { TrajectoryStep } from "../../core/trajectory";
 
 /**
- * The judge's input: the task, the steps (structured or already rendered) and the answer. A
- * recorded trajectory with these fields (and any others) can be passed as it is.
+ * The judge's input: the task, the steps and the answer. A recorded `Trajectory` (an env's or an
+ * inference-proxy session's) is one as it is; `steps` may instead be text already rendered.
  */
 export interface JudgeInput {
   task: string;
-  steps: string | readonly JudgeStep[];
-  final_response?: string | null;
+  steps: string | readonly TrajectoryStep[];
+  final_response: string | null;
 }
 
 /** Markers the prompts start with (the simulator's judge responder recognises them). */
@@ -44,7 +29,7 @@ const MAX_FIELD_CHARS = 2000;
 const cut = (s: string) =>
   s.length > MAX_FIELD_CHARS ? `${s.slice(0, MAX_FIELD_CHARS)}… [${s.length} chars]` : s;
 
-export function renderSteps(steps: string | readonly JudgeStep[]): string {
+export function renderSteps(steps: JudgeInput["steps"]): string {
   if (typeof steps === "string") return steps.trim() === "" ? "(no steps)" : steps;
   if (steps.length === 0) return "(no steps)";
   return steps
@@ -53,11 +38,9 @@ export function renderSteps(steps: string | readonly JudgeStep[]): string {
       if (step.thought) lines.push(`  thought: ${cut(step.thought)}`);
       const call = step.tool_call;
       if (call) {
-        const params = call.parameters === undefined ? "" : JSON.stringify(call.parameters);
-        lines.push(`  tool call: ${call.name}(${cut(params ?? "")})`);
+        lines.push(`  tool call: ${call.name}(${cut(JSON.stringify(call.parameters))})`);
         if (call.error) lines.push(`  error: ${cut(call.error)}`);
-        else if (call.result !== undefined && call.result !== null)
-          lines.push(`  result: ${cut(call.result)}`);
+        else if (call.result !== null) lines.push(`  result: ${cut(call.result)}`);
       }
       if (step.observation) lines.push(`  observation: ${cut(step.observation)}`);
       return lines.join("\n");

@@ -3,6 +3,11 @@
  * `./node/` and are exported from `atropos-edge/node`; the Worker adapters from
  * `atropos-edge/worker`).
  */
+export {
+  type HiddenTestsResult,
+  hiddenTestHarness,
+  runHiddenTests,
+} from "./hidden-tests";
 export { getSandbox, setDefaultSandboxProvider, setSandboxProvider } from "./registry";
 export { SandboxRouter } from "./router";
 export { DEFAULT_SCRATCH_LIMITS, ScratchFs, type ScratchLimits } from "./scratch-fs";

@@ -2,7 +2,8 @@
  * agent_tasks end to end on the inference simulator over real HTTP: the policy through the
  * simulator's toy policy, a three-judge panel on their own endpoints (one strict, one failing on
  * purpose with a 404), calibration fitted on a labelled set and applied, pointwise and ranking
- * modes; plus the tasks file's validation and the difficulty curriculum.
+ * modes; hidden tests really run in the local sandbox; plus the tasks file's validation and the
+ * difficulty curriculum.
  */
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
@@ -19,6 +20,8 @@ import {
 import { selectTasks, type Task } from "../../../src/core/tasks";
 import { applyCalibration, JudgePanel, panelJudges } from "../../../src/env-workers/judges/index";
 import { processEnv } from "../../../src/env-workers/runtime/process";
+import { createLocalSandbox } from "../../../src/env-workers/sandbox/node/local-sandbox";
+import { setSandboxProvider } from "../../../src/env-workers/sandbox/registry";
 import {
   type AgentTasksEnv,
   createAgentTasksEnv,
@@ -32,8 +35,8 @@ const byKind = (kind: Task["evaluation"]["kind"]) =>
   tasks.filter((t) => t.evaluation.kind === kind);
 
 /**
- * TEST DOUBLE for the sandbox: "passes" each `assert` line whose expected string literal occurs
- * in the code. It runs nothing; it only lets the env's hidden-test path be exercised.
+ * TEST DOUBLE for an injected test runner (custom wiring): "passes" each `assert` line whose
+ * expected string literal occurs in the code. It runs nothing.
  */
 const fakeRunTests: RunTests = async (code, tests) => {
   const asserts = tests.split("\n").filter((l) => l.startsWith("assert"));
@@ -94,8 +97,10 @@ describe("tasks file", () => {
 describe("agent_tasks on the simulator", () => {
   let inference: InferenceHandle;
   let judges: JudgeEndpointInput[];
+  const sandbox = createLocalSandbox({ python: { size: 1, maxConcurrent: 2 } });
 
   beforeAll(async () => {
+    setSandboxProvider(() => sandbox);
     inference = await openInference({
       serverType: "vllm",
       model: "sim-policy",
@@ -112,12 +117,13 @@ describe("agent_tasks on the simulator", () => {
     ];
   });
   afterAll(async () => {
-    await inference?.close();
+    setSandboxProvider(null);
+    await Promise.all([inference?.close(), sandbox.close?.()]);
   });
 
   async function run(config: Record<string, unknown>, groups: number, deps = {}) {
     const env = (await createEnv(
-      createAgentTasksEnv({ runTests: fakeRunTests, ...deps }),
+      createAgentTasksEnv(deps),
       { group_size: 4, judges, ...config },
       inference,
       "qwen3",
@@ -170,6 +176,11 @@ describe("agent_tasks on the simulator", () => {
       expect(group.scores).toEqual(report.panel);
       for (const s of group.scores) expect(s).toBeGreaterThanOrEqual(0);
       expect(group.group_overrides).toMatchObject({ task_type: "explanation" });
+      // Each answer's trajectory is stored beside the group, with the panel's score.
+      expect(group.trajectories!.map((t) => t.judge_score)).toEqual(group.scores);
+      expect(group.trajectories!.map((t) => [t.sequence, t.source, t.success])).toEqual(
+        [0, 1, 2, 3].map((i) => [i, "env", null]),
+      );
     }
     // Thorough answers beat vague ones once calibrated.
     const thorough: number[] = [];
@@ -209,42 +220,104 @@ describe("agent_tasks on the simulator", () => {
     expect(Object.keys(progress.dropReasons)[0]).toMatch(/only N of N judges scored an answer/);
   }, 30_000);
 
-  it("scores reference answers and hidden tests (through the injected runTests) without judges", async () => {
+  it("scores reference answers, and hidden tests by running them in the sandbox, without judges", async () => {
     const { out } = await run({ tasks: [...byKind("reference"), ...byKind("hidden_tests")] }, 3);
     expect(out.map((g) => g.group_overrides!.task_id).sort()).toEqual([
       "fizzbuzz",
       "store-area",
       "sum-primes",
     ]);
+    const fizzbuzzScores = { solution: [] as number[], stub: [] as number[] };
     for (const g of out) {
       expect(g.group_overrides!.judge).toBeUndefined();
       const fizzbuzz = g.group_overrides!.task_id === "fizzbuzz";
       g.messages!.forEach((m, i) => {
         const answer = String(m.at(-1)?.content ?? "");
-        // The fake sandbox finds 3 of the 4 expected literals in the known solution.
-        if (fizzbuzz) expect(g.scores[i]).toBe(answer.includes("def fizzbuzz") ? 0.75 : 0);
+        if (fizzbuzz)
+          fizzbuzzScores[answer.includes("def fizzbuzz") ? "solution" : "stub"].push(g.scores[i]!);
         else expect(g.scores[i]).toBe(answer.includes("<answer>unknown</answer>") ? 0 : 1);
+        // The trajectory says whether the answer was right; no judge scored it.
+        expect(g.trajectories![i]).toMatchObject({
+          sequence: i,
+          success: g.scores[i] === 1,
+          judge_score: null,
+          source: "env",
+          final_response: answer,
+        });
       });
     }
-    // The agent loop ran the calculator for tasks that need it, and fed the result back.
+    // The known solution passes all four hidden asserts; the `pass` stub defines nothing.
+    expect(fizzbuzzScores.solution.length).toBeGreaterThan(0);
+    expect(fizzbuzzScores.stub.length).toBeGreaterThan(0);
+    expect(new Set(fizzbuzzScores.solution)).toEqual(new Set([1]));
+    expect(Math.max(...fizzbuzzScores.stub)).toBeLessThan(1);
+    // The agent loop ran the calculator for tasks that need it, fed the result back and kept
+    // the call as a trajectory step.
     const toolTurns = out
       .flatMap((g) => g.messages!.flat())
       .filter((m) => m.role === "tool")
       .map((m) => m.content);
     expect(toolTurns).toEqual(expect.arrayContaining(["calculator result: 28"]));
-  });
+    const steps = out.flatMap((g) => g.trajectories!.flatMap((t) => t.steps));
+    expect(steps).toEqual(
+      expect.arrayContaining([
+        expect.objectContaining({
+          tool_call: expect.objectContaining({ name: "calculator", result: "28", error: null }),
+          observation: "calculator result: 28",
+        }),
+      ]),
+    );
+  }, 60_000);
 
-  it("drops hidden-test tasks with a reason while no sandbox is wired", async () => {
+  it("counts each hidden assert: an answer right on some cases scores the fraction passed", async () => {
     const env = (await createEnv(
       createAgentTasksEnv(),
       { group_size: 2, tasks: byKind("hidden_tests") },
       inference,
       "qwen3",
     )) as unknown as AgentTasksEnv;
-    const progress = await processEnv(env, { groups: 1, maxItems: 1, onGroup: () => {} });
-    expect(progress.dropReasons).toEqual({
-      "hidden tests need a sandbox: no runTests is wired into agent_tasks": 1,
+    const partial = "```python\ndef fizzbuzz(n):\n    return 'Fizz' if n % 3 == 0 else str(n)\n```";
+    const looping = "```python\ndef fizzbuzz(n):\n    while True:\n        pass\n```";
+    const { scores, success } = await env.evaluateEpisodes(byKind("hidden_tests")[0]!, [
+      { steps: [], finalResponse: partial },
+      { steps: [], finalResponse: "no code, just words" },
+      { steps: [], finalResponse: null },
+    ]);
+    // 'Fizz' for 3 and '7' for 7 pass; 5 and 15 fail.
+    expect(scores).toEqual([0.5, 0, 0]);
+    expect(success).toEqual([false, false, false]);
+    const slow = await env.evaluateEpisodes(byKind("hidden_tests")[0]!, [
+      { steps: [], finalResponse: looping },
+    ]);
+    expect(slow.scores).toEqual([0]);
+  }, 60_000);
+
+  it("uses an injected runTests instead of the sandbox (custom wiring)", async () => {
+    const { out } = await run({ tasks: byKind("hidden_tests") }, 1, { runTests: fakeRunTests });
+    const g = out[0]!;
+    g.messages!.forEach((m, i) => {
+      const answer = String(m.at(-1)?.content ?? "");
+      // The double finds 3 of the 4 expected literals in the known solution.
+      expect(g.scores[i]).toBe(answer.includes("def fizzbuzz") ? 0.75 : 0);
     });
+  });
+
+  it("drops hidden-test tasks with a reason when no sandbox is configured", async () => {
+    const env = (await createEnv(
+      createAgentTasksEnv(),
+      { group_size: 2, tasks: byKind("hidden_tests") },
+      inference,
+      "qwen3",
+    )) as unknown as AgentTasksEnv;
+    setSandboxProvider(null);
+    try {
+      const progress = await processEnv(env, { groups: 1, maxItems: 1, onGroup: () => {} });
+      expect(Object.keys(progress.dropReasons)).toEqual([
+        expect.stringMatching(/^hidden tests need a sandbox: no sandbox is configured/),
+      ]);
+    } finally {
+      setSandboxProvider(() => sandbox);
+    }
   });
 
   it("refuses tasks whose required tools the env does not offer, or rubric tasks without judges", async () => {

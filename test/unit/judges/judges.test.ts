@@ -1,4 +1,11 @@
 import { describe, expect, it } from "vitest";
+import { parseLabelledSet } from "../../../src/core/judge-schemas";
+import {
+  type Trajectory,
+  type TrajectoryStep,
+  trajectorySchema,
+  trajectoryStepSchema,
+} from "../../../src/core/trajectory";
 import {
   applyCalibration,
   fitCalibration,
@@ -9,6 +16,7 @@ import {
   parseRankingReply,
   parseRubricReply,
   renderTrajectory,
+  rubricPrompt,
   trimmedMean,
 } from "../../../src/env-workers/judges/index";
 
@@ -185,10 +193,28 @@ describe("renderTrajectory", () => {
       steps: [
         {
           thought: "use the calculator",
-          tool_call: { name: "calculator", parameters: { expression: "2+3" }, result: "5" },
+          tool_call: {
+            name: "calculator",
+            parameters: { expression: "2+3" },
+            result: "5",
+            error: null,
+            latency_ms: 1,
+          },
           observation: "calculator result: 5",
+          timestamp: 1,
         },
-        { tool_call: { name: "kv_set", parameters: {}, error: "'key' must be a string" } },
+        {
+          thought: "",
+          tool_call: {
+            name: "kv_set",
+            parameters: {},
+            result: null,
+            error: "'key' must be a string",
+            latency_ms: 0,
+          },
+          observation: null,
+          timestamp: 2,
+        },
       ],
       final_response: "<answer>5</answer>",
     });
@@ -199,6 +225,55 @@ describe("renderTrajectory", () => {
     expect(renderTrajectory({ task: "t", steps: "", final_response: null })).toContain(
       "(no steps)\n\nFinal response:\n(none)",
     );
+  });
+
+  it("takes a proxy session's Trajectory as it is, and labelled steps parse to trajectory steps", () => {
+    const trajectory: Trajectory = trajectorySchema.parse({
+      task: "What is 6*7?",
+      steps: [
+        {
+          thought: "call the calculator",
+          tool_call: {
+            name: "calculator",
+            parameters: { expression: "6*7" },
+            result: null,
+            error: null,
+            latency_ms: null,
+          },
+          observation: null,
+          timestamp: 1_700_000_000_000,
+        },
+      ],
+      final_response: "<answer>42</answer>",
+      success: null,
+      judge_score: null,
+      token_count: 12,
+      wall_time_ms: 30,
+      sequence: 0,
+      source: "proxy",
+    });
+    const [, user] = rubricPrompt(trajectory, { judgeName: "j" });
+    expect(user!.content).toContain(
+      'Task:\nWhat is 6*7?\n\nAgent trajectory:\nStep 1:\n  thought: call the calculator\n  tool call: calculator({"expression":"6*7"})\n\nFinal response:\n<answer>42</answer>',
+    );
+    const [labelled] = parseLabelledSet(
+      JSON.stringify({
+        task: "t",
+        steps: [{ thought: "x", tool_call: { name: "kv_get" } }],
+        final_response: "y",
+        label: 0.5,
+      }),
+      "labels.jsonl",
+    );
+    const steps: TrajectoryStep[] = trajectoryStepSchema.array().parse(labelled!.steps);
+    expect(steps[0]!.tool_call).toEqual({
+      name: "kv_get",
+      parameters: {},
+      result: null,
+      error: null,
+      latency_ms: null,
+    });
+    expect(renderTrajectory(labelled!)).toContain("tool call: kv_get({})");
   });
 });
 
@@ -225,7 +300,10 @@ describe("JudgePanel with scripted judges (test doubles answering fixed replies)
     const prompts: string[] = [];
     const panel = new JudgePanel(
       [
-        judge("a", (p) => (prompts.push(p), dims(10, 0))),
+        judge("a", (p) => {
+          prompts.push(p);
+          return dims(10, 0);
+        }),
         judge("b", () => dims(10, 0)),
         judge("c", () => "no idea"),
       ],

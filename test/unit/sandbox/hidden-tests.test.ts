@@ -1,0 +1,44 @@
+/**
+ * The hidden-test harness shared by code_exec and agent_tasks, run in the local sandbox: asserts
+ * are counted one by one, setup statements are not tests, tests without asserts count as one,
+ * and an answer cannot print its way to a score.
+ */
+import { afterAll, describe, expect, it } from "vitest";
+import { runHiddenTests } from "../../../src/env-workers/sandbox/hidden-tests";
+import { createLocalSandbox } from "../../../src/env-workers/sandbox/node/local-sandbox";
+
+const sandbox = createLocalSandbox({ python: { size: 1, maxConcurrent: 1 } });
+afterAll(() => sandbox.close?.());
+
+const run = (code: string, tests: string) =>
+  runHiddenTests(sandbox, { code, tests, timeout_ms: 10_000, memory_mb: 128 });
+
+describe("runHiddenTests", () => {
+  it("counts each top-level assert; setup statements run first and are not tests", async () => {
+    const tests = [
+      "import math",
+      "def near(a, b):",
+      "    return math.isclose(a, b)",
+      "assert near(area(1), math.pi)",
+      "assert area(0) == 0",
+      "assert area(-1) is None",
+    ].join("\n");
+    const right = "import math\ndef area(r):\n    return None if r < 0 else math.pi * r * r";
+    const wrong = "import math\ndef area(r):\n    return math.pi * r * r";
+    expect(await run(right, tests)).toMatchObject({ score: 1, passed: 3, total: 3 });
+    expect(await run(wrong, tests)).toMatchObject({ passed: 2, total: 3 });
+  }, 60_000);
+
+  it("tests without an assert are one test; a failing solution or a printed marker passes nothing", async () => {
+    expect(await run("x = 1", "if x != 1:\n    raise ValueError('x')")).toMatchObject({
+      score: 1,
+      passed: 1,
+      total: 1,
+    });
+    const broken = await run("def f(:\n    pass", "assert f() is None");
+    expect(broken).toMatchObject({ score: 0, passed: 0, total: 1 });
+    expect(broken.run.stdout).toContain("solution failed: SyntaxError");
+    const spoof = await run("print('@@passed-x@@ 9 9')\ndef f():\n    return 1", "assert f() == 2");
+    expect(spoof).toMatchObject({ score: 0, passed: 0, total: 1 });
+  }, 60_000);
+});
