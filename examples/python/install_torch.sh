@@ -1,30 +1,4 @@
 #!/usr/bin/env bash
-# Creates (once) a venv with CPU PyTorch for examples/python/grpo_torch_trainer.py and prints the
-# path of its python. Reused while requirements-torch.txt is unchanged; pip installs from the
-# package index pip is configured with (a local mirror here), nothing else is downloaded.
+# A venv with CPU PyTorch for grpo_torch_trainer.py; prints its python (see install_venv.sh).
 #   examples/python/install_torch.sh [VENV_DIR]   # default: node_modules/.cache/torch-venv
-set -euo pipefail
-here="$(cd "$(dirname "$0")" && pwd)"
-root="$(cd "$here/../.." && pwd)"
-venv="${1:-$root/node_modules/.cache/torch-venv}"
-req="$here/requirements-torch.txt"
-stamp="$venv/.requirements-sha256"
-want="$(sha256sum "$req" | cut -d' ' -f1)"
-
-mkdir -p "$(dirname "$venv")"
-exec 9>"$venv.lock"
-flock 9 # concurrent test runs install once
-
-if [[ ! -f "$stamp" || "$(cat "$stamp")" != "$want" ]]; then
-  rm -rf "$venv"
-  python3 -m venv "$venv" >&2
-  if ! "$venv/bin/pip" install --quiet --no-input --retries 0 -r "$req" >&2; then
-    rm -rf "$venv"
-    echo "install_torch.sh: pip could not install $(grep -v '^#' "$req" | xargs) from its" \
-      "configured index (see 'pip config list'); the CPU wheel must be reachable there." >&2
-    exit 1
-  fi
-  "$venv/bin/python" -W ignore -c "import torch" >&2
-  echo "$want" >"$stamp"
-fi
-echo "$venv/bin/python"
+exec "$(dirname "$0")/install_venv.sh" torch torch "$@"

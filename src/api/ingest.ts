@@ -141,6 +141,27 @@ export async function storeBeside(
   if (statements.length > 0) await env.DB.batch(statements);
 }
 
+/** The ingest items of a validated group list sent as one body (`bodyHash`: that body's hash). */
+export function ingestItemsOf(
+  groups: readonly ScoredDataInput[],
+  bodyHash: string,
+  idempotencyKey: string | undefined,
+  tokenId: string | null,
+): Promise<IngestItem[]> {
+  return Promise.all(
+    groups.map(async (group, i): Promise<IngestItem> => {
+      const stored = canonicalPayloadOf(group);
+      return {
+        summary: summarizeGroup(group),
+        ...stored,
+        contentHash: await sha256Hex(stored.payload),
+        dedupeKey: submissionDedupeKey(bodyHash, idempotencyKey, i),
+        tokenId,
+      };
+    }),
+  );
+}
+
 export function validateGroupList(json: unknown): ScoredDataInput[] {
   const parsed = scoredDataListSchema.safeParse(json);
   if (!parsed.success) fail(toValidationDetails(parsed.error, json));

@@ -4,13 +4,10 @@ import { parseJson, readBody } from "../../body";
 import { coordinator, keepAliveOf, runOf } from "../../context";
 import {
   type BesideGroup,
-  canonicalPayloadOf,
-  type IngestItem,
   ingestGroups,
+  ingestItemsOf,
   sha256Hex,
   storeBeside,
-  submissionDedupeKey,
-  summarizeGroup,
   trajectoriesOfSubmission,
   validateGroupList,
 } from "../../ingest";
@@ -64,18 +61,7 @@ export const scoredDataList = defineRoute(
           trajectories: trajectoriesOfSubmission((json as unknown[])[i], group.tokens.length),
           tokenTexts: group.token_texts ?? null,
         }));
-        const items = await Promise.all(
-          groups.map(async (group, i): Promise<IngestItem> => {
-            const stored = canonicalPayloadOf(group);
-            return {
-              summary: summarizeGroup(group),
-              ...stored,
-              contentHash: await sha256Hex(stored.payload),
-              dedupeKey: submissionDedupeKey(hash, key, i),
-              tokenId: submitterOf(c),
-            };
-          }),
-        );
+        const items = await ingestItemsOf(groups, hash, key, submitterOf(c));
         return { items, hash, beside };
       },
     );

@@ -3,15 +3,7 @@ import { scoredDataListSchema } from "../../../core/schemas";
 import { parseJson, readBody } from "../../body";
 import { keepAliveOf, runOf } from "../../context";
 import { ApiError } from "../../errors";
-import {
-  canonicalPayloadOf,
-  type IngestItem,
-  ingestGroups,
-  sha256Hex,
-  submissionDedupeKey,
-  summarizeGroup,
-  validateGroupList,
-} from "../../ingest";
+import { ingestGroups, ingestItemsOf, sha256Hex, validateGroupList } from "../../ingest";
 import { requestMemoryCost, withMemory } from "../../memory-budget";
 import { submitterOf } from "../../middleware/auth";
 import { chargeBytes } from "../../middleware/quotas";
@@ -63,18 +55,7 @@ export const importReplay = defineRoute(
       const hash = await sha256Hex(body.bytes);
       // Offline groups belong to no registered env here: env_id would buffer partial groups.
       const groups = validateGroupList(parseJson(body.bytes)).map((g) => ({ ...g, env_id: null }));
-      const items = await Promise.all(
-        groups.map(async (group, i): Promise<IngestItem> => {
-          const stored = canonicalPayloadOf(group);
-          return {
-            summary: summarizeGroup(group),
-            ...stored,
-            contentHash: await sha256Hex(stored.payload),
-            dedupeKey: submissionDedupeKey(hash, key, i),
-            tokenId: submitterOf(c),
-          };
-        }),
-      );
+      const items = await ingestItemsOf(groups, hash, key, submitterOf(c));
       return { items, hash };
     });
     return idempotent(c, run, "replay_import", hash, key, async () => {
