@@ -11,6 +11,7 @@ import type { BackingOff, EnvFeederPort, FeederSummary, ItemReport } from "../ap
 
 export type { FeederSummary };
 
+import { guardEvaluation } from "../api/regression-guard";
 import { recordMetrics } from "../api/storage/metrics";
 import { statusForEnv } from "../api/storage/status";
 import {
@@ -424,6 +425,8 @@ export class EnvFeeder extends DurableObject<Bindings> implements EnvFeederPort 
           kind: "eval",
           values: metrics,
         });
+        // The run's regression guard checks every evaluation, whoever ran it.
+        await guardEvaluation(this.env, state.run, envId, step, (work) => this.ctx.waitUntil(work));
       }
       state.evaluations = (state.evaluations ?? 0) + 1;
       await this.save();

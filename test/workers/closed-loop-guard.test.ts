@@ -52,6 +52,29 @@ describe("regression guard", () => {
     ]);
   });
 
+  it("checks evaluations reported through the metrics route (kind eval) as well", async () => {
+    const run = uniqueRun("guard-metrics-route");
+    const { envIds } = await setupRun(run, 4, [2]);
+    const envId = envIds[0]!;
+    const report = (step: number, value: number) =>
+      post(`/v1/runs/${run}/envs/${envId}/metrics`, {
+        step,
+        kind: "eval",
+        metrics: { "eval/pass@1": value },
+      });
+    expect((await report(5, 0.6)).status).toBe(200);
+    expect((await report(6, 0.3)).status).toBe(200);
+    // Env metrics are not evaluations: they never set baselines or raise events.
+    const envMetric = await post(`/v1/runs/${run}/envs/${envId}/metrics`, {
+      step: 7,
+      metrics: { "eval/pass@1": 0 },
+    });
+    expect(envMetric.status).toBe(200);
+    const { events } = await json<Events>(call(`/v1/runs/${run}/events`));
+    expect(events).toHaveLength(1);
+    expect(events[0]!.message).toContain("eval/pass@1 = 0.3 at step 6 fell below");
+  });
+
   it("uses baselines set through the API, and can pause an env or change weights", async () => {
     const run = uniqueRun("guard-act");
     const { base, envIds } = await setupRun(run, 4, [2, 2]);

@@ -1,6 +1,7 @@
 import { metricsReportResponseSchema, metricsReportSchema } from "../../../core/api-schemas";
-import { runOf } from "../../context";
+import { keepAliveOf, runOf } from "../../context";
 import { ApiError } from "../../errors";
+import { guardEvaluation } from "../../regression-guard";
 import { intParam, intPathParam, jsonBody } from "../../request";
 import { recordMetrics } from "../../storage/metrics";
 import { getEnv } from "../../storage/runs";
@@ -42,6 +43,16 @@ export const reportMetrics = defineRoute(
       policyVersion: body.policy_version,
       values: body.metrics,
     });
+    // The run's regression guard checks evaluations sent here too (Node envs report them so).
+    if (body.kind === "eval") {
+      await guardEvaluation(
+        c.env,
+        run,
+        envId,
+        body.step,
+        keepAliveOf(c) ?? ((work) => void work.catch(() => {})),
+      );
+    }
     return c.json({ status: "stored" as const, step: body.step, stored });
   },
 );
