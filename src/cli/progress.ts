@@ -135,7 +135,7 @@ export function trainingRates(p: TrainerProgress) {
 export function progressLines(p: TrainerProgress, envs: EnvCounts[]): string[] {
   const rates = trainingRates(p);
   const lines = [
-    `step ${p.step}/${p.targetSteps}  ${num(rates.batchesPerS)} batches/s  ${num(rates.rolloutsPerS, 1)} rollouts/s  mean score ${num(p.meanScore, 3)}  staleness ${p.staleness ? `${num(p.staleness.mean, 1)} (max ${p.staleness.max})` : "–"}  ${p.elapsedS.toFixed(0)}s`,
+    `step ${p.step}/${p.targetSteps}  ${num(rates.batchesPerS)} batches/s  ${num(rates.rolloutsPerS, 1)} rollouts/s  mean score ${num(p.meanScore, 3)}  staleness ${p.staleness ? `${num(p.staleness.mean, 1)} (batch max ${p.staleness.max})` : "–"}  ${p.elapsedS.toFixed(0)}s`,
     ...envs.map((c) => `  ${envCountsLine(c)}`),
   ];
   if (p.lastReason) lines.push(`  waiting: ${p.lastReason}`);
