@@ -72,7 +72,7 @@ describe("scripts/deploy.mjs", () => {
     expect(names).toContain("default");
     // The default export carries both handlers the platform calls.
     expect(/fetch:[^\n]*app\.fetch/.test(bundle), "default export has fetch").toBe(true);
-    expect(/queue:[^\n]*handleQueueBatch/.test(bundle), "default export has queue").toBe(true);
+    expect(/queue:[^}]*handleQueueBatch/.test(bundle), "default export has queue").toBe(true);
 
     const raw = Number(result.stdout.match(/raw\s+([\d.]+) MiB/)?.[1]);
     const gzip = Number(result.stdout.match(/gzip\s+([\d.]+) MiB of the 10 MiB/)?.[1]);
