@@ -300,8 +300,13 @@ export const timeseriesSchema = z.object({
 export type TimeSeries = z.infer<typeof timeseriesSchema>;
 
 export const scoreHistogramSchema = z.object({
+  step: z
+    .number()
+    .int()
+    .nullable()
+    .describe("The step of the env's latest batch, whose scores these are; null before the first."),
   bins: z.array(z.object({ lo: z.number(), hi: z.number(), count: z.number().int() })),
-  samples: z.number().int(),
+  samples: z.number().int().describe("Sequences of that env in that batch."),
 });
 export type ScoreHistogram = z.infer<typeof scoreHistogramSchema>;
 

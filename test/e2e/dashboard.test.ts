@@ -344,6 +344,17 @@ describe("dashboard in Chromium against npm run dev", () => {
     expect(stats.leases.outstanding).toBe(1);
     await expect.poll(() => kpi("dead_letters").textContent()).toBe(int(stats.dead_letters.count));
     expect(await page.locator("[data-testid=queue-by-env] tbody tr").count()).toBeGreaterThan(0);
+    // The throughput charts are the metrics store's batch statistics by time: the seeded batches.
+    const series = await api<{ points: { delivered_batches: number; ingest_groups: number }[] }>(
+      `/v1/runs/${RUN}/timeseries?minutes=15&bucket_s=10`,
+    );
+    const total = (key: "delivered_batches" | "ingest_groups") =>
+      series.points.reduce((n, p) => n + p[key], 0);
+    expect(total("delivered_batches")).toBeGreaterThanOrEqual(2);
+    expect(total("ingest_groups")).toBeGreaterThan(0);
+    await expect
+      .poll(() => page.locator("[data-field=rates_window]").textContent())
+      .toContain("batch's statistics from the metrics store");
     await page.waitForSelector(".uplot");
     await screenshot(page, "overview");
   });
@@ -389,6 +400,23 @@ describe("dashboard in Chromium against npm run dev", () => {
     const mathCard = page.locator(`section.env-card[data-env-id="${seeded.mathId}"]`);
     await expect.poll(() => mathCard.locator("[data-field=accuracy]").textContent()).toBe("0.5");
     await page.waitForSelector(`section.env-card[data-env-id="${seeded.mathId}"] .uplot`);
+    // Each card's score distribution is its env's latest batch, as the metrics store holds it.
+    let histograms = 0;
+    for (const env of stats.envs) {
+      const scores = await api<{ step: number | null; samples: number }>(
+        `/v1/runs/${RUN}/envs/${env.env_id}/scores`,
+      );
+      const note = page.locator(
+        `section.env-card[data-env-id="${env.env_id}"] [data-field=score_samples]`,
+      );
+      if (scores.step === null) continue;
+      histograms++;
+      expect(scores.samples).toBeGreaterThan(0);
+      await expect
+        .poll(() => note.textContent())
+        .toBe(`${int(scores.samples)} sequences in the batch of step ${int(scores.step)}`);
+    }
+    expect(histograms).toBeGreaterThan(0);
     await screenshot(page, "envs");
   });
 

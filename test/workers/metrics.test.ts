@@ -187,3 +187,86 @@ describe("env metrics and evaluations", () => {
     expect((await metrics(run)).series).toEqual([]);
   });
 });
+
+interface Histogram {
+  step: number | null;
+  samples: number;
+  bins: { lo: number; hi: number; count: number }[];
+}
+
+describe("views of the store", () => {
+  it("/envs/{id}/scores is the histogram of the env's latest batch, from train/score_hist/*", async () => {
+    const run = uniqueRun("metrics-hist");
+    const { base, envIds } = await setupRun(run, 8, [4, 4, 4]);
+    const [a, b, idle] = envIds as [number, number, number];
+    const scores = (envId: number) => json<Histogram>(call(`/v1/runs/${run}/envs/${envId}/scores`));
+    expect(await scores(a)).toEqual({ step: null, samples: 0, bins: [] });
+
+    // env a: scores 1,0,1,0; env b: 0.5,0.5,0.5,1.
+    expect((await post(`${base}/scored_data`, group(1, 4, a))).status).toBe(200);
+    const other = { ...group(2, 4, b), scores: [0.5, 0.5, 0.5, 1] };
+    expect((await post(`${base}/scored_data`, other)).status).toBe(200);
+    expect((await lease(run)).step).toBe(1);
+
+    const first = await scores(a);
+    expect(first.step).toBe(1);
+    expect(first.samples).toBe(4);
+    expect(first.bins).toHaveLength(20);
+    expect(first.bins[0]).toEqual({ lo: 0, hi: 0.05, count: 2 });
+    expect(first.bins[19]).toMatchObject({ hi: 1, count: 2 });
+    expect(first.bins.slice(1, 19).every((bin) => bin.count === 0)).toBe(true);
+    const second = await scores(b);
+    expect(second.bins[0]).toMatchObject({ lo: 0.5, count: 3 });
+    expect(second.bins[19]).toMatchObject({ hi: 1, count: 1 });
+    // The stored buckets behind the view: only non-empty ones.
+    const stored = await metrics(run, `?name=train/score_hist/*&env=${a}`);
+    expect(stored.series.map((s) => [s.name, s.steps, s.values])).toEqual([
+      ["train/score_hist/00", [1], [2]],
+      ["train/score_hist/19", [1], [2]],
+    ]);
+
+    // Next batch: env a's scores all equal make one bucket; an env with no batch has none.
+    const same = { ...group(3, 4, a), scores: [1, 1, 1, 1] };
+    expect((await post(`${base}/scored_data`, same)).status).toBe(200);
+    expect((await post(`${base}/scored_data`, group(4, 4, b))).status).toBe(200);
+    expect((await lease(run)).step).toBe(2);
+    expect(await scores(a)).toEqual({ step: 2, samples: 4, bins: [{ lo: 1, hi: 1, count: 4 }] });
+    expect(await scores(idle)).toEqual({ step: null, samples: 0, bins: [] });
+  });
+
+  it("/timeseries buckets each batch's statistics by when the batch was formed", async () => {
+    const run = uniqueRun("metrics-time");
+    const { base, envIds } = await setupRun(run, 8, [4, 4]);
+    const [a, b] = envIds as [number, number];
+    type Series = { bucket_s: number; points: Record<string, number | null>[] };
+    const timeline = () => json<Series>(call(`/v1/runs/${run}/timeseries?minutes=5&bucket_s=3600`));
+    expect((await timeline()).points).toEqual([]);
+
+    expect((await post(`${base}/scored_data`, group(1, 4, a))).status).toBe(200);
+    const other = { ...group(2, 4, b), scores: [0.5, 0.5, 0.5, 1] };
+    expect((await post(`${base}/scored_data`, other)).status).toBe(200);
+    await lease(run);
+    await new Promise((r) => setTimeout(r, 5));
+    // Ingested after the first batch: counted with the second.
+    expect((await post(`${base}/scored_data`, group(3, 4, a))).status).toBe(200);
+    expect((await post(`${base}/scored_data`, group(4, 4, b))).status).toBe(200);
+    expect((await post(`${base}/scored_data`, group(5, 4, b))).status).toBe(200);
+    await lease(run);
+
+    const ingest = await metrics(run, "?name=train/ingest_*&env=-1");
+    expect(find(ingest.series, "train/ingest_groups", null)).toMatchObject({
+      steps: [1, 2],
+      values: [2, 3],
+    });
+    expect(find(ingest.series, "train/ingest_sequences", null).values).toEqual([8, 12]);
+
+    const { bucket_s, points } = await timeline();
+    expect(bucket_s).toBe(3600);
+    const sum = (key: string) => points.reduce((n, p) => n + Number(p[key]), 0);
+    expect(sum("delivered_batches")).toBe(2);
+    expect(sum("delivered_sequences")).toBe(16);
+    expect(sum("ingest_groups")).toBe(5);
+    expect(sum("ingest_sequences")).toBe(20);
+    expect(points.every((p) => typeof p.mean_score === "number")).toBe(true);
+  });
+});

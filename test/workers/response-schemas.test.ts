@@ -92,6 +92,7 @@ describe("read routes answer their declared schema", () => {
         "/v1/runs/{run}/groups/{id}",
         "/v1/runs/{run}/batches",
         "/v1/runs/{run}/timeseries",
+        "/v1/runs/{run}/envs/{envId}/scores",
       ]),
     );
   });

@@ -151,10 +151,10 @@ export const api = {
     /** @type {Promise<TimeSeries>} */ (
       getJson(`${runPath(run)}/timeseries${query(range)}`, signal)
     ),
-  /** @param {string} run @param {number} envId @param {number} bins @param {AbortSignal} [signal] @returns {Promise<ScoreHistogram>} */
-  scores: (run, envId, bins, signal) =>
+  /** @param {string} run @param {number} envId @param {AbortSignal} [signal] @returns {Promise<ScoreHistogram>} */
+  scores: (run, envId, signal) =>
     /** @type {Promise<ScoreHistogram>} */ (
-      getJson(`${runPath(run)}/envs/${envId}/scores${query({ bins })}`, signal)
+      getJson(`${runPath(run)}/envs/${envId}/scores`, signal)
     ),
   /** @param {string} run @param {number} envId @param {AbortSignal} [signal] @returns {Promise<EvalResults>} */
   evals: (run, envId, signal) =>

@@ -68,6 +68,21 @@ export const BATCH_STATISTICS = [
   "train/staleness_max",
 ] as const;
 
+/** Run-wide statistics of each batch (env id RUN_WIDE, kind "train"). */
+export const RUN_WIDE_BATCH_STATISTICS = [
+  "train/sequences_per_s",
+  "train/ingest_groups",
+  "train/ingest_sequences",
+] as const;
+
+/**
+ * Buckets of each batch's per-env score histogram, stored as `train/score_hist/00` … `/19`:
+ * equal widths between that step's train/score_min and train/score_max (one bucket when they
+ * are equal); empty buckets are not stored.
+ */
+export const SCORE_HISTOGRAM_BUCKETS = 20;
+export const SCORE_HISTOGRAM_PREFIX = "train/score_hist/";
+
 export interface BatchStatistics {
   run: string;
   step: number;
@@ -82,13 +97,17 @@ export interface BatchStatistics {
 /**
  * Per-step statistics of a batch being formed, per env: score mean/std/min/max over its
  * sequences, percent_correct (share of sequences scoring above 0), completion length, groups,
- * sequences and staleness; run-wide: sequences per second since the previous batch.
+ * sequences, staleness and the score histogram (SCORE_HISTOGRAM_BUCKETS); run-wide: sequences per
+ * second since the previous batch, and the groups and sequences stored since then (ingest).
  * One statement, so it joins the batch-forming D1 batch (put it before the batch's own INSERT,
  * so "the previous batch" is the latest one).
  */
 export function batchStatisticsSql(b: BatchStatistics): SQL {
   const runWide = sql.raw(String(RUN_WIDE));
   const statisticNames = sql.raw(`'${JSON.stringify(BATCH_STATISTICS)}'`);
+  const runWideNames = sql.raw(`'${JSON.stringify(RUN_WIDE_BATCH_STATISTICS)}'`);
+  const histogramPrefix = sql.raw(`'${SCORE_HISTOGRAM_PREFIX}'`);
+  const buckets = sql.raw(String(SCORE_HISTOGRAM_BUCKETS));
   return sql`INSERT OR REPLACE INTO metrics (run, name, env_id, step, policy_version, value, kind, created_at)
        WITH g AS (
          SELECT COALESCE(env_id, ${runWide}) AS env_id, num_seqs, completion_tokens, policy_version,
@@ -121,8 +140,21 @@ export function batchStatisticsSql(b: BatchStatistics): SQL {
            WHEN 'train/staleness_mean' THEN w.stale_mean
            WHEN 'train/staleness_max' THEN w.stale_max END
          FROM wide AS w, json_each(${statisticNames}) AS n
-         UNION ALL SELECT ${runWide}, 'train/sequences_per_s', ${b.sequences} * 1000.0 / (${b.now} - latest)
-           FROM (SELECT MAX(created_at) AS latest FROM batches WHERE run = ${b.run}) WHERE latest < ${b.now}
+         UNION ALL SELECT ${runWide}, n.value, CASE n.value
+           WHEN 'train/sequences_per_s' THEN
+             CASE WHEN p.latest < ${b.now} THEN ${b.sequences} * 1000.0 / (${b.now} - p.latest) END
+           WHEN 'train/ingest_groups' THEN (SELECT COUNT(*) FROM groups
+             WHERE run = ${b.run} AND created_at > COALESCE(p.latest, 0) AND created_at <= ${b.now})
+           WHEN 'train/ingest_sequences' THEN (SELECT COALESCE(SUM(num_seqs), 0) FROM groups
+             WHERE run = ${b.run} AND created_at > COALESCE(p.latest, 0) AND created_at <= ${b.now}) END
+           FROM (SELECT MAX(created_at) AS latest FROM batches WHERE run = ${b.run}) AS p,
+             json_each(${runWideNames}) AS n
+         UNION ALL SELECT env_id, ${histogramPrefix} || printf('%02d', bucket), COUNT(*) FROM (
+           SELECT s.env_id, CASE WHEN score.hi > score.lo
+             THEN min(${buckets} - 1, CAST((s.x - score.lo) * ${buckets} / (score.hi - score.lo) AS INTEGER))
+             ELSE 0 END AS bucket
+           FROM s JOIN score USING (env_id)
+         ) GROUP BY env_id, bucket
        )
        SELECT ${b.run}, name, env_id, ${b.step}, ${b.policyVersion}, value, 'train', ${b.now} FROM v WHERE value IS NOT NULL`;
 }
@@ -262,4 +294,84 @@ export async function evaluationAtStep(
     .bind(run, envId, step)
     .all<{ name: string; value: number }>();
   return results.length > 0 ? Object.fromEntries(results.map((r) => [r.name, r.value])) : null;
+}
+
+export interface TimelinePoint {
+  t: number;
+  ingest_groups: number;
+  ingest_sequences: number;
+  delivered_batches: number;
+  delivered_sequences: number;
+  mean_score: number | null;
+}
+
+/**
+ * The batch statistics per wall-clock bucket of the time their batch was formed: batches and
+ * sequences delivered, groups and sequences stored since the batch before (so ingest shows when
+ * the next batch forms), and the mean of the envs' mean scores. Buckets without a batch are left
+ * out.
+ */
+export async function batchStatisticsOverTime(
+  d1: D1Database,
+  run: string,
+  since: number,
+  bucketMs: number,
+): Promise<TimelinePoint[]> {
+  const { results } = await d1
+    .prepare(
+      `SELECT CAST(created_at / ?3 AS INTEGER) * ?3 AS t,
+         COUNT(DISTINCT CASE WHEN name = 'train/sequences' THEN step END) AS delivered_batches,
+         COALESCE(SUM(CASE WHEN name = 'train/sequences' THEN value END), 0) AS delivered_sequences,
+         COALESCE(SUM(CASE WHEN name = 'train/ingest_groups' THEN value END), 0) AS ingest_groups,
+         COALESCE(SUM(CASE WHEN name = 'train/ingest_sequences' THEN value END), 0) AS ingest_sequences,
+         AVG(CASE WHEN name = 'train/score_mean' THEN value END) AS mean_score
+       FROM metrics WHERE run = ?1 AND kind = 'train' AND created_at > ?2
+         AND name IN ('train/sequences', 'train/ingest_groups', 'train/ingest_sequences', 'train/score_mean')
+       GROUP BY 1 ORDER BY 1`,
+    )
+    .bind(run, since, bucketMs)
+    .all<TimelinePoint>();
+  return results;
+}
+
+export interface ScoreHistogramAtStep {
+  step: number | null;
+  samples: number;
+  bins: { lo: number; hi: number; count: number }[];
+}
+
+/**
+ * The score histogram of an env's latest batch (its `train/score_hist/*` buckets, with edges
+ * from that step's train/score_min and train/score_max); empty before the env's first batch.
+ */
+export async function latestScoreHistogram(
+  d1: D1Database,
+  run: string,
+  envId: number,
+): Promise<ScoreHistogramAtStep> {
+  const { results } = await d1
+    .prepare(
+      `SELECT name, value, step FROM metrics
+       WHERE run = ?1 AND env_id = ?2 AND kind = 'train'
+         AND step = (SELECT MAX(step) FROM metrics WHERE run = ?1 AND env_id = ?2 AND kind = 'train'
+           AND name = 'train/score_min')
+         AND (name IN ('train/score_min', 'train/score_max') OR substr(name, 1, ?3) = ?4)`,
+    )
+    .bind(run, envId, SCORE_HISTOGRAM_PREFIX.length, SCORE_HISTOGRAM_PREFIX)
+    .all<{ name: string; value: number; step: number }>();
+  const byName = new Map(results.map((r) => [r.name, r.value]));
+  const lo = byName.get("train/score_min");
+  const hi = byName.get("train/score_max");
+  if (lo === undefined || hi === undefined) return { step: null, samples: 0, bins: [] };
+  const count = (i: number) =>
+    byName.get(`${SCORE_HISTOGRAM_PREFIX}${String(i).padStart(2, "0")}`) ?? 0;
+  if (!(hi > lo))
+    return { step: results[0]!.step, samples: count(0), bins: [{ lo, hi, count: count(0) }] };
+  const width = (hi - lo) / SCORE_HISTOGRAM_BUCKETS;
+  const bins = Array.from({ length: SCORE_HISTOGRAM_BUCKETS }, (_, i) => ({
+    lo: lo + i * width,
+    hi: i === SCORE_HISTOGRAM_BUCKETS - 1 ? hi : lo + (i + 1) * width,
+    count: count(i),
+  }));
+  return { step: results[0]!.step, samples: bins.reduce((n, b) => n + b.count, 0), bins };
 }

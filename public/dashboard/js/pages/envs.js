@@ -1,6 +1,6 @@
 // @ts-check
-// Envs: every registered environment with liveness, scheduling weights, work counters, score
-// distribution and evaluation results over steps.
+// Envs: every registered environment with liveness, scheduling weights, work counters, the score
+// distribution of its latest batch and evaluation results over steps (both from the metrics store).
 import { api } from "../api.js";
 import { createChart } from "../charts.js";
 import { h, pill, setChildren, setText } from "../dom.js";
@@ -8,7 +8,6 @@ import { fmtDuration, fmtInt, fmtNum, fmtTime } from "../format.js";
 import { card, changeTracker, scroller, table, td } from "../page.js";
 import { hashFor } from "../router.js";
 
-const HISTOGRAM_BINS = 20;
 // Histograms and evals change slowly; fetch them every third poll (6 s).
 const DETAIL_EVERY_TICKS = 3;
 
@@ -162,7 +161,13 @@ function envDetail(env) {
     h(
       "div",
       { class: "chart-grid" },
-      h("figure", null, h("figcaption", null, "Score distribution"), histogramEl, histogramNote),
+      h(
+        "figure",
+        null,
+        h("figcaption", null, "Score distribution (latest batch)"),
+        histogramEl,
+        histogramNote,
+      ),
       h(
         "figure",
         null,
@@ -197,7 +202,12 @@ function envDetail(env) {
         scores.bins.map((b) => (b.lo + b.hi) / 2),
         scores.bins.map((b) => b.count),
       ]);
-      setText(histogramNote, `${fmtInt(scores.samples)} scored sequences`);
+      setText(
+        histogramNote,
+        scores.step === null
+          ? "No batch with this env's groups formed yet."
+          : `${fmtInt(scores.samples)} sequences in the batch of step ${fmtInt(scores.step)}`,
+      );
 
       if (!evalsChanged(evals)) return;
       const rows = [...evals.evals].sort((a, b) => a.step - b.step);
@@ -308,10 +318,7 @@ export function mountEnvs(root) {
       if (!added && tick % DETAIL_EVERY_TICKS !== 0) return;
       const results = await Promise.all(
         stats.envs.map((env) =>
-          Promise.all([
-            api.scores(run, env.env_id, HISTOGRAM_BINS, signal),
-            api.evals(run, env.env_id, signal),
-          ]),
+          Promise.all([api.scores(run, env.env_id, signal), api.evals(run, env.env_id, signal)]),
         ),
       );
       stats.envs.forEach((env, i) => {

@@ -1,5 +1,6 @@
 // @ts-check
-// Overview: run progress, queue health, throughput over time, and why no batch can be formed.
+// Overview: run progress, queue health, throughput over time (the metrics store's per-batch
+// statistics by wall-clock time), and why no batch can be formed.
 import { api } from "../api.js";
 import { createChart } from "../charts.js";
 import { $, h, kpi, pill, setChildren, setText } from "../dom.js";
@@ -131,7 +132,12 @@ export function mountOverview(root) {
       h(
         "div",
         { class: "chart-grid" },
-        h("figure", null, h("figcaption", null, "Ingest (per second)"), ingestChart),
+        h(
+          "figure",
+          null,
+          h("figcaption", null, "Ingest (per second, counted when the next batch forms)"),
+          ingestChart,
+        ),
         h("figure", null, h("figcaption", null, "Delivery (per second)"), deliveryChart),
       ),
     ]),
@@ -248,7 +254,7 @@ export function mountOverview(root) {
       );
       setText(
         root.querySelector("[data-field=rates_window]"),
-        `Rates averaged over the last ${fmtDuration(rates.window_s)}; charts show ${WINDOW_MINUTES} minutes in ${series.bucket_s} s buckets.`,
+        `Rates averaged over the last ${fmtDuration(rates.window_s)}; charts show each batch's statistics from the metrics store over ${WINDOW_MINUTES} minutes in ${series.bucket_s} s buckets.`,
       );
 
       const rows = bucketize(series, stats.now);

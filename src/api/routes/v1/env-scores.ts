@@ -1,46 +1,22 @@
-import { z } from "zod";
 import { scoreHistogramSchema } from "../../../core/api-schemas";
 import { runOf } from "../../context";
-import { intParam, intPathParam, numberQuery, queryNumber } from "../../request";
+import { intParam, intPathParam } from "../../request";
+import { latestScoreHistogram } from "../../storage/metrics";
 import { defineRoute, jsonContent, runParams } from "../define";
 
+/** A view of the metrics store: the `train/score_hist/*` buckets of the env's latest batch. */
 export const envScores = defineRoute(
   {
     method: "get",
     path: "/runs/{run}/envs/{envId}/scores",
     "x-scope": "read",
-    summary: "Score histogram of an env's latest 500 groups",
-    request: {
-      params: runParams.extend({ envId: intPathParam }),
-      query: z.object({ bins: numberQuery.describe("1 to 100 (default 20).") }),
-    },
+    summary: "Score histogram of an env's sequences in its latest batch",
+    description:
+      "Read from the metrics store (GET /v1/runs/{run}/metrics?name=train/score_hist/*&env={envId} has every step's buckets): 20 equal buckets between that step's train/score_min and train/score_max.",
+    request: { params: runParams.extend({ envId: intPathParam }) },
     responses: {
       200: { description: "The histogram.", content: jsonContent(scoreHistogramSchema) },
     },
   },
-  async (c) => {
-    const run = runOf(c);
-    const envId = intParam(c, "envId");
-    const bins = Math.min(100, Math.max(1, Math.round(queryNumber(c, "bins") ?? 20)));
-    const { results } = await c.env.DB.prepare(
-      "SELECT scores_json FROM groups WHERE run = ?1 AND env_id = ?2 ORDER BY id DESC LIMIT 500",
-    )
-      .bind(run, envId)
-      .all<{ scores_json: string }>();
-    const scores = results.flatMap((r) => JSON.parse(r.scores_json) as number[]);
-    if (scores.length === 0) return c.json({ bins: [], samples: 0 });
-    const lo = Math.min(...scores);
-    const hi = Math.max(...scores);
-    const width = hi > lo ? (hi - lo) / bins : 1;
-    const histogram = Array.from({ length: hi > lo ? bins : 1 }, (_, i) => ({
-      lo: lo + i * width,
-      hi: hi > lo ? lo + (i + 1) * width : hi,
-      count: 0,
-    }));
-    for (const s of scores) {
-      const i = hi > lo ? Math.min(bins - 1, Math.floor((s - lo) / width)) : 0;
-      histogram[i]!.count++;
-    }
-    return c.json({ bins: histogram, samples: scores.length });
-  },
+  async (c) => c.json(await latestScoreHistogram(c.env.DB, runOf(c), intParam(c, "envId"))),
 );
