@@ -146,12 +146,12 @@ export function progressLines(p: TrainerProgress, envs: EnvCounts[]): string[] {
 export function summaryLines(
   p: TrainerProgress,
   envs: EnvCounts[],
-  run: { stopped: boolean; totalS: number },
+  run: { command: string; stopped: boolean; totalS: number },
 ): string[] {
   const rates = trainingRates(p);
   return [
     "",
-    "── atropos-edge start: summary ──",
+    `── atropos-edge ${run.command}: summary ──`,
     `steps trained     ${p.step}/${p.targetSteps}${run.stopped ? " (stopped by signal)" : ""}`,
     `elapsed           ${p.elapsedS.toFixed(1)} s training, ${run.totalS.toFixed(1)} s total`,
     `batches/s         ${num(rates.batchesPerS)}`,

@@ -32,6 +32,8 @@ import {
 import { registerItemsAhead } from "./simulated-env";
 
 export interface StartOptions extends InferenceFlags {
+  /** The command the summary names (default: start). */
+  command?: string;
   steps: number;
   port: number;
   envs: string;
@@ -614,6 +616,7 @@ export async function runStart(
   }
 
   const lines = summaryLines(progress, envCounts(activity(), stats), {
+    command: options.command ?? "start",
     stopped: stopRequested,
     totalS: (Date.now() - launched) / 1000,
   });

@@ -48,6 +48,7 @@ export async function runTrain(
   const base = agentTasksConfig(config, tasks, [], {});
   return runStart(
     {
+      command: "train",
       inferenceUrl: config.inference.url,
       serverType: config.inference.server_type,
       model: config.inference.model,

@@ -134,7 +134,8 @@ describe("progress and summary counts", () => {
       items: { issued: 40, ran: 32, rejectedGroups: 7, failed: 1, dropped: 2, inFlight: 4 },
     });
     const block = progressLines({ ...progress, lastReason: null }, envs);
-    const summary = summaryLines(progress, envs, { stopped: false, totalS: 30 });
+    const summary = summaryLines(progress, envs, { command: "train", stopped: false, totalS: 30 });
+    expect(summary[1]).toBe("── atropos-edge train: summary ──");
     const envLine = summary.find((l) => l.startsWith("env "))!.slice("env ".length);
     expect(block).toContain(`  ${envLine}`);
     expect(envLine).toMatch(/submitted 25 groups .*ran 32 \(7 groups rejected\)/);
