@@ -4,10 +4,8 @@
  * shows the run's regression guard (settings, baselines, latest events) or changes it first.
  */
 import type { Command } from "commander";
-import { AdminClient } from "../client/admin-client";
 import { type GuardStatus, guardConfigRequestSchema, type RunEvent } from "../core/api-schemas";
-import { summarizeDetails, toValidationDetails } from "../core/validation";
-import { type ConnectionOptions, connectionFrom } from "./mix-command";
+import { adminClientOf, type ConnectionOptions, changeOf, connectionFrom } from "./run-control";
 
 export interface GuardOptions {
   run: string;
@@ -63,24 +61,14 @@ export function formatGuard(g: GuardStatus, events: RunEvent[]): string {
 
 export async function runGuard(connection: ConnectionOptions, o: GuardOptions): Promise<string> {
   if (o.enable && o.disable) throw new Error("give --enable or --disable, not both");
-  const change = Object.fromEntries(
-    Object.entries({
-      enabled: o.enable ? true : o.disable ? false : undefined,
-      factor: o.factor === undefined ? undefined : Number(o.factor),
-      action: actionFrom(o),
-      webhook_url: o.webhook === undefined ? undefined : o.webhook === "none" ? null : o.webhook,
-    }).filter(([, v]) => v !== undefined),
-  );
-  const parsed = guardConfigRequestSchema.safeParse(change);
-  if (!parsed.success) {
-    throw new Error(summarizeDetails(toValidationDetails(parsed.error, change)));
-  }
-  const client = new AdminClient({
-    url: connection.api,
-    token: connection.token,
-    fetch: connection.fetch,
+  const change = changeOf(guardConfigRequestSchema, {
+    enabled: o.enable ? true : o.disable ? false : undefined,
+    factor: o.factor === undefined ? undefined : Number(o.factor),
+    action: actionFrom(o),
+    webhook_url: o.webhook === undefined ? undefined : o.webhook === "none" ? null : o.webhook,
   });
-  if (Object.keys(parsed.data).length > 0) await client.setGuard(o.run, parsed.data);
+  const client = adminClientOf(connection);
+  if (Object.keys(change).length > 0) await client.setGuard(o.run, change);
   const [status, events] = await Promise.all([client.guard(o.run), client.events(o.run, 10)]);
   return formatGuard(status, events);
 }

@@ -10,7 +10,7 @@ import { type HttpAnswer, HttpClient } from "../core/http-client";
 import { type ScoredDataInput, scoredDataSchema } from "../core/schemas";
 import { summarizeDetails, toValidationDetails } from "../core/validation";
 import { apiBasePath } from "../env-workers/runtime/api-client";
-import { type ConnectionOptions, connectionFrom } from "./mix-command";
+import { type ConnectionOptions, connectionFrom } from "./run-control";
 
 export type ImportTarget = "queue" | "replay";
 

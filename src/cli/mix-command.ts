@@ -4,15 +4,14 @@
  * /status-env poll or feeder tick.
  */
 import type { Command } from "commander";
-import { AdminClient } from "../client/admin-client";
 import { type EnvControl, envControlRequestSchema } from "../core/api-schemas";
-import { summarizeDetails, toValidationDetails } from "../core/validation";
-
-export interface ConnectionOptions {
-  api: string;
-  token?: string;
-  fetch?: typeof fetch;
-}
+import {
+  adminClientOf,
+  type ConnectionOptions,
+  changeOf,
+  connectionFrom,
+  numberFlag,
+} from "./run-control";
 
 export interface MixOptions {
   run: string;
@@ -20,12 +19,6 @@ export interface MixOptions {
   minBatchAllocation?: string;
   pause?: boolean;
   resume?: boolean;
-}
-
-function number(value: string, flag: string): number {
-  const n = Number(value);
-  if (value.trim() === "" || !Number.isFinite(n)) throw new Error(`${flag} must be a number`);
-  return n;
 }
 
 export function formatEnvControl(e: EnvControl): string {
@@ -44,32 +37,13 @@ export async function runMix(
   }
   if (options.pause && options.resume) throw new Error("give --pause or --resume, not both");
   const allocation = options.minBatchAllocation;
-  const change = {
-    ...(options.weight !== undefined ? { weight: number(options.weight, "--weight") } : {}),
-    ...(allocation !== undefined
-      ? {
-          min_batch_allocation:
-            allocation === "none" ? null : number(allocation, "--min-batch-allocation"),
-        }
-      : {}),
-    ...(options.pause ? { paused: true } : options.resume ? { paused: false } : {}),
-  };
-  const parsed = envControlRequestSchema.safeParse(change);
-  if (!parsed.success) {
-    throw new Error(summarizeDetails(toValidationDetails(parsed.error, change)));
-  }
-  const client = new AdminClient({
-    url: connection.api,
-    token: connection.token,
-    fetch: connection.fetch,
+  const change = changeOf(envControlRequestSchema, {
+    weight: numberFlag(options.weight, "--weight"),
+    min_batch_allocation:
+      allocation === "none" ? null : numberFlag(allocation, "--min-batch-allocation"),
+    paused: options.pause ? true : options.resume ? false : undefined,
   });
-  return formatEnvControl(await client.updateEnv(options.run, envId, parsed.data));
-}
-
-export function connectionFrom(o: { api?: string; token?: string }): ConnectionOptions {
-  if (!o.api) throw new Error("--api <url> is required (the deployment's URL)");
-  const token = o.token ?? process.env.ATROPOS_EDGE_TOKEN ?? process.env.API_TOKEN;
-  return { api: o.api, ...(token ? { token } : {}) };
+  return formatEnvControl(await adminClientOf(connection).updateEnv(options.run, envId, change));
 }
 
 export function registerMixCommand(program: Command): void {

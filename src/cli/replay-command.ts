@@ -4,10 +4,14 @@
  * (PUT /v1/runs/{run}/replay) and shows the result.
  */
 import type { Command } from "commander";
-import { AdminClient } from "../client/admin-client";
 import { type ReplayStatus, replayConfigRequestSchema } from "../core/api-schemas";
-import { summarizeDetails, toValidationDetails } from "../core/validation";
-import { type ConnectionOptions, connectionFrom } from "./mix-command";
+import {
+  adminClientOf,
+  type ConnectionOptions,
+  changeOf,
+  connectionFrom,
+  numberFlag,
+} from "./run-control";
 
 export interface ReplayOptions {
   run: string;
@@ -17,13 +21,6 @@ export interface ReplayOptions {
   capacity?: string;
   maxReplays?: string;
   fraction?: string;
-}
-
-function number(value: string | undefined, flag: string): number | undefined {
-  if (value === undefined) return undefined;
-  const n = Number(value);
-  if (value.trim() === "" || !Number.isFinite(n)) throw new Error(`${flag} must be a number`);
-  return n;
 }
 
 export function formatReplay(r: ReplayStatus): string {
@@ -38,25 +35,15 @@ export async function runReplay(
   options: ReplayOptions,
 ): Promise<string> {
   if (options.enable && options.disable) throw new Error("give --enable or --disable, not both");
-  const change = Object.fromEntries(
-    Object.entries({
-      enabled: options.enable ? true : options.disable ? false : undefined,
-      threshold: number(options.threshold, "--threshold"),
-      capacity: number(options.capacity, "--capacity"),
-      max_replays: number(options.maxReplays, "--max-replays"),
-      fraction: number(options.fraction, "--fraction"),
-    }).filter(([, v]) => v !== undefined),
-  );
-  const parsed = replayConfigRequestSchema.safeParse(change);
-  if (!parsed.success) {
-    throw new Error(summarizeDetails(toValidationDetails(parsed.error, change)));
-  }
-  const client = new AdminClient({
-    url: connection.api,
-    token: connection.token,
-    fetch: connection.fetch,
+  const change = changeOf(replayConfigRequestSchema, {
+    enabled: options.enable ? true : options.disable ? false : undefined,
+    threshold: numberFlag(options.threshold, "--threshold"),
+    capacity: numberFlag(options.capacity, "--capacity"),
+    max_replays: numberFlag(options.maxReplays, "--max-replays"),
+    fraction: numberFlag(options.fraction, "--fraction"),
   });
-  if (Object.keys(parsed.data).length > 0) await client.setReplay(options.run, parsed.data);
+  const client = adminClientOf(connection);
+  if (Object.keys(change).length > 0) await client.setReplay(options.run, change);
   return formatReplay(await client.replay(options.run));
 }
 
