@@ -2,14 +2,13 @@
  * `atropos-edge start --steps 3` against fresh state: npm run dev + simulator + envs + demo
  * trainer, finishing with exit 0, a summary, and no process left behind.
  */
-import { spawn } from "node:child_process";
 import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { createServer } from "node:http";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import type { LearningSummary } from "../../src/cli/learning-summary";
-import { freePort, ROOT } from "./harness";
+import { freePort, ROOT, runCli } from "./harness";
 
 /** Command lines of live processes containing `text`, read from /proc (no procps needed). */
 function processesMentioning(text: string): string[] {
@@ -25,36 +24,6 @@ function processesMentioning(text: string): string[] {
     if (args.includes(text)) found.push(`${pid} ${args}`);
   }
   return found;
-}
-
-/** Runs the CLI in its own process group; kills the group if it outlives the bound. */
-async function runCli(
-  args: string[],
-  boundMs = 120_000,
-): Promise<{ code: number | null; output: string }> {
-  const child = spawn(process.execPath, [join(ROOT, "bin", "atropos-edge.mjs"), ...args], {
-    cwd: ROOT,
-    stdio: ["ignore", "pipe", "pipe"],
-    detached: true,
-  });
-  let output = "";
-  child.stdout.on("data", (d) => {
-    output += String(d);
-  });
-  child.stderr.on("data", (d) => {
-    output += String(d);
-  });
-  const code = await new Promise<number | null>((resolve) => {
-    const timer = setTimeout(() => {
-      process.kill(-child.pid!, "SIGKILL");
-      resolve(null);
-    }, boundMs);
-    child.on("exit", (c) => {
-      clearTimeout(timer);
-      resolve(c);
-    });
-  });
-  return { code, output };
 }
 
 describe("atropos-edge start", () => {
@@ -188,7 +157,7 @@ describe("atropos-edge start", () => {
       const port = await freePort();
       const { code, output } = await runCli(
         ["start", "--env", join(dir, "buggy.ts"), "--steps", "3", "--port", String(port)],
-        90_000,
+        { boundMs: 90_000 },
       );
       expect(code, output).toBe(1);
       expect(output).toMatch(
@@ -201,7 +170,7 @@ describe("atropos-edge start", () => {
   });
 
   it("explains a bad option instead of starting anything", async () => {
-    const { code, output } = await runCli(["start", "--steps", "many"], 30_000);
+    const { code, output } = await runCli(["start", "--steps", "many"], { boundMs: 30_000 });
     expect(code).toBe(1);
     expect(output).toMatch(/'steps' must be a number/);
   });

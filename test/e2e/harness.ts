@@ -2,6 +2,7 @@
  * Starts real dev servers (`npm run dev`, scripts/dev.mjs) on free loopback ports with fresh
  * state directories, for end-to-end tests. Every process started here is stopped by `stop()`.
  */
+import { spawn } from "node:child_process";
 import { mkdtempSync } from "node:fs";
 import { createServer } from "node:net";
 import { tmpdir } from "node:os";
@@ -114,4 +115,34 @@ export async function seedRun(
     if (r.status !== 200) throw new Error(`seed failed: ${r.status} ${r.text}`);
   }
   return { base, envIds };
+}
+
+/** Runs the CLI in its own process group; kills the group if it outlives the bound. */
+export async function runCli(
+  args: string[],
+  { cwd = ROOT, boundMs = 120_000 }: { cwd?: string; boundMs?: number } = {},
+): Promise<{ code: number | null; output: string }> {
+  const child = spawn(process.execPath, [join(ROOT, "bin", "atropos-edge.mjs"), ...args], {
+    cwd,
+    stdio: ["ignore", "pipe", "pipe"],
+    detached: true,
+  });
+  let output = "";
+  child.stdout.on("data", (d) => {
+    output += String(d);
+  });
+  child.stderr.on("data", (d) => {
+    output += String(d);
+  });
+  const code = await new Promise<number | null>((resolve) => {
+    const timer = setTimeout(() => {
+      process.kill(-child.pid!, "SIGKILL");
+      resolve(null);
+    }, boundMs);
+    child.on("exit", (c) => {
+      clearTimeout(timer);
+      resolve(c);
+    });
+  });
+  return { code, output };
 }

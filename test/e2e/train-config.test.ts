@@ -5,38 +5,11 @@
  * leases batches, finds the judges' report and a hidden-test task scored in the CLI's local
  * sandbox in its groups, and acks them.
  */
-import { spawn } from "node:child_process";
 import { copyFileSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
-import { freePort, ROOT } from "./harness";
-
-async function runCli(args: string[], cwd: string, boundMs = 150_000) {
-  const child = spawn(process.execPath, [join(ROOT, "bin", "atropos-edge.mjs"), ...args], {
-    cwd,
-    stdio: ["ignore", "pipe", "pipe"],
-    detached: true,
-  });
-  let output = "";
-  child.stdout.on("data", (d) => {
-    output += String(d);
-  });
-  child.stderr.on("data", (d) => {
-    output += String(d);
-  });
-  const code = await new Promise<number | null>((resolve) => {
-    const timer = setTimeout(() => {
-      process.kill(-child.pid!, "SIGKILL");
-      resolve(null);
-    }, boundMs);
-    child.on("exit", (c) => {
-      clearTimeout(timer);
-      resolve(c);
-    });
-  });
-  return { code, output };
-}
+import { freePort, ROOT, runCli } from "./harness";
 
 /** A minimal trainer: register, lease until a judged and a hidden-test group arrive, print them, ack. */
 const TRAINER = `
@@ -113,7 +86,7 @@ api:
     );
     const { code, output } = await runCli(
       ["train", "--config", "atropos_config.yaml", "--max-seconds", "90"],
-      dir,
+      { cwd: dir, boundMs: 150_000 },
     );
     expect(output).toContain(
       "gradient updates are the trainer's job (your command: node trainer.mjs)",
@@ -146,7 +119,10 @@ api:
   it("rejects a config with a bad tasks file before starting anything", async () => {
     writeFileSync(join(dir, "bad.jsonl"), '{"task_type": "x", "difficulty": 0, "prompt": "p"}\n');
     writeFileSync(join(dir, "bad.yaml"), "tasks:\n  task_file: bad.jsonl\n");
-    const { code, output } = await runCli(["train", "--config", "bad.yaml"], dir, 30_000);
+    const { code, output } = await runCli(["train", "--config", "bad.yaml"], {
+      cwd: dir,
+      boundMs: 30_000,
+    });
     expect(code).toBe(1);
     expect(output).toMatch(/bad\.jsonl:1 task 1: difficulty: .*; evaluation: /);
     expect(output).not.toContain("starting the dev server");
