@@ -1,5 +1,6 @@
 /**
  * `npm run bench:api [-- --quick] [--runs N] [--atropos DIR --python BIN] [--json out.json]`
+ *   `[--workloads 1,2] [--depths 2000,20000 | --depth-only | --no-depths]`
  *
  * Load generator for the rollout API under a real `npm run dev` (fresh state, loopback only, an
  * API token required on every request): C concurrent producers POST /scored_data (gzip as the
@@ -33,6 +34,10 @@ const atroposDir = option("--atropos");
 const python = option("--python") ?? "python3";
 const depthsArg = option("--depths");
 const skipWorkloads = args.includes("--depth-only");
+// `--workloads 1,3`: run only these workloads (1-based, as listed); `--no-depths`: no lease scan.
+const onlyWorkloads = option("--workloads")?.split(",").map(Number);
+// `--no-heap`: no isolate heap sampling (its forced GCs run on the API's thread).
+const sampleHeap = !args.includes("--no-heap");
 const DEADLINE = Date.now() + 40 * 60_000;
 const TOKEN = "bench-token";
 const AUTH = { authorization: `Bearer ${TOKEN}` };
@@ -177,17 +182,17 @@ async function startEdge(prefix: string): Promise<Target> {
   const dev = await startDevProcess({
     port,
     persistTo: mkdtempSync(join(stateRoot, prefix)),
-    inspectorPort: port + 1000,
+    inspectorPort: sampleHeap ? port + 1000 : undefined,
     vars: { API_TOKEN: TOKEN },
   });
-  const heap = await IsolateHeapSampler.start(port + 1000);
+  const heap = sampleHeap ? await IsolateHeapSampler.start(port + 1000) : null;
   return {
     kind: "edge",
     url: dev.url,
     headers: AUTH,
     heap,
     stop: async () => {
-      heap.stop();
+      heap?.stop();
       await dev.stop();
     },
   };
@@ -421,6 +426,16 @@ function summarise(results: WorkloadResult[]) {
   };
 }
 
+/** The lease scan, printed. */
+async function leaseScan(depths: number[]) {
+  console.log(
+    `\n▶ leases vs queue depth (${depths.join(", ")} mixed-size groups, 32-token sequences)`,
+  );
+  const scan = await queueDepthScan(depths);
+  console.table(scan);
+  return scan;
+}
+
 async function main() {
   const machine = `${cpus().length} × ${cpus()[0]?.model ?? "cpu"}, Node ${process.version}`;
   console.log(
@@ -437,7 +452,8 @@ async function main() {
   const kinds: Target["kind"][] = atroposDir ? ["atropos", "edge"] : ["edge"];
   const results: WorkloadResult[] = [];
   const summary = [];
-  for (const w of skipWorkloads ? [] : WORKLOADS) {
+  const selected = WORKLOADS.filter((_, i) => !onlyWorkloads || onlyWorkloads.includes(i + 1));
+  for (const w of skipWorkloads ? [] : selected) {
     console.log(`\n▶ ${w.name}: ${w.groups} groups of ${GROUP_SIZE}, batch ${BATCH_SIZE}`);
     const byKind = new Map<Target["kind"], WorkloadResult[]>();
     for (let run = 0; run < runs; run++) {
@@ -473,11 +489,7 @@ async function main() {
     : quick
       ? [500, 2000]
       : [1000, 5000, 20000];
-  console.log(
-    `\n▶ leases vs queue depth (${depths.join(", ")} mixed-size groups, 32-token sequences)`,
-  );
-  const scan = await queueDepthScan(depths);
-  console.table(scan);
+  const scan = args.includes("--no-depths") ? [] : await leaseScan(depths);
   const report = {
     date: new Date().toISOString(),
     machine,

@@ -20,6 +20,8 @@ export interface AppEnv {
     principal: Principal;
     /** Forwards inference-proxy calls; absent when the Worker was built without one. */
     inferenceProxy: InferenceProxy | undefined;
+    /** Set by routes whose body streams from storage: compressed by the runtime as it streams. */
+    streamedBody?: boolean;
   };
 }
 

@@ -1,8 +1,8 @@
 /**
  * Ingest of scored groups: validate, canonicalise once (the stored bytes are what delivery
- * sends), write large payloads to R2, then record the group in D1 (small payloads inline) in one
- * statement that also dedupes retries, picks the buffered/queued state and stamps the policy
- * version. A 200 is only sent after both writes, so an acknowledged group survives any restart.
+ * sends), write large payloads to R2, then record the group in D1 in one statement that also
+ * dedupes retries, picks the buffered/queued state and stamps the policy version (a small
+ * payload goes into group_payloads in the same transaction). A 200 is only sent after both writes, so an acknowledged group survives any restart.
  *
  * Retries are recognised per submission, never per group content: each group carries a dedupe
  * key naming its request (Idempotency-Key, else the SHA-256 of the whole body) and its position
@@ -15,6 +15,7 @@ import { canonicalGroupJson } from "../core/canonical-group";
 import { GroupCommit } from "../core/group-commit";
 import { checkGroupShape, type GroupStats, groupStats } from "../core/group-stats";
 import { type ScoredDataInput, scoredDataListSchema, scoredDataSchema } from "../core/schemas";
+import { sha256Hex } from "../core/sha256";
 import { groupTrajectoriesOf, type Trajectory } from "../core/trajectory";
 import { summarizeDetails, toValidationDetails, type ValidationDetail } from "../core/validation";
 import { type Bindings, numberVar } from "./bindings";
@@ -154,7 +155,7 @@ export function ingestItemsOf(
       return {
         summary: summarizeGroup(group),
         ...stored,
-        contentHash: await sha256Hex(stored.payload),
+        contentHash: sha256Hex(stored.payload),
         dedupeKey: submissionDedupeKey(bodyHash, idempotencyKey, i),
         tokenId,
       };
@@ -184,25 +185,25 @@ export function submissionDedupeKey(
     : `key:${idempotencyKey}#${index}`;
 }
 
-export async function sha256Hex(bytes: Uint8Array<ArrayBuffer>): Promise<string> {
-  const digest = await crypto.subtle.digest("SHA-256", bytes);
-  return [...new Uint8Array(digest)].map((b) => b.toString(16).padStart(2, "0")).join("");
-}
-
 const INSERT_GROUP = `
 INSERT INTO groups (run, env_id, status, num_seqs, total_tokens, completion_tokens, score_mean,
   score_min, score_max, scores_json, policy_version, payload_key, payload_encoding, payload_bytes,
-  content_hash, dedupe_key, created_at, queued_at, payload_offset, token_id, payload_inline)
+  content_hash, dedupe_key, created_at, queued_at, payload_offset, token_id)
 SELECT ?1, ?2,
   CASE WHEN ?2 IS NOT NULL AND ?3 < (SELECT group_size FROM envs WHERE run = ?1 AND env_id = ?2)
     THEN 'buffered' ELSE 'queued' END,
   ?3, ?4, ?5, ?6, ?7, ?8, ?9,
   COALESCE(?10, (SELECT policy_version FROM runs WHERE name = ?1), 0),
-  ?11, 'canonical', ?13, ?14, ?19, ?15, ?15, ?18, ?20, ?12
+  ?11, 'canonical', ?12, ?13, ?18, ?14, ?14, ?17, ?19
 WHERE (?2 IS NULL OR EXISTS (SELECT 1 FROM envs WHERE run = ?1 AND env_id = ?2))
-  AND NOT EXISTS (SELECT 1 FROM groups WHERE run = ?1 AND dedupe_key = ?19 AND created_at > ?16)
-  AND (?17 IS NULL OR NOT EXISTS (SELECT 1 FROM idempotency_keys WHERE run = ?1 AND key = ?17))
+  AND NOT EXISTS (SELECT 1 FROM groups WHERE run = ?1 AND dedupe_key = ?18 AND created_at > ?15)
+  AND (?16 IS NULL OR NOT EXISTS (SELECT 1 FROM idempotency_keys WHERE run = ?1 AND key = ?16))
 RETURNING id, status`;
+
+// Right after INSERT_GROUP: the group it just inserted, if it inserted one (a retry inserts none).
+const INSERT_INLINE_PAYLOAD = `
+INSERT INTO group_payloads (group_id, run, body)
+SELECT last_insert_rowid(), ?1, ?2 WHERE changes() = 1`;
 
 const RECORD_ITEM_KEY = `
 INSERT INTO idempotency_keys (run, key, route, request_hash, status_code, response, created_at)
@@ -239,7 +240,7 @@ const COMMIT_MAX_BYTES = 16 * 1024 * 1024;
 /**
  * Writes the items of every submission in the commit: the payloads too large to go inline
  * concatenated into ONE R2 object (each row records its offset and length), then ONE D1 batch
- * (a transaction) with every insert, small payloads in their rows. Nothing is acknowledged
+ * (a transaction) with every insert, small payloads beside their rows. Nothing is acknowledged
  * before both writes, so a 200 still means durable.
  */
 async function writeCommit(env: Bindings, run: string, items: IngestItem[]) {
@@ -281,7 +282,6 @@ async function writeCommit(env: Bindings, run: string, items: IngestItem[]) {
         scoresJson,
         policyVersion,
         item.inline === null ? key : "",
-        item.inline,
         item.payload.byteLength,
         item.contentHash,
         now,
@@ -292,6 +292,9 @@ async function writeCommit(env: Bindings, run: string, items: IngestItem[]) {
         item.tokenId ?? null,
       ),
     );
+    if (item.inline !== null) {
+      statements.push(env.DB.prepare(INSERT_INLINE_PAYLOAD).bind(run, item.inline));
+    }
     if (item.idempotencyKey !== undefined) {
       statements.push(
         env.DB.prepare(RECORD_ITEM_KEY).bind(run, item.idempotencyKey, item.dedupeKey, now),
@@ -454,7 +457,7 @@ export async function submitGroupInProcess(
   const validated = validateGroup(group);
   const trajectories = trajectoriesOfSubmission(group, validated.tokens.length);
   const stored = canonicalPayloadOf(validated);
-  const hash = await sha256Hex(stored.payload);
+  const hash = sha256Hex(stored.payload);
   const [outcome] = await ingestGroups(env, run, [
     {
       summary: summarizeGroup(validated),

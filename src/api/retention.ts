@@ -7,6 +7,7 @@
  * A removed group's trajectories and token texts go with it. Unset (or 0) keeps everything forever.
  */
 import { type Bindings, numberVar } from "./bindings";
+import { deleteInlinePayloads } from "./storage/payloads";
 import { deleteGroupTokenTexts } from "./storage/token-texts";
 import { deleteGroupTrajectories } from "./storage/trajectories";
 
@@ -58,8 +59,9 @@ export async function collectGarbage(
     const ids = results.map((r) => r.id);
     await deleteGroupTrajectories(env.DB, run, ids).run();
     await deleteGroupTokenTexts(env.DB, run, ids).run();
+    await deleteInlinePayloads(env.DB, ids).run();
   }
-  // Inline payloads (key "") went with their rows.
+  // Inline payloads (key "") are gone with them; R2 objects may be shared with kept groups.
   const keys = [...new Set(results.map((r) => r.payload_key))].filter((k) => k !== "");
   let orphans: string[] = [];
   if (keys.length > 0) {

@@ -112,6 +112,12 @@ export class RunCoordinator extends DurableObject<Bindings> {
    * eviction scans the queue); a lease that finds no batch always evicts.
    */
   private evictedBelow: number | null = null;
+  /**
+   * Whether the run may hold stale groups. Only this object sets groups aside, so once a lease
+   * that accepts every version has queued them all again, none exist until it evicts: empty
+   * pulls then skip the requeue's round trip. Unknown (true) after a restart.
+   */
+  private staleMayExist = true;
 
   /** Runs `fn` after every earlier state transition has finished (awaits open the input gate). */
   private exclusive<T>(fn: () => Promise<T>): Promise<T> {
@@ -271,8 +277,6 @@ export class RunCoordinator extends DurableObject<Bindings> {
     return this.exclusive(async () => {
       const started = performance.now();
       const now = Date.now();
-      // Replay: keep what reached the threshold before the pull below acknowledges those batches.
-      await this.db.batch(admitCompatAcked(this.db, run, now));
       // At-least-once for unmodified Atropos trainers: pulling again acknowledges the last batch.
       const state = await readLeaseState(this.db, run, {
         now,
@@ -280,7 +284,12 @@ export class RunCoordinator extends DurableObject<Bindings> {
         windowLimit: this.windowHint,
         ackCompat: true,
       });
-      if (state.compatAcked > 0) await this.scheduleRetention(run, now);
+      if (state.compatAcked > 0) {
+        // Replay: what those batches carried at or above the threshold joins the buffer before
+        // this lease draws from it.
+        if (state.run?.replayEnabled) await this.db.batch(admitCompatAcked(this.db, run, now));
+        await this.scheduleRetention(run, now);
+      }
       if (!state.run?.registered) return { kind: "not_registered" };
       const leaseSeconds = numberVar(this.env.COMPAT_LEASE_SECONDS, 3600);
       return this.leaseLocked(
@@ -361,7 +370,7 @@ export class RunCoordinator extends DurableObject<Bindings> {
     const replay = await this.replayPlan(run, runRow, minVersion);
     let packed = await this.plan(run, queue, runRow.batchSize, minVersion, now, replay);
     // Staleness: set-aside groups this lease accepts count again when the queue alone falls short.
-    if (!packed.ok && (await requeueAccepted(this.db, run, minVersion)) > 0) {
+    if (!packed.ok && this.staleMayExist && (await this.requeueAccepted(run, minVersion)) > 0) {
       const head = await queuedWindow(this.db, run, minVersion ?? -1, this.windowHint);
       queue = { ...queue, window: head, windowComplete: head.length < this.windowHint };
       packed = await this.plan(run, queue, runRow.batchSize, minVersion, now, replay);
@@ -371,6 +380,7 @@ export class RunCoordinator extends DurableObject<Bindings> {
         return { kind: "none", reason: packed.reason };
       }
       // Staleness: groups too old for this bound leave the queue (and the counts envs throttle on).
+      this.staleMayExist = true;
       const evictedNow = await evictStale(this.db, run, minVersion);
       this.evictedBelow = minVersion;
       const staleTotal = await staleCount(this.db, run);
@@ -414,8 +424,18 @@ export class RunCoordinator extends DurableObject<Bindings> {
         ...(evict && minVersion !== null ? [evictStaleStatement(this.db, run, minVersion)] : []),
       ],
     );
-    if (evict) this.evictedBelow = minVersion;
+    if (evict) {
+      this.evictedBelow = minVersion;
+      this.staleMayExist = true;
+    }
     return { kind: "batch", batchId, leaseId, step, leaseExpiresAt, redelivered: false, groups };
+  }
+
+  /** Queues again the stale groups this bound accepts (all of them when it has none). */
+  private async requeueAccepted(run: string, minVersion: number | null): Promise<number> {
+    const requeued = await requeueAccepted(this.db, run, minVersion);
+    if (minVersion === null) this.staleMayExist = false;
+    return requeued;
   }
 
   /**

@@ -8,6 +8,7 @@
 import type { Command } from "commander";
 import { type HttpAnswer, HttpClient } from "../core/http-client";
 import { type ScoredDataInput, scoredDataSchema } from "../core/schemas";
+import { sha256Hex } from "../core/sha256";
 import { summarizeDetails, toValidationDetails } from "../core/validation";
 import { apiBasePath } from "../env-workers/runtime/api-client";
 import { type ConnectionOptions, connectionFrom } from "./run-control";
@@ -43,11 +44,6 @@ interface Line {
   number: number;
   group: ScoredDataInput;
   bytes: number;
-}
-
-async function sha256Hex(text: string): Promise<string> {
-  const digest = await crypto.subtle.digest("SHA-256", new TextEncoder().encode(text));
-  return [...new Uint8Array(digest)].map((b) => b.toString(16).padStart(2, "0")).join("");
 }
 
 /** Parses and validates every non-empty line; throws naming the bad lines (at most 10). */
@@ -134,7 +130,7 @@ export async function importGroupsJsonl(
     if (into === "replay") throw new Error("--env-id applies to --into queue only");
   }
   const lines = parseGroupsJsonl(text);
-  const sha256 = await sha256Hex(text);
+  const sha256 = sha256Hex(text);
   const http = new HttpClient({
     token: connection.token,
     fetch: connection.fetch,

@@ -1,6 +1,6 @@
 /**
- * Groups are stored in their served (canonical) form once, at ingest: small ones inline in their
- * D1 row, larger ones in R2; delivery sends the stored bytes as they are. Rows stored before
+ * Groups are stored in their served (canonical) form once, at ingest: small ones in D1 beside
+ * their row (group_payloads), larger ones in R2; delivery sends the stored bytes as they are. Rows stored before
  * canonical storage (the env's own JSON) are still served canonicalised.
  */
 import { env } from "cloudflare:workers";
@@ -21,7 +21,8 @@ interface StoredRow {
 
 async function storedRows(run: string): Promise<StoredRow[]> {
   const { results } = await bindings.DB.prepare(
-    "SELECT id, payload_key, payload_encoding, payload_inline, payload_bytes FROM groups WHERE run = ?1 ORDER BY id",
+    `SELECT g.id, g.payload_key, g.payload_encoding, p.body AS payload_inline, g.payload_bytes
+     FROM groups g LEFT JOIN group_payloads p ON p.group_id = g.id WHERE g.run = ?1 ORDER BY g.id`,
   )
     .bind(run)
     .all<StoredRow>();
@@ -65,7 +66,7 @@ describe("canonical storage", () => {
     const [row] = await storedRows(run);
     // A marker no parse-and-canonicalise step would keep shows the bytes went out untouched.
     const marked = row!.payload_inline!.replace('"tokens":', '"tokens" :');
-    await bindings.DB.prepare("UPDATE groups SET payload_inline = ?2 WHERE id = ?1")
+    await bindings.DB.prepare("UPDATE group_payloads SET body = ?2 WHERE group_id = ?1")
       .bind(row!.id, marked)
       .run();
     expect(await (await call(`/runs/${run}/latest_example`)).text()).toBe(marked);
@@ -93,12 +94,13 @@ describe("canonical storage", () => {
     });
     const key = `runs/${run}/groups/legacy`;
     await bindings.PAYLOADS.put(key, asSent);
-    await bindings.DB.prepare(
-      `UPDATE groups SET payload_encoding = 'identity', payload_inline = NULL, payload_key = ?2,
-         payload_offset = 0, payload_bytes = ?3 WHERE id = ?1`,
-    )
-      .bind(row!.id, key, asSent.length)
-      .run();
+    await bindings.DB.batch([
+      bindings.DB.prepare(
+        `UPDATE groups SET payload_encoding = 'identity', payload_key = ?2, payload_offset = 0,
+           payload_bytes = ?3 WHERE id = ?1`,
+      ).bind(row!.id, key, asSent.length),
+      bindings.DB.prepare("DELETE FROM group_payloads WHERE group_id = ?1").bind(row!.id),
+    ]);
     const served = await json<{ scores: number[]; advantages: unknown; env_id: number }>(
       call(`/runs/${run}/latest_example`),
     );

@@ -33,10 +33,11 @@ function presentedToken(header: string | undefined): string | null {
 
 /** Constant-time comparison so response timing does not leak the token. */
 function sameToken(a: string, b: string): boolean {
-  const x = new TextEncoder().encode(a);
-  const y = new TextEncoder().encode(b);
-  let diff = x.length ^ y.length;
-  for (let i = 0; i < Math.max(x.length, y.length); i++) diff |= (x[i] ?? 0) ^ (y[i] ?? 0);
+  let diff = a.length ^ b.length;
+  // Past a string's end charCodeAt is NaN, which `| 0` makes 0: every position is compared.
+  for (let i = 0; i < Math.max(a.length, b.length); i++) {
+    diff |= (a.charCodeAt(i) | 0) ^ (b.charCodeAt(i) | 0);
+  }
   return diff === 0;
 }
 

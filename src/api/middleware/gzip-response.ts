@@ -1,8 +1,8 @@
 /**
  * Gzip JSON and text responses of 1000 bytes or more when the client accepts gzip (as Atropos'
- * GZipMiddleware); everything else goes out as it is. Setting Content-Encoding is enough: the
- * Workers runtime compresses the body natively. Streamed batch bodies are always large, so they
- * qualify without being measured.
+ * GZipMiddleware); everything else goes out as it is. Bodies in memory are compressed here (fast
+ * level, sent with manual encoding); a body streamed from storage (a batch of R2 payloads) is
+ * always large, so it qualifies without being measured, and the runtime compresses it natively.
  *
  * Two things in front of the Worker would otherwise decide differently (docs/COMPATIBILITY.md):
  * - Cloudflare's edge (and Miniflare's imitation of it) replaces the request's Accept-Encoding with
@@ -11,6 +11,7 @@
  * - The edge compresses any JSON or text response of 48 bytes or more for a client that accepts
  *   it, unless the response says `Cache-Control: no-transform`; responses left plain here say so.
  */
+import { gzipSync } from "node:zlib";
 import type { MiddlewareHandler } from "hono";
 import type { AppEnv } from "../context";
 
@@ -42,17 +43,28 @@ export const gzipResponse: MiddlewareHandler<AppEnv> = async (c, next) => {
     markNoTransform(c.res.headers);
     return;
   }
-  let body: BodyInit = c.res.body;
-  if (!c.res.headers.has("x-batch-id")) {
-    const bytes = await c.res.arrayBuffer();
-    body = bytes;
-    if (bytes.byteLength < MIN_BYTES) {
-      c.res = new Response(bytes, c.res);
-      markNoTransform(c.res.headers);
-      return;
-    }
+  if (c.get("streamedBody")) {
+    // Streamed from storage (always large): the runtime compresses it as it goes out.
+    const compressed = new Response(c.res.body, c.res);
+    compressed.headers.set("Content-Encoding", "gzip");
+    compressed.headers.delete("content-length");
+    compressed.headers.append("Vary", "Accept-Encoding");
+    c.res = compressed;
+    return;
   }
-  const compressed = new Response(body, c.res);
+  const bytes = new Uint8Array(await c.res.arrayBuffer());
+  if (bytes.byteLength < MIN_BYTES) {
+    c.res = new Response(bytes, c.res);
+    markNoTransform(c.res.headers);
+    return;
+  }
+  // In memory: compressed here at level 1, a third of the runtime's own cost for batch JSON
+  // (the runtime's level is not configurable), and sent as is.
+  const compressed = new Response(gzipSync(bytes, { level: 1 }), {
+    status: c.res.status,
+    headers: c.res.headers,
+    encodeBody: "manual",
+  });
   compressed.headers.set("Content-Encoding", "gzip");
   compressed.headers.delete("content-length");
   compressed.headers.append("Vary", "Accept-Encoding");

@@ -4,15 +4,15 @@
  * acknowledging a lease is written in one. Only the RunCoordinator calls these, under its run's
  * lock, so a read and the write that follows it see the same queue.
  */
-import { and, asc, eq, gt, gte, inArray, lte, type SQL, sql } from "drizzle-orm";
-import type { BatchResponse } from "drizzle-orm/batch";
+import { and, asc, eq, gt, gte, inArray, lte, type Placeholder, type SQL, sql } from "drizzle-orm";
 import type { DrizzleD1Database } from "drizzle-orm/d1";
 import { SQLiteAsyncDialect } from "drizzle-orm/sqlite-core";
 import type { QueuedGroupRef } from "../../core/packing";
-import { batchStatisticsSql } from "./metrics";
-import { type GroupRefRow, groupRef, type LeasedGroupRef } from "./payloads";
+import { compiled } from "./compiled";
+import { batchStatistics } from "./metrics";
+import { groupRef, type LeasedGroupRef } from "./payloads";
 import { db, type EnvRow, type RunRow } from "./runs";
-import { batches, envs, groups, metrics, runs } from "./schema";
+import { batches, envs, groupPayloads, groups, metrics, runs } from "./schema";
 
 /** What a lease decides from: the run, an expired lease to hand out again, envs, the queue head. */
 export interface LeaseState {
@@ -40,7 +40,7 @@ export interface LeaseStateQuery {
   ackCompat: boolean;
 }
 
-type Orm = DrizzleD1Database;
+type Orm = Pick<DrizzleD1Database, "select">;
 
 const refColumns = {
   id: groups.id,
@@ -49,20 +49,14 @@ const refColumns = {
   payload_encoding: groups.payloadEncoding,
   payload_offset: groups.payloadOffset,
   payload_bytes: groups.payloadBytes,
-  payload_inline: groups.payloadInline,
+  payload_inline: groupPayloads.body,
   policy_version: groups.policyVersion,
   num_seqs: groups.numSeqs,
 };
 
 const candidateColumns = { id: groups.id, envId: groups.envId, size: groups.numSeqs };
 
-/** The run's policy version minus `maxStaleness`, computed in SQL so it needs no earlier read. */
-function minVersionOf(run: string, maxStaleness: number | null): number | SQL {
-  if (maxStaleness === null) return -1;
-  return sql`(SELECT ${runs.policyVersion} FROM ${runs} WHERE ${runs.name} = ${run}) - ${maxStaleness}`;
-}
-
-function queuedWhere(run: string, minVersion: number | SQL, envId?: number) {
+function queuedWhere(run: string | Placeholder, minVersion: number | SQL, envId?: number) {
   return and(
     eq(groups.run, run),
     eq(groups.status, "queued"),
@@ -71,57 +65,97 @@ function queuedWhere(run: string, minVersion: number | SQL, envId?: number) {
   );
 }
 
-function idIn(ids: readonly number[]): SQL {
-  return sql`${groups.id} IN (SELECT value FROM json_each(${JSON.stringify(ids)}))`;
+function idIn(ids: readonly number[] | Placeholder): SQL {
+  const list = Array.isArray(ids) ? JSON.stringify(ids) : ids;
+  return sql`${groups.id} IN (SELECT value FROM json_each(${list}))`;
 }
 
-function expiredLeaseId(d: Orm, run: string, now: number) {
+// Placeholders of the compiled lease queries.
+const p = {
+  run: sql.placeholder("run"),
+  now: sql.placeholder("now"),
+  limit: sql.placeholder("limit"),
+  maxStaleness: sql.placeholder("maxStaleness"),
+  ids: sql.placeholder("ids"),
+  batchId: sql.placeholder("batchId"),
+};
+
+function expiredLeaseId(d: Orm) {
   return d
     .select({ id: batches.id })
     .from(batches)
     .where(
-      and(eq(batches.run, run), eq(batches.status, "leased"), lte(batches.leaseExpiresAt, now)),
+      and(eq(batches.run, p.run), eq(batches.status, "leased"), lte(batches.leaseExpiresAt, p.now)),
     )
     .orderBy(asc(batches.step))
     .limit(1);
 }
 
-function leaseReads(d: Orm, run: string, q: LeaseStateQuery) {
-  return [
-    d.select().from(runs).where(eq(runs.name, run)).limit(1),
+function liveCompatLeases() {
+  return and(
+    eq(batches.run, p.run),
+    eq(batches.consumer, "compat"),
+    eq(batches.status, "leased"),
+    gt(batches.leaseExpiresAt, p.now),
+  );
+}
+
+/** What a lease decides from, compiled once; `maxStaleness` null keeps every version. */
+const leaseReads = {
+  run: compiled((d) => d.select().from(runs).where(eq(runs.name, p.run)).limit(1)),
+  expired: compiled((d) =>
     d
       .select({ id: batches.id, step: batches.step, replayIds: batches.replayIds })
       .from(batches)
-      .where(inArray(batches.id, expiredLeaseId(d, run, q.now))),
-    // By the batch's group list: replayed groups keep their own batch_id.
+      .where(inArray(batches.id, expiredLeaseId(d))),
+  ),
+  // By the batch's group list: replayed groups keep their own batch_id.
+  expiredRefs: compiled((d) =>
     d
       .select(refColumns)
       .from(groups)
+      .leftJoin(groupPayloads, eq(groupPayloads.groupId, groups.id))
       .where(
         and(
-          eq(groups.run, run),
-          sql`${groups.id} IN (SELECT value FROM json_each((SELECT ${batches.groupIds} FROM ${batches} WHERE ${batches.id} = (${expiredLeaseId(d, run, q.now)}))))`,
+          // Unary plus: looked up by id, not by scanning the run's groups.
+          sql`+${groups.run} = ${p.run}`,
+          sql`${groups.id} IN (SELECT value FROM json_each((SELECT ${batches.groupIds} FROM ${batches} WHERE ${batches.id} = (${expiredLeaseId(d)}))))`,
         ),
       )
       .orderBy(asc(groups.id)),
-    d.select().from(envs).where(eq(envs.run, run)).orderBy(asc(envs.envId)),
+  ),
+  envs: compiled((d) => d.select().from(envs).where(eq(envs.run, p.run)).orderBy(asc(envs.envId))),
+  window: compiled((d) =>
     d
       .select(candidateColumns)
       .from(groups)
-      .where(queuedWhere(run, minVersionOf(run, q.maxStaleness)))
+      .where(
+        queuedWhere(
+          p.run,
+          sql`COALESCE((SELECT ${runs.policyVersion} FROM ${runs} WHERE ${runs.name} = ${p.run}) - ${p.maxStaleness}, -1)`,
+        ),
+      )
       .orderBy(asc(groups.id))
-      .limit(q.windowLimit),
-  ] as const;
-}
-
-function liveCompatLeases(run: string, now: number) {
-  return and(
-    eq(batches.run, run),
-    eq(batches.consumer, "compat"),
-    eq(batches.status, "leased"),
-    gt(batches.leaseExpiresAt, now),
-  );
-}
+      .limit(p.limit),
+  ),
+  ackGroups: compiled((d) =>
+    d
+      .update(groups)
+      .set({ status: "delivered" })
+      .where(
+        inArray(
+          groups.batchId,
+          d.select({ id: batches.id }).from(batches).where(liveCompatLeases()),
+        ),
+      ),
+  ),
+  ackBatches: compiled((d) =>
+    d
+      .update(batches)
+      .set({ status: "acked", ackedAt: sql`${p.now}` })
+      .where(liveCompatLeases()),
+  ),
+};
 
 /** Everything a lease decides from, in one round trip. */
 export async function readLeaseState(
@@ -129,45 +163,37 @@ export async function readLeaseState(
   run: string,
   q: LeaseStateQuery,
 ): Promise<LeaseState> {
-  const d = db(d1);
-  let compatAcked = 0;
-  let reads: BatchResponse<ReturnType<typeof leaseReads>>;
-  if (q.ackCompat) {
-    const [, acked, ...rest] = await d.batch([
-      d
-        .update(groups)
-        .set({ status: "delivered" })
-        .where(
-          inArray(
-            groups.batchId,
-            d.select({ id: batches.id }).from(batches).where(liveCompatLeases(run, q.now)),
-          ),
-        ),
-      d
-        .update(batches)
-        .set({ status: "acked", ackedAt: q.now })
-        .where(liveCompatLeases(run, q.now)),
-      ...leaseReads(d, run, q),
-    ]);
-    compatAcked = acked.meta.changes ?? 0;
-    reads = rest;
-  } else {
-    reads = await d.batch(leaseReads(d, run, q));
-  }
-  const [runRows, expiredRows, expiredRefs, envRows, window] = reads;
-  const expired = expiredRows[0];
+  const values = { run, now: q.now, limit: q.windowLimit, maxStaleness: q.maxStaleness };
+  const reads = [
+    leaseReads.run,
+    leaseReads.expired,
+    leaseReads.expiredRefs,
+    leaseReads.envs,
+    leaseReads.window,
+  ].map((query) => query.bind(d1, values));
+  const acks = q.ackCompat
+    ? [leaseReads.ackGroups.bind(d1, values), leaseReads.ackBatches.bind(d1, values)]
+    : [];
+  const results = await d1.batch([...acks, ...reads]);
+  const compatAcked = q.ackCompat ? (results[1]!.meta.changes ?? 0) : 0;
+  const [runRows, expiredRows, expiredRefs, envRows, window] = results.slice(acks.length);
+  const expired = leaseReads.expired.rows(expiredRows!)[0];
+  const windowRows = leaseReads.window.rows(window!);
   return {
-    run: runRows[0],
+    run: leaseReads.run.rows(runRows!)[0],
     expired: expired
       ? {
           id: expired.id,
           step: expired.step,
-          groups: markReplayed(expiredRefs.map(groupRef), parseIds(expired.replayIds)),
+          groups: markReplayed(
+            leaseReads.expiredRefs.rows(expiredRefs!).map(groupRef),
+            parseIds(expired.replayIds),
+          ),
         }
       : null,
-    envs: envRows,
-    window,
-    windowComplete: window.length < q.windowLimit,
+    envs: leaseReads.envs.rows(envRows!),
+    window: windowRows,
+    windowComplete: windowRows.length < q.windowLimit,
     compatAcked,
   };
 }
@@ -227,6 +253,50 @@ export interface NewLease {
   now: number;
 }
 
+const leaseWrites = {
+  leaseGroups: compiled((d) =>
+    d
+      .update(groups)
+      .set({ status: "leased", batchId: sql`${p.batchId}` })
+      .where(and(eq(groups.run, p.run), eq(groups.status, "queued"), idIn(p.ids))),
+  ),
+  insertBatch: compiled((d) =>
+    d.insert(batches).values({
+      id: p.batchId,
+      run: p.run,
+      step: sql.placeholder("step"),
+      status: "leased",
+      consumer: sql.placeholder("consumer"),
+      leaseId: sql.placeholder("leaseId"),
+      leaseExpiresAt: sql.placeholder("leaseExpiresAt"),
+      maxStaleness: sql.placeholder("maxStaleness"),
+      policyVersion: sql.placeholder("policyVersion"),
+      numGroups: sql.placeholder("numGroups"),
+      numSeqs: sql.placeholder("sequences"),
+      groupIds: p.ids,
+      replayIds: sql.placeholder("replayIds"),
+      replaySeqs: sql.placeholder("replaySeqs"),
+      formationMs: sql.placeholder("formationMs"),
+      createdAt: p.now,
+    }),
+  ),
+  advanceStep: compiled((d) =>
+    d
+      .update(runs)
+      .set({ step: sql`${runs.step} + 1`, started: true, updatedAt: sql`${p.now}` })
+      .where(eq(runs.name, p.run)),
+  ),
+  leasedRefs: compiled((d) =>
+    d
+      .select(refColumns)
+      .from(groups)
+      .leftJoin(groupPayloads, eq(groupPayloads.groupId, groups.id))
+      // Unary plus: looked up by id, not by scanning the run's groups.
+      .where(and(sql`+${groups.run} = ${p.run}`, idIn(p.ids)))
+      .orderBy(asc(groups.id)),
+  ),
+};
+
 /** Leases the groups as a new batch and advances the run's step; returns the leased groups. */
 export async function formLease(
   d1: D1Database,
@@ -235,81 +305,40 @@ export async function formLease(
   /** Written in the same batch, before the leased groups are read back. */
   extra: readonly D1PreparedStatement[] = [],
 ): Promise<LeasedGroupRef[]> {
-  const d = db(d1);
   const replayed = new Set(lease.replayIds);
-  const onlineIds = lease.groupIds.filter((id) => !replayed.has(id));
-  // One D1 batch through the raw client: drizzle's batch cannot carry the raw statistics SQL.
+  const values = {
+    run,
+    now: lease.now,
+    batchId: lease.batchId,
+    step: lease.step,
+    consumer: lease.consumer,
+    leaseId: lease.leaseId,
+    leaseExpiresAt: lease.leaseExpiresAt,
+    maxStaleness: lease.maxStaleness,
+    policyVersion: lease.policyVersion,
+    numGroups: lease.groupIds.length,
+    sequences: lease.sequences,
+    ids: JSON.stringify(lease.groupIds),
+    replayIds: lease.replayIds.length > 0 ? JSON.stringify(lease.replayIds) : null,
+    replaySeqs: lease.replaySeqs,
+    formationMs: lease.formationMs,
+  };
   const results = await d1.batch([
-    statementOf(
-      d1,
-      d
-        .update(groups)
-        .set({ status: "leased", batchId: lease.batchId })
-        .where(and(eq(groups.run, run), eq(groups.status, "queued"), idIn(onlineIds)))
-        .toSQL(),
-    ),
+    leaseWrites.leaseGroups.bind(d1, {
+      ...values,
+      ids: JSON.stringify(lease.groupIds.filter((id) => !replayed.has(id))),
+    }),
     // Before the batch's own row: its throughput is measured from the previous batch.
-    statementOf(
-      d1,
-      sqlite.sqlToQuery(
-        batchStatisticsSql({
-          run,
-          step: lease.step,
-          policyVersion: lease.policyVersion,
-          groupIdsJson: JSON.stringify(lease.groupIds),
-          sequences: lease.sequences,
-          now: lease.now,
-        }),
-      ),
-    ),
-    statementOf(
-      d1,
-      d
-        .insert(batches)
-        .values({
-          id: lease.batchId,
-          run,
-          step: lease.step,
-          status: "leased",
-          consumer: lease.consumer,
-          leaseId: lease.leaseId,
-          leaseExpiresAt: lease.leaseExpiresAt,
-          maxStaleness: lease.maxStaleness,
-          policyVersion: lease.policyVersion,
-          numGroups: lease.groupIds.length,
-          numSeqs: lease.sequences,
-          groupIds: JSON.stringify(lease.groupIds),
-          replayIds: lease.replayIds.length > 0 ? JSON.stringify(lease.replayIds) : null,
-          replaySeqs: lease.replaySeqs,
-          formationMs: lease.formationMs,
-          createdAt: lease.now,
-        })
-        .toSQL(),
-    ),
-    statementOf(
-      d1,
-      d
-        .update(runs)
-        .set({ step: sql`${runs.step} + 1`, started: true, updatedAt: lease.now })
-        .where(eq(runs.name, run))
-        .toSQL(),
-    ),
+    batchStatistics.bind(d1, values),
+    leaseWrites.insertBatch.bind(d1, values),
+    leaseWrites.advanceStep.bind(d1, values),
     ...extra,
-    // refColumns are named as the table's columns, so raw rows have GroupRefRow's shape.
-    statementOf(
-      d1,
-      d
-        .select(refColumns)
-        .from(groups)
-        .where(and(eq(groups.run, run), idIn(lease.groupIds)))
-        .orderBy(asc(groups.id))
-        .toSQL(),
-    ),
+    leaseWrites.leasedRefs.bind(d1, values),
   ]);
-  return markReplayed((results.at(-1)!.results as GroupRefRow[]).map(groupRef), lease.replayIds);
+  return markReplayed(leaseWrites.leasedRefs.rows(results.at(-1)!).map(groupRef), lease.replayIds);
 }
 
-const sqlite = new SQLiteAsyncDialect();
+const _sqlite = new SQLiteAsyncDialect();
 
 function statementOf(
   d1: D1Database,

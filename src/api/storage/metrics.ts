@@ -4,8 +4,9 @@
  * - "env": what envs report (observe()/metrics(), drop counts by reason, curriculum level);
  * - "eval": evaluation results.
  */
-import { type SQL, sql } from "drizzle-orm";
+import { sql } from "drizzle-orm";
 import type { MetricKind, MetricSeries } from "../../core/api-schemas";
+import { compiledSql } from "./compiled";
 
 /** Env id of run-wide values (throughput). */
 export const RUN_WIDE = -1;
@@ -83,16 +84,26 @@ export const RUN_WIDE_BATCH_STATISTICS = [
 export const SCORE_HISTOGRAM_BUCKETS = 20;
 export const SCORE_HISTOGRAM_PREFIX = "train/score_hist/";
 
+/** The values `batchStatistics` binds. */
 export interface BatchStatistics {
   run: string;
   step: number;
   /** The run's policy version when the batch was formed: staleness is measured against it. */
   policyVersion: number;
   /** JSON array of the batch's group ids. */
-  groupIdsJson: string;
+  ids: string;
   sequences: number;
   now: number;
 }
+
+const b = {
+  run: sql.placeholder("run"),
+  step: sql.placeholder("step"),
+  policyVersion: sql.placeholder("policyVersion"),
+  groupIdsJson: sql.placeholder("ids"),
+  sequences: sql.placeholder("sequences"),
+  now: sql.placeholder("now"),
+};
 
 /**
  * Per-step statistics of a batch being formed, per env: score mean/std/min/max over its
@@ -100,9 +111,9 @@ export interface BatchStatistics {
  * sequences, staleness and the score histogram (SCORE_HISTOGRAM_BUCKETS); run-wide: sequences per
  * second since the previous batch, and the groups and sequences stored since then (ingest).
  * One statement, so it joins the batch-forming D1 batch (put it before the batch's own INSERT,
- * so "the previous batch" is the latest one).
+ * so "the previous batch" is the latest one). Bound with `BatchStatistics`.
  */
-export function batchStatisticsSql(b: BatchStatistics): SQL {
+export const batchStatistics = compiledSql(() => {
   const runWide = sql.raw(String(RUN_WIDE));
   const statisticNames = sql.raw(`'${JSON.stringify(BATCH_STATISTICS)}'`);
   const runWideNames = sql.raw(`'${JSON.stringify(RUN_WIDE_BATCH_STATISTICS)}'`);
@@ -157,7 +168,7 @@ export function batchStatisticsSql(b: BatchStatistics): SQL {
          ) GROUP BY env_id, bucket
        )
        SELECT ${b.run}, name, env_id, ${b.step}, ${b.policyVersion}, value, 'train', ${b.now} FROM v WHERE value IS NOT NULL`;
-}
+});
 
 export interface MetricFilter {
   /** Exact names; a name ending in `*` matches that prefix. Empty: every name. */

@@ -1,6 +1,6 @@
 /**
  * Group payloads: each group's canonical JSON (the form it is served in), written once at
- * ingest. Small payloads live in their D1 row (`payload_inline`); larger ones in R2, where groups
+ * ingest. Small payloads live in D1 beside their row (`group_payloads`); larger ones in R2, where groups
  * committed together share one object and each row records its payload's offset and length.
  * Rows stored before canonical storage hold the JSON as the env sent it (possibly gzip).
  */
@@ -34,9 +34,25 @@ export interface LeasedGroupRef {
   replayed?: boolean;
 }
 
-/** The groups-table columns a `LeasedGroupRef` is built from (SELECT … FROM groups). */
+/**
+ * The columns a `LeasedGroupRef` is built from, for `SELECT … FROM groups g ${GROUP_PAYLOAD_JOIN}`.
+ */
 export const GROUP_REF_COLUMNS =
-  "id, env_id, payload_key, payload_encoding, payload_offset, payload_bytes, payload_inline, policy_version, num_seqs";
+  "g.id, g.env_id, g.payload_key, g.payload_encoding, g.payload_offset, g.payload_bytes, p.body AS payload_inline, g.policy_version, g.num_seqs";
+
+/** Joins a group (`g`) to its inline payload (`p`), when it has one. */
+export const GROUP_PAYLOAD_JOIN = "LEFT JOIN group_payloads p ON p.group_id = g.id";
+
+/** Removes the inline payloads of deleted groups. */
+export function deleteInlinePayloads(
+  d1: D1Database,
+  groupIds: readonly number[],
+): D1PreparedStatement {
+  // One bound JSON list: D1 caps a statement's bound parameters at 100.
+  return d1
+    .prepare("DELETE FROM group_payloads WHERE group_id IN (SELECT value FROM json_each(?1))")
+    .bind(JSON.stringify(groupIds));
+}
 
 export interface GroupRefRow {
   id: number;

@@ -145,14 +145,21 @@ export function admitAckedBatch(
   return admitStatements(d1, run, "?2", batchId);
 }
 
-/** Admission for the compat batches a pull of GET /batch acknowledges (run these first). */
-export function admitCompatAcked(d1: D1Database, run: string, now: number): D1PreparedStatement[] {
+/**
+ * Admission for the compat batches a pull of GET /batch acknowledged at `ackedAt` (run it after
+ * that acknowledgement, only for runs with replay on).
+ */
+export function admitCompatAcked(
+  d1: D1Database,
+  run: string,
+  ackedAt: number,
+): D1PreparedStatement[] {
   return admitStatements(
     d1,
     run,
-    `SELECT id FROM batches WHERE run = ?1 AND consumer = 'compat' AND status = 'leased'
-       AND lease_expires_at > ?2`,
-    now,
+    `SELECT id FROM batches WHERE run = ?1 AND consumer = 'compat' AND status = 'acked'
+       AND acked_at = ?2`,
+    ackedAt,
   );
 }
 

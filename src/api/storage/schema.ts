@@ -104,7 +104,8 @@ export const groups = sqliteTable(
     /** The R2 object holding the payload; "" when the payload is inline. */
     payloadKey: text("payload_key").notNull(),
     /**
-     * "canonical": the served JSON, stored once at ingest and sent as stored. "identity" and
+     * "canonical": the served JSON, stored once at ingest and sent as stored (small ones in
+     * group_payloads, the rest in R2). "identity" and
      * "gzip": the JSON as an env sent it (rows stored before canonical storage), canonicalised
      * when served.
      */
@@ -114,8 +115,6 @@ export const groups = sqliteTable(
     payloadBytes: integer("payload_bytes").notNull(),
     /** Byte offset in the R2 object: concurrent submissions share one object (group commit). */
     payloadOffset: integer("payload_offset").notNull().default(0),
-    /** A small group's canonical JSON, kept in the row instead of an R2 object. */
-    payloadInline: text("payload_inline"),
     /** SHA-256 of the group's JSON text. */
     contentHash: text("content_hash").notNull(),
     /**
@@ -355,6 +354,17 @@ export const trajectories = sqliteTable(
  * Each token's text per sequence, as the env sent it with a group (display only: the dashboard's
  * rollout view). Kept beside the group so its stored canonical bytes stay what a batch serves.
  */
+/**
+ * A small group's canonical JSON (INLINE_MAX_BYTES), beside its row rather than in it: a lease
+ * and an ack change the row's status, and SQLite rewrites a whole row, so a payload kept in the
+ * row would be written again twice per batch. Written once at ingest, in the same transaction.
+ */
+export const groupPayloads = sqliteTable("group_payloads", {
+  groupId: integer("group_id").primaryKey(),
+  run: text("run").notNull(),
+  body: text("body").notNull(),
+});
+
 export const groupTokenTexts = sqliteTable(
   "group_token_texts",
   {

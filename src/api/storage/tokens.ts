@@ -1,3 +1,4 @@
+import { sha256Hex } from "../../core/sha256";
 /**
  * API tokens in D1 (api_tokens): created with a random secret that is returned once and stored
  * only as its SHA-256, looked up by that hash, revoked by id.
@@ -39,11 +40,6 @@ function hex(bytes: Uint8Array): string {
   return [...bytes].map((b) => b.toString(16).padStart(2, "0")).join("");
 }
 
-export async function hashSecret(secret: string): Promise<string> {
-  const digest = await crypto.subtle.digest("SHA-256", new TextEncoder().encode(secret));
-  return hex(new Uint8Array(digest));
-}
-
 function randomHex(bytes: number): string {
   return hex(crypto.getRandomValues(new Uint8Array(bytes)));
 }
@@ -81,7 +77,7 @@ export async function createToken(
     .bind(
       id,
       request.name,
-      await hashSecret(secret),
+      sha256Hex(secret),
       JSON.stringify([...new Set(request.scopes)]),
       request.run ?? null,
       request.rps_limit ?? null,
@@ -115,7 +111,7 @@ export async function revokeToken(db: D1Database, id: string): Promise<TokenInfo
 export async function findToken(db: D1Database, secret: string): Promise<StoredToken | null> {
   const row = await db
     .prepare(`SELECT ${COLUMNS} FROM api_tokens WHERE secret_hash = ?1 AND revoked_at IS NULL`)
-    .bind(await hashSecret(secret))
+    .bind(sha256Hex(secret))
     .first<TokenRow>();
   if (!row) return null;
   return {

@@ -1,3 +1,4 @@
+import { sha256Hex } from "../../core/sha256";
 import type { Tokenizer } from "../inference/types";
 import { HfTokenizer, type TokenizerFiles } from "./hf-tokenizer";
 import {
@@ -152,11 +153,6 @@ interface SeedMarker {
   files: Record<string, string>;
 }
 
-async function sha256Hex(data: Uint8Array<ArrayBuffer>): Promise<string> {
-  const digest = await crypto.subtle.digest("SHA-256", data);
-  return [...new Uint8Array(digest)].map((b) => b.toString(16).padStart(2, "0")).join("");
-}
-
 /**
  * In a Worker the package's files cannot be read: a bundled family comes from R2, as
  * `tokenizers/<family>/<name>.br` (brotli, uploaded with a `bundled.json` marker by the dev
@@ -191,7 +187,7 @@ async function workerBundled(
     if (!object) throw missing(`${prefix}/${name}.br is missing from R2`);
     const plain = brotliDecompressSync(new Uint8Array(await object.arrayBuffer()));
     // zlib returns a Buffer over a plain ArrayBuffer (never a SharedArrayBuffer).
-    if ((await sha256Hex(plain as Uint8Array<ArrayBuffer>)) !== expected[name]) {
+    if (sha256Hex(plain) !== expected[name]) {
       throw missing(`${prefix}/${name}.br in R2 does not match its sha256 in bundled.json`);
     }
     return JSON.parse(plain.toString("utf8"));

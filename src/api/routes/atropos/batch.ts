@@ -42,7 +42,9 @@ export const batch = defineRoute(
       c.header("X-Atropos-Edge-Reason", outcome.reason.replace(/[^\x20-\x7e]/g, "?"));
       return c.json({ batch: null });
     }
-    return new Response(batchBody(c.env, outcome.groups, '{"batch":[', "]}"), {
+    const body = batchBody(c.env, outcome.groups, '{"batch":[', "]}");
+    c.set("streamedBody", typeof body !== "string");
+    return new Response(body, {
       headers: {
         "content-type": "application/json",
         "x-batch-id": outcome.batchId,

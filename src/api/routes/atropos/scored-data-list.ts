@@ -1,12 +1,12 @@
 import { z } from "zod";
 import { scoredDataListSchema } from "../../../core/schemas";
+import { sha256Hex } from "../../../core/sha256";
 import { parseJson, readBody } from "../../body";
 import { coordinator, keepAliveOf, runOf } from "../../context";
 import {
   type BesideGroup,
   ingestGroups,
   ingestItemsOf,
-  sha256Hex,
   storeBeside,
   trajectoriesOfSubmission,
   validateGroupList,
@@ -54,7 +54,7 @@ export const scoredDataList = defineRoute(
       async () => {
         const body = await readBody(c.req.raw, bodyLimits(c));
         await chargeBytes(c, body.raw.byteLength);
-        const hash = await sha256Hex(body.bytes);
+        const hash = sha256Hex(body.bytes);
         const json = parseJson(body.bytes);
         const groups = validateGroupList(json);
         const beside: BesideGroup[] = groups.map((group, i) => ({

@@ -1,12 +1,12 @@
 import { z } from "zod";
 import { scoredDataSchema } from "../../../core/schemas";
+import { sha256Hex } from "../../../core/sha256";
 import { parseJson, readBody } from "../../body";
 import { coordinator, keepAliveOf, runOf } from "../../context";
 import {
   canonicalPayloadOf,
   type IngestItem,
   ingestGroups,
-  sha256Hex,
   storeBeside,
   submissionDedupeKey,
   summarizeGroup,

@@ -4,7 +4,7 @@ import { canonicalPayload } from "../../delivery";
 import { ApiError } from "../../errors";
 import { ownGroupsOnly } from "../../middleware/auth";
 import { intParam, intPathParam } from "../../request";
-import { type GroupRefRow, groupRef } from "../../storage/payloads";
+import { GROUP_PAYLOAD_JOIN, type GroupRefRow, groupRef } from "../../storage/payloads";
 import { groupTokenTextsOf } from "../../storage/token-texts";
 import { defineRoute, errors, jsonContent, runParams } from "../define";
 import { GROUP_COLUMNS, GROUP_JOINS } from "./list-groups";
@@ -29,7 +29,7 @@ export const getGroup = defineRoute(
     const run = runOf(c);
     const id = intParam(c, "id");
     const row = await c.env.DB.prepare(
-      `SELECT ${GROUP_COLUMNS}, g.payload_key, g.payload_encoding, g.payload_offset, g.payload_bytes, g.payload_inline ${GROUP_JOINS} WHERE g.run = ?1 AND g.id = ?2`,
+      `SELECT ${GROUP_COLUMNS}, g.payload_key, g.payload_encoding, g.payload_offset, g.payload_bytes, p.body AS payload_inline ${GROUP_JOINS} ${GROUP_PAYLOAD_JOIN} WHERE g.run = ?1 AND g.id = ?2`,
     )
       .bind(run, id)
       .first<Record<string, unknown> & GroupRefRow>();

@@ -1,9 +1,10 @@
 import { z } from "zod";
 import { scoredDataListSchema } from "../../../core/schemas";
+import { sha256Hex } from "../../../core/sha256";
 import { parseJson, readBody } from "../../body";
 import { keepAliveOf, runOf } from "../../context";
 import { ApiError } from "../../errors";
-import { ingestGroups, ingestItemsOf, sha256Hex, validateGroupList } from "../../ingest";
+import { ingestGroups, ingestItemsOf, validateGroupList } from "../../ingest";
 import { requestMemoryCost, withMemory } from "../../memory-budget";
 import { submitterOf } from "../../middleware/auth";
 import { chargeBytes } from "../../middleware/quotas";
@@ -52,7 +53,7 @@ export const importReplay = defineRoute(
     const { items, hash } = await withMemory(c.env, requestMemoryCost(c.req.raw), async () => {
       const body = await readBody(c.req.raw, bodyLimits(c));
       await chargeBytes(c, body.raw.byteLength);
-      const hash = await sha256Hex(body.bytes);
+      const hash = sha256Hex(body.bytes);
       // Offline groups belong to no registered env here: env_id would buffer partial groups.
       const groups = validateGroupList(parseJson(body.bytes)).map((g) => ({ ...g, env_id: null }));
       const items = await ingestItemsOf(groups, hash, key, submitterOf(c));

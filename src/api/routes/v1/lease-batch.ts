@@ -62,7 +62,9 @@ export const leaseBatch = defineRoute(
         replayed: g.replayed ?? false,
       })),
     });
-    return new Response(batchBody(c.env, outcome.groups, `${head.slice(0, -1)},"batch":[`, "]}"), {
+    const served = batchBody(c.env, outcome.groups, `${head.slice(0, -1)},"batch":[`, "]}");
+    c.set("streamedBody", typeof served !== "string");
+    return new Response(served, {
       headers: { "content-type": "application/json", "x-batch-id": outcome.batchId },
     });
   },
