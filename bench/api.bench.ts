@@ -38,6 +38,8 @@ const skipWorkloads = args.includes("--depth-only");
 const onlyWorkloads = option("--workloads")?.split(",").map(Number);
 // `--no-heap`: no isolate heap sampling (its forced GCs run on the API's thread).
 const sampleHeap = !args.includes("--no-heap");
+// The trainer's Accept-Encoding (default gzip, as Atropos' trainer sends through requests).
+const trainerEncoding = option("--trainer-encoding") ?? "gzip";
 const DEADLINE = Date.now() + 40 * 60_000;
 const TOKEN = "bench-token";
 const AUTH = { authorization: `Bearer ${TOKEN}` };
@@ -294,7 +296,7 @@ async function runWorkload(w: Workload, kind: Target["kind"]) {
     while (delivered < total && Date.now() < DEADLINE) {
       const t0 = performance.now();
       const res = await fetch(`${url}/batch`, {
-        headers: { ...headers, "accept-encoding": "gzip" },
+        headers: { ...headers, "accept-encoding": trainerEncoding },
       });
       const body = (await res.json()) as { batch: { tokens: number[][] }[] | null };
       if (!body.batch) {

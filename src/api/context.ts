@@ -20,8 +20,6 @@ export interface AppEnv {
     principal: Principal;
     /** Forwards inference-proxy calls; absent when the Worker was built without one. */
     inferenceProxy: InferenceProxy | undefined;
-    /** Set by routes whose body streams from storage: compressed by the runtime as it streams. */
-    streamedBody?: boolean;
   };
 }
 

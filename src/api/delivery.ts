@@ -1,15 +1,18 @@
 /**
  * Streams a leased batch to the trainer, one group at a time, so memory stays flat whatever the
  * batch size (a batch of 64 × 8k-token sequences with logprobs is ~15 MB of JSON). Groups are
- * stored in their served (canonical) form, so their bytes are sent as stored; rows stored before
+ * stored in their served (canonical) form, so their bytes are sent as stored (large ones are
+ * stored compressed: a gzip client gets them as they are, others inflated); rows stored before
  * that hold the env's JSON, which is parsed and canonicalised here in chunks of about 64 KB.
  */
 import { canonicalGroupJson, canonicalGroupPieces } from "../core/canonical-group";
+import { type DeflatePiece, GzipAssembler } from "../core/gzip-pieces";
 import { type ScoredDataInput, scoredDataSchema } from "../core/schemas";
 import type { Bindings } from "./bindings";
 import { memoryCost, withMemory } from "./memory-budget";
+import { acceptsGzip } from "./request";
 import type { LeasedGroupRef } from "./storage/payloads";
-import { getPayloadBytes } from "./storage/payloads";
+import { getPayloadBytes, getStoredBytes } from "./storage/payloads";
 
 const encoder = new TextEncoder();
 const decoder = new TextDecoder();
@@ -24,7 +27,13 @@ async function readLegacyGroup(env: Bindings, ref: LeasedGroupRef): Promise<Scor
 
 function memoryCostOf(ref: LeasedGroupRef): number {
   if (ref.payload.encoding === "canonical") return ref.payload.length;
+  if (ref.payload.encoding === "deflate") return ref.payload.raw?.length ?? ref.payload.length * 8;
   return memoryCost(ref.payload.length, ref.payload.encoding === "gzip");
+}
+
+/** Whether the payload is the canonical JSON (possibly compressed), not the env's own JSON. */
+function isCanonical(ref: LeasedGroupRef): boolean {
+  return ref.payload.encoding === "canonical" || ref.payload.encoding === "deflate";
 }
 
 /** One group's canonical JSON as a string (single-group endpoints). */
@@ -33,27 +42,22 @@ export function canonicalPayload(env: Bindings, ref: LeasedGroupRef): Promise<st
     return Promise.resolve(ref.payload.inline);
   }
   return withMemory(env, memoryCostOf(ref), async () =>
-    ref.payload.encoding === "canonical"
+    isCanonical(ref)
       ? decoder.decode(await getPayloadBytes(env.PAYLOADS, ref.payload))
       : canonicalGroupJson(await readLegacyGroup(env, ref), ref.envId),
   );
 }
 
-/** One group's canonical JSON, `lead` first, as UTF-8 chunks of about CHUNK_CHARS characters. */
-export function canonicalPayloadChunks(
-  env: Bindings,
-  ref: LeasedGroupRef,
-  lead = "",
-): Promise<Uint8Array[]> {
-  if (ref.payload.encoding === "canonical") {
-    return withMemory(env, memoryCostOf(ref), async () => {
-      const stored = await getPayloadBytes(env.PAYLOADS, ref.payload);
-      return lead ? [encoder.encode(lead), stored] : [stored];
-    });
+/** One group's canonical JSON as UTF-8 chunks of about CHUNK_CHARS characters. */
+function canonicalPayloadChunks(env: Bindings, ref: LeasedGroupRef): Promise<Uint8Array[]> {
+  if (isCanonical(ref)) {
+    return withMemory(env, memoryCostOf(ref), async () => [
+      await getPayloadBytes(env.PAYLOADS, ref.payload),
+    ]);
   }
   return withMemory(env, memoryCostOf(ref), async () => {
     const chunks: Uint8Array[] = [];
-    let pending = lead;
+    let pending = "";
     for (const piece of canonicalGroupPieces(await readLegacyGroup(env, ref), ref.envId)) {
       pending += piece;
       if (pending.length >= CHUNK_CHARS) {
@@ -66,53 +70,83 @@ export function canonicalPayloadChunks(
   });
 }
 
+/** Bytes to send as they are, or (gzip) a stored piece to send without compressing again. */
+type Part = { raw: Uint8Array } | { piece: DeflatePiece };
+
+/** One group's parts: its stored piece when it has one and the client takes gzip. */
+function groupParts(env: Bindings, ref: LeasedGroupRef, gzip: boolean): Promise<Part[]> {
+  const { payload } = ref;
+  if (gzip && payload.encoding === "deflate" && payload.inline === null && payload.raw) {
+    const raw = payload.raw;
+    return withMemory(env, payload.length, async () => [
+      { piece: { data: await getStoredBytes(env.PAYLOADS, payload), ...raw } },
+    ]);
+  }
+  return canonicalPayloadChunks(env, ref).then((chunks) => chunks.map((raw) => ({ raw })));
+}
+
 /**
  * `prefix` + comma-separated canonical groups + `suffix`: one string when every group is stored
- * inline (small, and already in memory), else streamed.
+ * inline (small, and already in memory), else streamed; `gzip` streams one gzip member made of
+ * the groups' stored pieces (src/core/gzip-pieces.ts), for a client that accepts gzip.
  */
 export function batchBody(
   env: Bindings,
   groups: LeasedGroupRef[],
   prefix: string,
   suffix: string,
+  gzip = false,
 ): string | ReadableStream<Uint8Array> {
   const inline: string[] = [];
   for (const g of groups) {
     if (g.payload.encoding !== "canonical" || g.payload.inline === null) {
-      return streamGroups(env, groups, prefix, suffix);
+      return streamGroups(env, groups, prefix, suffix, gzip);
     }
     inline.push(g.payload.inline);
   }
   return `${prefix}${inline.join(",")}${suffix}`;
 }
 
-/** `prefix` + comma-separated canonical groups + `suffix`, streamed. */
+/** `prefix` + comma-separated canonical groups + `suffix`, streamed (gzip: one gzip member). */
 export function streamGroups(
   env: Bindings,
   groups: LeasedGroupRef[],
   prefix: string,
   suffix: string,
+  gzip = false,
 ): ReadableStream<Uint8Array> {
-  const open = (index: number) => canonicalPayloadChunks(env, groups[index]!, index ? "," : "");
+  const gz = gzip ? new GzipAssembler() : null;
+  const send = (controller: ReadableStreamDefaultController<Uint8Array>, parts: Part[]) => {
+    for (const part of parts) {
+      if (!gz) controller.enqueue("raw" in part ? part.raw : part.piece.data);
+      else
+        for (const bytes of "raw" in part ? gz.raw(part.raw) : gz.piece(part.piece)) {
+          controller.enqueue(bytes);
+        }
+    }
+  };
+  const text = (value: string): Part[] => [{ raw: encoder.encode(value) }];
   let index = -1;
   // Prefetch one group ahead so R2 reads overlap with sending the previous group.
-  let nextGroup: Promise<Uint8Array[]> | null = groups.length > 0 ? open(0) : null;
+  let nextGroup: Promise<Part[]> | null =
+    groups.length > 0 ? groupParts(env, groups[0]!, gzip) : null;
   return new ReadableStream<Uint8Array>({
     async pull(controller) {
       try {
         if (index === -1) {
-          controller.enqueue(encoder.encode(prefix));
+          send(controller, text(prefix));
           index = 0;
           return;
         }
         if (index < groups.length && nextGroup) {
-          const chunks = await nextGroup;
+          const parts = await nextGroup;
           index++;
-          nextGroup = index < groups.length ? open(index) : null;
-          for (const chunk of chunks) controller.enqueue(chunk);
+          nextGroup = index < groups.length ? groupParts(env, groups[index]!, gzip) : null;
+          send(controller, index > 1 ? [...text(","), ...parts] : parts);
           return;
         }
-        controller.enqueue(encoder.encode(suffix));
+        send(controller, text(suffix));
+        if (gz) for (const bytes of gz.end()) controller.enqueue(bytes);
         controller.close();
       } catch (error) {
         console.error(
@@ -121,5 +155,26 @@ export function streamGroups(
         controller.error(error);
       }
     },
+  });
+}
+
+/**
+ * A batch response: `prefix` + groups + `suffix` as JSON. A streamed body for a gzip client is
+ * sent as the gzip member `batchBody` assembles (the gzip middleware leaves encoded bodies alone).
+ */
+export function batchResponse(
+  env: Bindings,
+  request: Request,
+  groups: LeasedGroupRef[],
+  json: { prefix: string; suffix: string },
+  headers: Record<string, string>,
+): Response {
+  const gzip = acceptsGzip(request);
+  const body = batchBody(env, groups, json.prefix, json.suffix, gzip);
+  const all = { "content-type": "application/json", ...headers };
+  if (typeof body === "string" || !gzip) return new Response(body, { headers: all });
+  return new Response(body, {
+    headers: { ...all, "content-encoding": "gzip", vary: "Accept-Encoding" },
+    encodeBody: "manual",
   });
 }

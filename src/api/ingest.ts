@@ -14,6 +14,7 @@
 import { canonicalGroupJson } from "../core/canonical-group";
 import { GroupCommit } from "../core/group-commit";
 import { checkGroupShape, type GroupStats, groupStats } from "../core/group-stats";
+import { deflatePiece } from "../core/gzip-pieces";
 import { type ScoredDataInput, scoredDataListSchema, scoredDataSchema } from "../core/schemas";
 import { sha256Hex } from "../core/sha256";
 import { groupTrajectoriesOf, type Trajectory } from "../core/trajectory";
@@ -35,11 +36,37 @@ export interface GroupSummary {
 
 const textEncoder = new TextEncoder();
 
-/** The stored form of a validated group: its canonical JSON, inline when small. */
-export function canonicalPayloadOf(group: ScoredDataInput): Pick<IngestItem, "payload" | "inline"> {
+/** How a group is stored: see IngestItem. */
+export type StoredPayload = Pick<IngestItem, "payload" | "encoding" | "inline" | "raw">;
+
+/**
+ * The stored form of a validated group: its canonical JSON, inline in D1 when small, else one
+ * raw-deflate piece for R2 (compressed once here, sent to gzip clients as it is). `hash`: also
+ * the SHA-256 of the JSON.
+ */
+export function canonicalPayloadOf(group: ScoredDataInput): StoredPayload;
+export function canonicalPayloadOf(
+  group: ScoredDataInput,
+  options: { hash: true },
+): StoredPayload & { sha256: string };
+export function canonicalPayloadOf(
+  group: ScoredDataInput,
+  options: { hash?: boolean } = {},
+): StoredPayload & { sha256?: string } {
   const json = canonicalGroupJson(group, group.env_id ?? null);
-  const payload = textEncoder.encode(json) as Uint8Array<ArrayBuffer>;
-  return { payload, inline: payload.byteLength <= INLINE_MAX_BYTES ? json : null };
+  const bytes = textEncoder.encode(json) as Uint8Array<ArrayBuffer>;
+  const sha256 = options.hash ? sha256Hex(bytes) : undefined;
+  if (bytes.byteLength <= INLINE_MAX_BYTES) {
+    return { payload: bytes, encoding: "canonical", inline: json, raw: null, sha256 };
+  }
+  const piece = deflatePiece(bytes);
+  return {
+    payload: piece.data as Uint8Array<ArrayBuffer>,
+    encoding: "deflate",
+    inline: null,
+    raw: { length: piece.length, crc32: piece.crc32 },
+    sha256,
+  };
 }
 
 export function summarizeGroup(group: ScoredDataInput): GroupSummary {
@@ -53,10 +80,14 @@ export function summarizeGroup(group: ScoredDataInput): GroupSummary {
 
 export interface IngestItem {
   summary: GroupSummary;
-  /** The group's canonical JSON as UTF-8: what delivery sends. */
+  /** The group's canonical JSON (what delivery sends) as stored: UTF-8, or compressed. */
   payload: Uint8Array<ArrayBuffer>;
-  /** The same JSON as text when it is small enough to live in the D1 row (INLINE_MAX_BYTES). */
+  /** "deflate": `payload` is that JSON as one raw-deflate piece (src/core/gzip-pieces.ts). */
+  encoding: "canonical" | "deflate";
+  /** The JSON as text when it is small enough to live in D1 (INLINE_MAX_BYTES). */
   inline: string | null;
+  /** "deflate": the JSON's length and CRC-32. */
+  raw: { length: number; crc32: number } | null;
   /** SHA-256 of the group's JSON text as submitted. */
   contentHash: string;
   /** Names the submission and the group's position in it (see submissionDedupeKey). */
@@ -151,11 +182,11 @@ export function ingestItemsOf(
 ): Promise<IngestItem[]> {
   return Promise.all(
     groups.map(async (group, i): Promise<IngestItem> => {
-      const stored = canonicalPayloadOf(group);
+      const { sha256, ...stored } = canonicalPayloadOf(group, { hash: true });
       return {
         summary: summarizeGroup(group),
         ...stored,
-        contentHash: sha256Hex(stored.payload),
+        contentHash: sha256,
         dedupeKey: submissionDedupeKey(bodyHash, idempotencyKey, i),
         tokenId,
       };
@@ -188,13 +219,13 @@ export function submissionDedupeKey(
 const INSERT_GROUP = `
 INSERT INTO groups (run, env_id, status, num_seqs, total_tokens, completion_tokens, score_mean,
   score_min, score_max, scores_json, policy_version, payload_key, payload_encoding, payload_bytes,
-  content_hash, dedupe_key, created_at, queued_at, payload_offset, token_id)
+  content_hash, dedupe_key, created_at, queued_at, payload_offset, token_id, raw_bytes, raw_crc32)
 SELECT ?1, ?2,
   CASE WHEN ?2 IS NOT NULL AND ?3 < (SELECT group_size FROM envs WHERE run = ?1 AND env_id = ?2)
     THEN 'buffered' ELSE 'queued' END,
   ?3, ?4, ?5, ?6, ?7, ?8, ?9,
   COALESCE(?10, (SELECT policy_version FROM runs WHERE name = ?1), 0),
-  ?11, 'canonical', ?12, ?13, ?18, ?14, ?14, ?17, ?19
+  ?11, ?20, ?12, ?13, ?18, ?14, ?14, ?17, ?19, ?21, ?22
 WHERE (?2 IS NULL OR EXISTS (SELECT 1 FROM envs WHERE run = ?1 AND env_id = ?2))
   AND NOT EXISTS (SELECT 1 FROM groups WHERE run = ?1 AND dedupe_key = ?18 AND created_at > ?15)
   AND (?16 IS NULL OR NOT EXISTS (SELECT 1 FROM idempotency_keys WHERE run = ?1 AND key = ?16))
@@ -290,6 +321,9 @@ async function writeCommit(env: Bindings, run: string, items: IngestItem[]) {
         offsets[i]!,
         item.dedupeKey,
         item.tokenId ?? null,
+        item.encoding,
+        item.raw?.length ?? null,
+        item.raw?.crc32 ?? null,
       ),
     );
     if (item.inline !== null) {
@@ -456,8 +490,7 @@ export async function submitGroupInProcess(
 ): Promise<{ status: "received" | "buffered" | "duplicate"; groupId?: number }> {
   const validated = validateGroup(group);
   const trajectories = trajectoriesOfSubmission(group, validated.tokens.length);
-  const stored = canonicalPayloadOf(validated);
-  const hash = sha256Hex(stored.payload);
+  const { sha256: hash, ...stored } = canonicalPayloadOf(validated, { hash: true });
   const [outcome] = await ingestGroups(env, run, [
     {
       summary: summarizeGroup(validated),

@@ -9,6 +9,20 @@ import { parseJson, readBody } from "./body";
 import type { AppContext } from "./context";
 import { ApiError } from "./errors";
 
+/**
+ * Whether the client takes gzip. Cloudflare's edge (and Miniflare's imitation of it) replaces the
+ * request's Accept-Encoding with "br, gzip" and keeps the client's own value in
+ * `request.cf.clientAcceptEncoding`: that value is what the client can decode.
+ */
+export function acceptsGzip(request: Request): boolean {
+  const cf = request.cf as { clientAcceptEncoding?: unknown } | undefined;
+  const value =
+    typeof cf?.clientAcceptEncoding === "string"
+      ? cf.clientAcceptEncoding
+      : (request.headers.get("accept-encoding") ?? "");
+  return /\bgzip\b/i.test(value);
+}
+
 export function bodyLimits(c: AppContext) {
   return {
     maxBodyBytes: numberVar(c.env.MAX_BODY_BYTES, 64 * 1024 * 1024),

@@ -6,7 +6,7 @@
 import { execFile } from "node:child_process";
 import { Agent as HttpAgent, type IncomingHttpHeaders, request } from "node:http";
 import { promisify } from "node:util";
-import { gunzipSync } from "node:zlib";
+import { gunzipSync, gzipSync, inflateRawSync } from "node:zlib";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { type DevServer, startDevServer } from "./harness";
 
@@ -105,6 +105,88 @@ describe("response gzip", () => {
       expect(res.body.byteLength).toBeLessThan(1000);
       expect(JSON.parse(res.body.toString("utf8"))).toHaveProperty("batch_size");
     }
+  });
+});
+
+describe("batches of groups stored compressed", () => {
+  const run = "wire-stored-gzip";
+  const json = (value: unknown) => Buffer.from(JSON.stringify(value));
+  const post = (path: string, body: Buffer, headers: Record<string, string> = {}) =>
+    send(
+      server,
+      {
+        method: "POST",
+        path,
+        headers: { ...AUTH, "content-type": "application/json", ...headers },
+      },
+      body,
+    );
+  // Two sequences of 6,000 tokens with logprobs: ~0.4 MB of canonical JSON, so stored in R2 as a
+  // compressed piece; sent gzipped (the server takes at most 100 KB on the wire).
+  const group = (id: number, envId: number) => {
+    const tokens = [0, 1].map((s) =>
+      Array.from({ length: 6000 }, (_, i) => (id * 7 + s + i) % 50_000),
+    );
+    return {
+      tokens,
+      masks: tokens.map((seq) => seq.map((t, i) => (i < 100 ? -100 : t))),
+      scores: [1, 0],
+      inference_logprobs: tokens.map((seq) => seq.map((_, i) => -(i % 97) / 13)),
+      env_id: envId,
+    };
+  };
+
+  it("sends a gzip client one gzip member made of the stored pieces, others plain JSON", async () => {
+    const registration = {
+      wandb_group: "w",
+      wandb_project: "w",
+      batch_size: 4,
+      max_token_len: 8000,
+      checkpoint_dir: "c",
+      save_checkpoint_interval: 0,
+      starting_step: 0,
+      num_steps: 10,
+    };
+    expect((await post(`/runs/${run}/register`, json(registration))).status).toBe(200);
+    const env = await post(
+      `/runs/${run}/register-env`,
+      json({ max_token_length: 8000, desired_name: "wire", weight: 1, group_size: 2 }),
+    );
+    const envId = (JSON.parse(env.body.toString("utf8")) as { env_id: number }).env_id;
+    // As JSON carries them (no -0).
+    const sent = [1, 2, 3, 4].map(
+      (id) => JSON.parse(JSON.stringify(group(id, envId))) as ReturnType<typeof group>,
+    );
+    for (const g of sent) {
+      const res = await post(`/runs/${run}/scored_data`, gzipSync(json(g)), {
+        "content-encoding": "gzip",
+      });
+      expect(res.status).toBe(200);
+    }
+    const lease = (acceptEncoding?: string) =>
+      post(
+        `/v1/runs/${run}/batches/lease`,
+        json({}),
+        acceptEncoding ? { "accept-encoding": acceptEncoding } : {},
+      );
+
+    const gzipped = await lease("gzip");
+    expect(gzipped.status).toBe(200);
+    expect(gzipped.headers["content-encoding"]).toBe("gzip");
+    const text = gunzipSync(gzipped.body).toString("utf8");
+    // A single member: its deflate stream runs up to the 8-byte trailer.
+    expect(
+      inflateRawSync(gzipped.body.subarray(10, gzipped.body.byteLength - 8)).toString("utf8"),
+    ).toBe(text);
+    const first = JSON.parse(text) as { batch: ReturnType<typeof group>[] };
+    expect(first.batch.map((g) => g.tokens)).toEqual([sent[0]!.tokens, sent[1]!.tokens]);
+    expect(first.batch[0]!.inference_logprobs).toEqual(sent[0]!.inference_logprobs);
+
+    const plain = await lease();
+    expect(plain.headers["content-encoding"]).toBeUndefined();
+    const second = JSON.parse(plain.body.toString("utf8")) as { batch: ReturnType<typeof group>[] };
+    expect(second.batch.map((g) => g.tokens)).toEqual([sent[2]!.tokens, sent[3]!.tokens]);
+    expect(second.batch[1]!.masks).toEqual(sent[3]!.masks);
   });
 });
 

@@ -4,9 +4,11 @@
  * canonical storage (the env's own JSON) are still served canonicalised.
  */
 import { env } from "cloudflare:workers";
+import { crc32 } from "node:zlib";
 import { describe, expect, it } from "vitest";
 import type { Bindings } from "../../src/api/bindings";
 import { canonicalGroupJson } from "../../src/core/canonical-group";
+import { inflatePiece } from "../../src/core/gzip-pieces";
 import { call, group, json, post, setupRun, uniqueRun } from "./helpers";
 
 const bindings = env as unknown as Bindings;
@@ -17,11 +19,14 @@ interface StoredRow {
   payload_encoding: string;
   payload_inline: string | null;
   payload_bytes: number;
+  raw_bytes: number | null;
+  raw_crc32: number | null;
 }
 
 async function storedRows(run: string): Promise<StoredRow[]> {
   const { results } = await bindings.DB.prepare(
-    `SELECT g.id, g.payload_key, g.payload_encoding, p.body AS payload_inline, g.payload_bytes
+    `SELECT g.id, g.payload_key, g.payload_encoding, p.body AS payload_inline, g.payload_bytes,
+       g.raw_bytes, g.raw_crc32
      FROM groups g LEFT JOIN group_payloads p ON p.group_id = g.id WHERE g.run = ?1 ORDER BY g.id`,
   )
     .bind(run)
@@ -30,7 +35,7 @@ async function storedRows(run: string): Promise<StoredRow[]> {
 }
 
 describe("canonical storage", () => {
-  it("stores each group's canonical JSON once: small inline, large in R2", async () => {
+  it("stores each group's canonical JSON once: small inline, large compressed in R2", async () => {
     const run = uniqueRun("canon");
     const { base, envIds } = await setupRun(run, 4, [2]);
     const envId = envIds[0]!;
@@ -46,10 +51,16 @@ describe("canonical storage", () => {
     expect(inline!.payload_inline).toContain('"scores":[1.0,0.0]');
     expect(inline!.payload_bytes).toBe(new TextEncoder().encode(inline!.payload_inline!).length);
 
+    // Larger ones: one raw-deflate piece in R2, with the JSON's length and CRC-32 in the row.
     expect(inR2!.payload_inline).toBeNull();
-    expect(inR2!.payload_encoding).toBe("canonical");
+    expect(inR2!.payload_encoding).toBe("deflate");
     const object = await bindings.PAYLOADS.get(inR2!.payload_key);
-    expect(await object!.text()).toBe(canonicalGroupJson(large, envId));
+    const stored = new Uint8Array(await object!.arrayBuffer());
+    expect(stored.byteLength).toBe(inR2!.payload_bytes);
+    const largeJson = canonicalGroupJson(large, envId);
+    expect(new TextDecoder().decode(inflatePiece(stored))).toBe(largeJson);
+    expect(inR2!.raw_bytes).toBe(new TextEncoder().encode(largeJson).length);
+    expect(inR2!.raw_crc32).toBe(crc32(largeJson));
 
     const leased = await post(`/v1/runs/${run}/batches/lease`, {});
     expect(leased.status).toBe(200);
@@ -57,6 +68,27 @@ describe("canonical storage", () => {
     expect(text).toContain(
       `"batch":[${canonicalGroupJson(expected, envId)},${canonicalGroupJson(large, envId)}]`,
     );
+  });
+
+  it("stores one payload row per group: a retried submission adds none", async () => {
+    const run = uniqueRun("canon-retry");
+    const { base, envIds } = await setupRun(run, 4, [2]);
+    const body = group(1, 2, envIds[0]!);
+    expect((await post(`${base}/scored_data`, body)).status).toBe(200);
+    expect(await json(post(`${base}/scored_data`, body))).toEqual({
+      status: "received",
+      duplicate: true,
+    });
+    expect((await post(`${base}/scored_data`, group(2, 2, envIds[0]!))).status).toBe(200);
+    const rows = await storedRows(run);
+    expect(rows).toHaveLength(2);
+    expect(rows.every((r) => r.payload_inline !== null)).toBe(true);
+    const count = await bindings.DB.prepare(
+      "SELECT COUNT(*) AS n FROM group_payloads WHERE run = ?1",
+    )
+      .bind(run)
+      .first<{ n: number }>();
+    expect(count!.n).toBe(2);
   });
 
   it("serves the stored bytes as they are, without parsing them again", async () => {

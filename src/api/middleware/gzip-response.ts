@@ -1,8 +1,8 @@
 /**
  * Gzip JSON and text responses of 1000 bytes or more when the client accepts gzip (as Atropos'
- * GZipMiddleware); everything else goes out as it is. Bodies in memory are compressed here (fast
- * level, sent with manual encoding); a body streamed from storage (a batch of R2 payloads) is
- * always large, so it qualifies without being measured, and the runtime compresses it natively.
+ * GZipMiddleware); everything else goes out as it is. Bodies are compressed here at a fast level
+ * and sent with manual encoding; a batch streamed from storage arrives already compressed (its
+ * groups are stored compressed, src/api/delivery.ts) and is left as it is.
  *
  * Two things in front of the Worker would otherwise decide differently (docs/COMPATIBILITY.md):
  * - Cloudflare's edge (and Miniflare's imitation of it) replaces the request's Accept-Encoding with
@@ -14,15 +14,9 @@
 import { gzipSync } from "node:zlib";
 import type { MiddlewareHandler } from "hono";
 import type { AppEnv } from "../context";
+import { acceptsGzip } from "../request";
 
 const MIN_BYTES = 1000;
-
-/** The Accept-Encoding the client sent, not the one the edge substituted. */
-function clientAcceptEncoding(request: Request): string {
-  const cf = request.cf as { clientAcceptEncoding?: unknown } | undefined;
-  if (typeof cf?.clientAcceptEncoding === "string") return cf.clientAcceptEncoding;
-  return request.headers.get("accept-encoding") ?? "";
-}
 
 function markNoTransform(headers: Headers): void {
   const cacheControl = headers.get("cache-control");
@@ -37,19 +31,10 @@ export const gzipResponse: MiddlewareHandler<AppEnv> = async (c, next) => {
   if (!c.res.body || c.res.headers.has("content-encoding")) return;
   const type = c.res.headers.get("content-type") ?? "";
   if (!/json|text\/plain/.test(type)) return;
-  if (!/\bgzip\b/i.test(clientAcceptEncoding(c.req.raw))) {
+  if (!acceptsGzip(c.req.raw)) {
     // A copy: responses fetched from bindings have immutable headers.
     c.res = new Response(c.res.body, c.res);
     markNoTransform(c.res.headers);
-    return;
-  }
-  if (c.get("streamedBody")) {
-    // Streamed from storage (always large): the runtime compresses it as it goes out.
-    const compressed = new Response(c.res.body, c.res);
-    compressed.headers.set("Content-Encoding", "gzip");
-    compressed.headers.delete("content-length");
-    compressed.headers.append("Vary", "Accept-Encoding");
-    c.res = compressed;
     return;
   }
   const bytes = new Uint8Array(await c.res.arrayBuffer());

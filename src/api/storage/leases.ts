@@ -49,6 +49,8 @@ const refColumns = {
   payload_encoding: groups.payloadEncoding,
   payload_offset: groups.payloadOffset,
   payload_bytes: groups.payloadBytes,
+  raw_bytes: groups.rawBytes,
+  raw_crc32: groups.rawCrc32,
   payload_inline: groupPayloads.body,
   policy_version: groups.policyVersion,
   num_seqs: groups.numSeqs,

@@ -1,10 +1,12 @@
 /**
  * Group payloads: each group's canonical JSON (the form it is served in), written once at
- * ingest. Small payloads live in D1 beside their row (`group_payloads`); larger ones in R2, where groups
- * committed together share one object and each row records its payload's offset and length.
- * Rows stored before canonical storage hold the JSON as the env sent it (possibly gzip).
+ * ingest. Small payloads live in D1 beside their row (`group_payloads`); larger ones in R2 as one
+ * raw-deflate piece each (src/core/gzip-pieces.ts), where groups committed together share one
+ * object and each row records its payload's offset and length. Rows stored before that hold the
+ * JSON uncompressed ("canonical") or as the env sent it ("identity", "gzip").
  */
 import { gunzipBounded } from "../../core/gzip";
+import { inflatePiece } from "../../core/gzip-pieces";
 
 /** Canonical payloads up to this many bytes are stored in their D1 row instead of R2. */
 export const INLINE_MAX_BYTES = 128 * 1024;
@@ -18,9 +20,11 @@ export interface PayloadLocation {
   key: string;
   offset: number;
   length: number;
-  encoding: "canonical" | "identity" | "gzip";
-  /** The canonical JSON itself when stored in the row. */
+  encoding: "canonical" | "deflate" | "identity" | "gzip";
+  /** The canonical JSON itself when stored in D1. */
   inline: string | null;
+  /** "deflate": the JSON's length and CRC-32 (what the stored piece inflates to). */
+  raw: { length: number; crc32: number } | null;
 }
 
 /** A group as delivery needs it: where its payload is, plus what the batch header reports. */
@@ -38,7 +42,7 @@ export interface LeasedGroupRef {
  * The columns a `LeasedGroupRef` is built from, for `SELECT … FROM groups g ${GROUP_PAYLOAD_JOIN}`.
  */
 export const GROUP_REF_COLUMNS =
-  "g.id, g.env_id, g.payload_key, g.payload_encoding, g.payload_offset, g.payload_bytes, p.body AS payload_inline, g.policy_version, g.num_seqs";
+  "g.id, g.env_id, g.payload_key, g.payload_encoding, g.payload_offset, g.payload_bytes, g.raw_bytes, g.raw_crc32, p.body AS payload_inline, g.policy_version, g.num_seqs";
 
 /** Joins a group (`g`) to its inline payload (`p`), when it has one. */
 export const GROUP_PAYLOAD_JOIN = "LEFT JOIN group_payloads p ON p.group_id = g.id";
@@ -58,9 +62,11 @@ export interface GroupRefRow {
   id: number;
   env_id: number | null;
   payload_key: string;
-  payload_encoding: "canonical" | "identity" | "gzip";
+  payload_encoding: "canonical" | "deflate" | "identity" | "gzip";
   payload_offset: number;
   payload_bytes: number;
+  raw_bytes: number | null;
+  raw_crc32: number | null;
   payload_inline: string | null;
   policy_version: number;
   num_seqs: number;
@@ -76,6 +82,10 @@ export function groupRef(row: GroupRefRow): LeasedGroupRef {
       length: row.payload_bytes,
       encoding: row.payload_encoding,
       inline: row.payload_inline,
+      raw:
+        row.raw_bytes !== null && row.raw_crc32 !== null
+          ? { length: row.raw_bytes, crc32: row.raw_crc32 }
+          : null,
     },
     policyVersion: row.policy_version,
     numSeqs: row.num_seqs,
@@ -95,18 +105,29 @@ export async function putPayload(
 
 const encoder = new TextEncoder();
 
+/** The payload's bytes as stored (a "deflate" piece stays compressed). */
+export async function getStoredBytes(
+  bucket: R2Bucket,
+  location: PayloadLocation,
+): Promise<Uint8Array> {
+  const { key, offset, length, inline } = location;
+  if (inline !== null) return encoder.encode(inline);
+  const object = await bucket.get(key, { range: { offset, length } });
+  if (!object) throw new Error(`payload ${key} is missing from R2`);
+  return new Uint8Array(await object.arrayBuffer());
+}
+
 /** Returns the payload's JSON text bytes (inflated if stored compressed). */
 export async function getPayloadBytes(
   bucket: R2Bucket,
   location: PayloadLocation,
 ): Promise<Uint8Array> {
-  const { key, offset, length, encoding, inline } = location;
-  if (inline !== null) return encoder.encode(inline);
-  const object = await bucket.get(key, { range: { offset, length } });
-  if (!object) throw new Error(`payload ${key} is missing from R2`);
-  const stored = new Uint8Array(await object.arrayBuffer());
+  const stored = await getStoredBytes(bucket, location);
+  if (location.inline !== null) return stored;
   // Stored payloads were inflated within the body limits once already, at ingest.
-  return encoding === "gzip" ? gunzipBounded(stored) : stored;
+  if (location.encoding === "gzip") return gunzipBounded(stored);
+  if (location.encoding === "deflate") return inflatePiece(stored);
+  return stored;
 }
 
 export async function deletePayloadPrefix(bucket: R2Bucket, prefix: string): Promise<void> {

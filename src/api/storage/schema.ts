@@ -104,15 +104,19 @@ export const groups = sqliteTable(
     /** The R2 object holding the payload; "" when the payload is inline. */
     payloadKey: text("payload_key").notNull(),
     /**
-     * "canonical": the served JSON, stored once at ingest and sent as stored (small ones in
-     * group_payloads, the rest in R2). "identity" and
+     * "canonical": the served JSON, stored once at ingest and sent as stored (in group_payloads).
+     * "deflate": the same JSON as one raw-deflate piece (src/core/gzip-pieces.ts), how payloads
+     * too large to go inline are kept in R2: sent to gzip clients without compressing again. "identity" and
      * "gzip": the JSON as an env sent it (rows stored before canonical storage), canonicalised
      * when served.
      */
     payloadEncoding: text("payload_encoding", {
-      enum: ["canonical", "identity", "gzip"],
+      enum: ["canonical", "deflate", "identity", "gzip"],
     }).notNull(),
     payloadBytes: integer("payload_bytes").notNull(),
+    /** "deflate": the JSON's length and CRC-32 (what the stored piece inflates to). */
+    rawBytes: integer("raw_bytes"),
+    rawCrc32: integer("raw_crc32"),
     /** Byte offset in the R2 object: concurrent submissions share one object (group commit). */
     payloadOffset: integer("payload_offset").notNull().default(0),
     /** SHA-256 of the group's JSON text. */

@@ -1,7 +1,7 @@
 import { z } from "zod";
 import { deliveredGroupSchema } from "../../../core/api-schemas";
 import { coordinator, runOf } from "../../context";
-import { batchBody } from "../../delivery";
+import { batchResponse } from "../../delivery";
 import { defineRoute, jsonContent } from "../define";
 
 export const batch = defineRoute(
@@ -42,14 +42,12 @@ export const batch = defineRoute(
       c.header("X-Atropos-Edge-Reason", outcome.reason.replace(/[^\x20-\x7e]/g, "?"));
       return c.json({ batch: null });
     }
-    const body = batchBody(c.env, outcome.groups, '{"batch":[', "]}");
-    c.set("streamedBody", typeof body !== "string");
-    return new Response(body, {
-      headers: {
-        "content-type": "application/json",
-        "x-batch-id": outcome.batchId,
-        "x-batch-step": String(outcome.step),
-      },
-    });
+    return batchResponse(
+      c.env,
+      c.req.raw,
+      outcome.groups,
+      { prefix: '{"batch":[', suffix: "]}" },
+      { "x-batch-id": outcome.batchId, "x-batch-step": String(outcome.step) },
+    );
   },
 );

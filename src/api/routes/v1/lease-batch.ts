@@ -2,7 +2,7 @@ import { leaseResponseSchema } from "../../../core/api-schemas";
 import { leaseRequestSchema } from "../../../core/schemas";
 import { numberVar } from "../../bindings";
 import { coordinator, runOf } from "../../context";
-import { batchBody } from "../../delivery";
+import { batchResponse } from "../../delivery";
 import { ApiError } from "../../errors";
 import { jsonBody } from "../../request";
 import { bodyErrors, defineRoute, errors, jsonContent, jsonRequest, runParams } from "../define";
@@ -62,10 +62,12 @@ export const leaseBatch = defineRoute(
         replayed: g.replayed ?? false,
       })),
     });
-    const served = batchBody(c.env, outcome.groups, `${head.slice(0, -1)},"batch":[`, "]}");
-    c.set("streamedBody", typeof served !== "string");
-    return new Response(served, {
-      headers: { "content-type": "application/json", "x-batch-id": outcome.batchId },
-    });
+    return batchResponse(
+      c.env,
+      c.req.raw,
+      outcome.groups,
+      { prefix: `${head.slice(0, -1)},"batch":[`, suffix: "]}" },
+      { "x-batch-id": outcome.batchId },
+    );
   },
 );

@@ -1,0 +1,59 @@
+import { crc32, gunzipSync, inflateRawSync } from "node:zlib";
+import { describe, expect, it } from "vitest";
+import {
+  crc32Combine,
+  deflatePiece,
+  GzipAssembler,
+  inflatePiece,
+} from "../../../src/core/gzip-pieces";
+
+const encoder = new TextEncoder();
+
+function concat(parts: Uint8Array[]): Uint8Array {
+  const out = new Uint8Array(parts.reduce((n, p) => n + p.byteLength, 0));
+  let at = 0;
+  for (const p of parts) {
+    out.set(p, at);
+    at += p.byteLength;
+  }
+  return out;
+}
+
+describe("gzip pieces", () => {
+  it("combines CRC-32s as if computed over the concatenation", () => {
+    const a = encoder.encode('{"batch":[');
+    const b = encoder.encode("[1,2,3],".repeat(10_000));
+    expect(crc32Combine(crc32(a), crc32(b), b.byteLength)).toBe(crc32(concat([a, b])));
+    expect(crc32Combine(crc32(a), crc32(new Uint8Array(0)), 0)).toBe(crc32(a));
+    const one = encoder.encode("x");
+    expect(crc32Combine(crc32(b), crc32(one), 1)).toBe(crc32(concat([b, one])));
+  });
+
+  it("assembles stored pieces and separators into one gzip member any decoder reads", () => {
+    const groups = [1, 2, 3].map((g) =>
+      encoder.encode(JSON.stringify({ tokens: Array.from({ length: 3000 }, (_, i) => i * g) })),
+    );
+    const stored = groups.map(deflatePiece);
+    const gz = new GzipAssembler();
+    const parts = [...gz.raw(encoder.encode('{"batch":['))];
+    stored.forEach((piece, i) => {
+      if (i > 0) parts.push(...gz.raw(encoder.encode(",")));
+      parts.push(...gz.piece(piece));
+    });
+    parts.push(...gz.raw(encoder.encode("]}")), ...gz.end());
+    const body = concat(parts);
+    expect(new TextDecoder().decode(inflatePiece(stored[1]!.data))).toBe(
+      new TextDecoder().decode(groups[1]),
+    );
+    const expected = `{"batch":[${groups.map((g) => new TextDecoder().decode(g)).join(",")}]}`;
+    expect(new TextDecoder().decode(gunzipSync(body))).toBe(expected);
+    // One member: the deflate stream ends right before the 8-byte trailer.
+    const inner = inflateRawSync(body.subarray(10, body.byteLength - 8));
+    expect(new TextDecoder().decode(inner)).toBe(expected);
+  });
+
+  it("writes a valid empty stream", () => {
+    const gz = new GzipAssembler();
+    expect(gunzipSync(concat(gz.end())).byteLength).toBe(0);
+  });
+});
