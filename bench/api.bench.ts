@@ -1,6 +1,7 @@
 /**
  * `npm run bench:api [-- --quick] [--runs N] [--atropos DIR --python BIN] [--json out.json]`
- *   `[--workloads 1,2] [--depths 2000,20000 | --depth-only | --no-depths]`
+ *   `[--workloads 1,2] [--depths 2000,20000 | --depth-only | --no-depths] [--heap]`
+ *   `[--trainer-encoding gzip|identity]`
  *
  * Load generator for the rollout API under a real `npm run dev` (fresh state, loopback only, an
  * API token required on every request): C concurrent producers POST /scored_data (gzip as the
@@ -9,9 +10,9 @@
  * `atroposlib` package; its API server needs fastapi and uvicorn in `--python`'s environment)
  * every workload also runs against the original server, alternating with this one, so the ratios
  * come from the same run on the same machine. Then measures leases as the queue grows to 20,000
- * mixed-size groups of 32-token sequences. Throughout, the API isolate's V8 heap is sampled over
- * the inspector (the Workers limit is 128 MB per isolate). The bare runtime's floor (floor.ts) is
- * measured first. Bounded: every loop has a count and the whole run a deadline.
+ * mixed-size groups of 32-token sequences. With `--heap`, the API isolate's V8 heap is sampled over
+ * the inspector throughout (the Workers limit is 128 MB per isolate). The bare runtime's floor
+ * (floor.ts) is measured first. Bounded: every loop has a count and the whole run a deadline.
  */
 import { type ChildProcess, spawn } from "node:child_process";
 import { mkdtempSync, writeFileSync } from "node:fs";
@@ -36,8 +37,9 @@ const depthsArg = option("--depths");
 const skipWorkloads = args.includes("--depth-only");
 // `--workloads 1,3`: run only these workloads (1-based, as listed); `--no-depths`: no lease scan.
 const onlyWorkloads = option("--workloads")?.split(",").map(Number);
-// `--no-heap`: no isolate heap sampling (its forced GCs run on the API's thread).
-const sampleHeap = !args.includes("--no-heap");
+// `--heap`: sample the API isolate's heap (its forced GCs run on the API's own thread, so the
+// timed comparisons run without it and memory is measured in a run of its own).
+const sampleHeap = args.includes("--heap");
 // The trainer's Accept-Encoding (default gzip, as Atropos' trainer sends through requests).
 const trainerEncoding = option("--trainer-encoding") ?? "gzip";
 const DEADLINE = Date.now() + 40 * 60_000;
