@@ -56,7 +56,7 @@ interface Workload {
 }
 
 const GROUP_SIZE = 16;
-const LEASES_PER_DEPTH = 40;
+const LEASES_PER_DEPTH = 100;
 const BATCH_SIZE = 64;
 const WORKLOADS: Workload[] = [
   {

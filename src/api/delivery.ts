@@ -6,7 +6,7 @@
  * that hold the env's JSON, which is parsed and canonicalised here in chunks of about 64 KB.
  */
 import { canonicalGroupJson, canonicalGroupPieces } from "../core/canonical-group";
-import { type DeflatePiece, GzipAssembler } from "../core/gzip-pieces";
+import { type DeflatePiece, GzipAssembler, inflatePiece } from "../core/gzip-pieces";
 import { type ScoredDataInput, scoredDataSchema } from "../core/schemas";
 import type { Bindings } from "./bindings";
 import { memoryCost, withMemory } from "./memory-budget";
@@ -70,13 +70,13 @@ function canonicalPayloadChunks(env: Bindings, ref: LeasedGroupRef): Promise<Uin
   });
 }
 
-/** Bytes to send as they are, or (gzip) a stored piece to send without compressing again. */
-type Part = { raw: Uint8Array } | { piece: DeflatePiece };
+/** Bytes or text to send, or (gzip) a stored piece to send without compressing again. */
+type Part = { raw: Uint8Array } | { text: string } | { piece: DeflatePiece };
 
 /** One group's parts: its stored piece when it has one and the client takes gzip. */
 function groupParts(env: Bindings, ref: LeasedGroupRef, gzip: boolean): Promise<Part[]> {
   const { payload } = ref;
-  if (gzip && payload.encoding === "deflate" && payload.inline === null && payload.raw) {
+  if (gzip && payload.encoding === "deflate" && payload.raw) {
     const raw = payload.raw;
     return withMemory(env, payload.length, async () => [
       { piece: { data: await getStoredBytes(env.PAYLOADS, payload), ...raw } },
@@ -118,14 +118,19 @@ export function streamGroups(
   const gz = gzip ? new GzipAssembler() : null;
   const send = (controller: ReadableStreamDefaultController<Uint8Array>, parts: Part[]) => {
     for (const part of parts) {
-      if (!gz) controller.enqueue("raw" in part ? part.raw : part.piece.data);
-      else
-        for (const bytes of "raw" in part ? gz.raw(part.raw) : gz.piece(part.piece)) {
+      if ("piece" in part) {
+        for (const bytes of gz ? gz.piece(part.piece) : [part.piece.data])
+          controller.enqueue(bytes);
+      } else if ("text" in part) {
+        for (const bytes of gz ? gz.text(part.text) : [encoder.encode(part.text)]) {
           controller.enqueue(bytes);
         }
+      } else {
+        for (const bytes of gz ? gz.raw(part.raw) : [part.raw]) controller.enqueue(bytes);
+      }
     }
   };
-  const text = (value: string): Part[] => [{ raw: encoder.encode(value) }];
+  const text = (value: string): Part[] => [{ text: value }];
   let index = -1;
   // Prefetch one group ahead so R2 reads overlap with sending the previous group.
   let nextGroup: Promise<Part[]> | null =

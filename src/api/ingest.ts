@@ -21,7 +21,13 @@ import { groupTrajectoriesOf, type Trajectory } from "../core/trajectory";
 import { summarizeDetails, toValidationDetails, type ValidationDetail } from "../core/validation";
 import { type Bindings, numberVar } from "./bindings";
 import { ApiError } from "./errors";
-import { INLINE_MAX_BYTES, payloadKey, putPayload } from "./storage/payloads";
+import {
+  INLINE_MAX_BYTES,
+  PLAIN_MAX_BYTES,
+  payloadKey,
+  putPayload,
+  toBase64,
+} from "./storage/payloads";
 import { tokenTextsInsert } from "./storage/token-texts";
 import { trajectoryInserts } from "./storage/trajectories";
 import { Timings } from "./timings";
@@ -40,9 +46,9 @@ const textEncoder = new TextEncoder();
 export type StoredPayload = Pick<IngestItem, "payload" | "encoding" | "inline" | "raw">;
 
 /**
- * The stored form of a validated group: its canonical JSON, inline in D1 when small, else one
- * raw-deflate piece for R2 (compressed once here, sent to gzip clients as it is). `hash`: also
- * the SHA-256 of the JSON.
+ * The stored form of a validated group (src/api/storage/payloads.ts): small JSON as text, larger
+ * JSON as one raw-deflate piece (compressed once here, sent to gzip clients as it is), in D1 while
+ * its base64 fits, else in R2. `hash`: also the SHA-256 of the JSON.
  */
 export function canonicalPayloadOf(group: ScoredDataInput): StoredPayload;
 export function canonicalPayloadOf(
@@ -56,14 +62,15 @@ export function canonicalPayloadOf(
   const json = canonicalGroupJson(group, group.env_id ?? null);
   const bytes = textEncoder.encode(json) as Uint8Array<ArrayBuffer>;
   const sha256 = options.hash ? sha256Hex(bytes) : undefined;
-  if (bytes.byteLength <= INLINE_MAX_BYTES) {
+  if (bytes.byteLength <= PLAIN_MAX_BYTES) {
     return { payload: bytes, encoding: "canonical", inline: json, raw: null, sha256 };
   }
   const piece = deflatePiece(bytes);
+  const inline = Math.ceil(piece.data.byteLength / 3) * 4 <= INLINE_MAX_BYTES;
   return {
     payload: piece.data as Uint8Array<ArrayBuffer>,
     encoding: "deflate",
-    inline: null,
+    inline: inline ? toBase64(piece.data) : null,
     raw: { length: piece.length, crc32: piece.crc32 },
     sha256,
   };
@@ -84,7 +91,7 @@ export interface IngestItem {
   payload: Uint8Array<ArrayBuffer>;
   /** "deflate": `payload` is that JSON as one raw-deflate piece (src/core/gzip-pieces.ts). */
   encoding: "canonical" | "deflate";
-  /** The JSON as text when it is small enough to live in D1 (INLINE_MAX_BYTES). */
+  /** What D1 keeps when the payload is not in R2: the JSON, or the piece in base64. */
   inline: string | null;
   /** "deflate": the JSON's length and CRC-32. */
   raw: { length: number; crc32: number } | null;

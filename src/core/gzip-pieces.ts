@@ -39,6 +39,8 @@ const HEADER = new Uint8Array([0x1f, 0x8b, 8, 0, 0, 0, 0, 0, 0, 0xff]);
 // An empty final block with fixed Huffman codes: what zlib writes to finish an empty stream.
 const FINAL_BLOCK = new Uint8Array([0x03, 0x00]);
 
+const textPieces = new Map<string, DeflatePiece>();
+
 /** Builds one gzip member from pieces, in order. */
 export class GzipAssembler {
   private crc = 0;
@@ -54,9 +56,19 @@ export class GzipAssembler {
     return out;
   }
 
-  /** Raw bytes compressed now (separators, and payloads not stored compressed). */
+  /** Raw bytes compressed now (payloads not stored compressed, prefixes). */
   raw(bytes: Uint8Array): Uint8Array[] {
     return this.piece(deflatePiece(bytes));
+  }
+
+  /** Text; short texts (separators, recurring) are compressed once per isolate. */
+  text(value: string): Uint8Array[] {
+    let piece = textPieces.get(value);
+    if (!piece) {
+      piece = deflatePiece(new TextEncoder().encode(value));
+      if (value.length <= 16 && textPieces.size < 64) textPieces.set(value, piece);
+    }
+    return this.piece(piece);
   }
 
   /** The final block and the trailer (CRC-32 and length modulo 2^32, little-endian). */
@@ -71,39 +83,43 @@ export class GzipAssembler {
   }
 }
 
-// CRC-32 of A followed by B from crc(A), crc(B) and len(B): zlib's crc32_combine, with the
-// polynomial's shift operator as 32×32 matrices over GF(2).
-function gf2Times(matrix: Uint32Array, vector: number): number {
-  let sum = 0;
-  for (let i = 0; vector !== 0; i++, vector >>>= 1) {
-    if (vector & 1) sum ^= matrix[i]!;
+// CRC-32 of A followed by B from crc(A), crc(B) and len(B), as zlib's crc32_combine does it:
+// crc(A) times x^(8·len(B)) modulo the (reflected) CRC-32 polynomial, plus crc(B).
+const POLY = 0xedb88320;
+
+/** a·b modulo POLY, both reflected (bit 31 is x^0). */
+function multiplyModPoly(a: number, b: number): number {
+  let product = 0;
+  let bit = 0x80000000;
+  let factor = b >>> 0;
+  for (;;) {
+    if ((a & bit) !== 0) {
+      product ^= factor;
+      if ((a & (bit - 1)) === 0) break;
+    }
+    bit >>>= 1;
+    factor = factor & 1 ? (factor >>> 1) ^ POLY : factor >>> 1;
   }
-  return sum >>> 0;
+  return product >>> 0;
 }
 
-function gf2Square(square: Uint32Array, matrix: Uint32Array): void {
-  for (let n = 0; n < 32; n++) square[n] = gf2Times(matrix, matrix[n]!);
+/** X_TO_2_TO_THE[k] = x^(2^k) modulo POLY. */
+const X_TO_2_TO_THE = new Uint32Array(32);
+X_TO_2_TO_THE[0] = 0x40000000; // x^1
+for (let k = 1; k < 32; k++) {
+  X_TO_2_TO_THE[k] = multiplyModPoly(X_TO_2_TO_THE[k - 1]!, X_TO_2_TO_THE[k - 1]!);
+}
+
+/** x^(n·2^k) modulo POLY. */
+function xPowerModPoly(n: number, k: number): number {
+  let power = 0x80000000; // x^0
+  for (let rest = n; rest > 0; rest = Math.floor(rest / 2), k++) {
+    if (rest % 2 === 1) power = multiplyModPoly(X_TO_2_TO_THE[k & 31]!, power);
+  }
+  return power;
 }
 
 export function crc32Combine(crc1: number, crc2: number, length2: number): number {
   if (length2 <= 0) return crc1 >>> 0;
-  const even = new Uint32Array(32);
-  const odd = new Uint32Array(32);
-  odd[0] = 0xedb88320; // the reversed CRC-32 polynomial: one zero bit
-  for (let n = 1, row = 1; n < 32; n++, row <<= 1) odd[n] = row;
-  gf2Square(even, odd); // two zero bits
-  gf2Square(odd, even); // four zero bits
-  let crc = crc1 >>> 0;
-  let len = length2;
-  // Apply len2 zero bytes to crc1 (the first squaring above gives one zero byte).
-  do {
-    gf2Square(even, odd);
-    if (len & 1) crc = gf2Times(even, crc);
-    len = Math.floor(len / 2);
-    if (len === 0) break;
-    gf2Square(odd, even);
-    if (len & 1) crc = gf2Times(odd, crc);
-    len = Math.floor(len / 2);
-  } while (len !== 0);
-  return (crc ^ crc2) >>> 0;
+  return (multiplyModPoly(xPowerModPoly(length2, 3), crc1 >>> 0) ^ crc2) >>> 0;
 }

@@ -4,6 +4,7 @@
  * canonical storage (the env's own JSON) are still served canonicalised.
  */
 import { env } from "cloudflare:workers";
+import { Buffer } from "node:buffer";
 import { crc32 } from "node:zlib";
 import { describe, expect, it } from "vitest";
 import type { Bindings } from "../../src/api/bindings";
@@ -35,23 +36,38 @@ async function storedRows(run: string): Promise<StoredRow[]> {
 }
 
 describe("canonical storage", () => {
-  it("stores each group's canonical JSON once: small inline, large compressed in R2", async () => {
+  it("stores each group's canonical JSON once: small as text, larger compressed, in D1 or R2", async () => {
     const run = uniqueRun("canon");
-    const { base, envIds } = await setupRun(run, 4, [2]);
+    const { base, envIds } = await setupRun(run, 6, [2]);
     const envId = envIds[0]!;
     const small = { ...group(1, 2, envId), scores: [1, 0], seed: 7 };
-    const large = group(2, 2, envId, 4000);
-    expect((await post(`${base}/scored_data`, small)).status).toBe(200);
-    expect((await post(`${base}/scored_data`, large)).status).toBe(200);
-    const [inline, inR2] = await storedRows(run);
+    const medium = group(2, 2, envId, 4000);
+    const large = group(3, 2, envId, 20_000);
+    for (const g of [small, medium, large]) {
+      expect((await post(`${base}/scored_data`, g)).status).toBe(200);
+    }
+    const [plain, inD1, inR2] = await storedRows(run);
 
-    expect(inline).toMatchObject({ payload_key: "", payload_encoding: "canonical" });
+    expect(plain).toMatchObject({
+      payload_key: "",
+      payload_encoding: "canonical",
+      raw_bytes: null,
+    });
     const { seed: _dropped, ...expected } = small;
-    expect(inline!.payload_inline).toBe(canonicalGroupJson(expected, envId));
-    expect(inline!.payload_inline).toContain('"scores":[1.0,0.0]');
-    expect(inline!.payload_bytes).toBe(new TextEncoder().encode(inline!.payload_inline!).length);
+    expect(plain!.payload_inline).toBe(canonicalGroupJson(expected, envId));
+    expect(plain!.payload_inline).toContain('"scores":[1.0,0.0]');
+    expect(plain!.payload_bytes).toBe(new TextEncoder().encode(plain!.payload_inline!).length);
 
-    // Larger ones: one raw-deflate piece in R2, with the JSON's length and CRC-32 in the row.
+    // Larger JSON: one raw-deflate piece with the JSON's length and CRC-32 in the row; in D1
+    // (base64) while it fits, else in R2.
+    const mediumJson = canonicalGroupJson(medium, envId);
+    expect(inD1).toMatchObject({ payload_key: "", payload_encoding: "deflate" });
+    const pieceInD1 = Uint8Array.from(Buffer.from(inD1!.payload_inline!, "base64"));
+    expect(pieceInD1.byteLength).toBe(inD1!.payload_bytes);
+    expect(new TextDecoder().decode(inflatePiece(pieceInD1))).toBe(mediumJson);
+    expect(inD1!.raw_bytes).toBe(new TextEncoder().encode(mediumJson).length);
+    expect(inD1!.raw_crc32).toBe(crc32(mediumJson));
+
     expect(inR2!.payload_inline).toBeNull();
     expect(inR2!.payload_encoding).toBe("deflate");
     const object = await bindings.PAYLOADS.get(inR2!.payload_key);
@@ -59,14 +75,14 @@ describe("canonical storage", () => {
     expect(stored.byteLength).toBe(inR2!.payload_bytes);
     const largeJson = canonicalGroupJson(large, envId);
     expect(new TextDecoder().decode(inflatePiece(stored))).toBe(largeJson);
-    expect(inR2!.raw_bytes).toBe(new TextEncoder().encode(largeJson).length);
     expect(inR2!.raw_crc32).toBe(crc32(largeJson));
 
+    // A client without gzip gets the JSON itself, in batch order.
     const leased = await post(`/v1/runs/${run}/batches/lease`, {});
     expect(leased.status).toBe(200);
     const text = await leased.text();
     expect(text).toContain(
-      `"batch":[${canonicalGroupJson(expected, envId)},${canonicalGroupJson(large, envId)}]`,
+      `"batch":[${canonicalGroupJson(expected, envId)},${mediumJson},${largeJson}]`,
     );
   });
 

@@ -1,14 +1,20 @@
 /**
  * Group payloads: each group's canonical JSON (the form it is served in), written once at
- * ingest. Small payloads live in D1 beside their row (`group_payloads`); larger ones in R2 as one
- * raw-deflate piece each (src/core/gzip-pieces.ts), where groups committed together share one
- * object and each row records its payload's offset and length. Rows stored before that hold the
- * JSON uncompressed ("canonical") or as the env sent it ("identity", "gzip").
+ * ingest. Up to PLAIN_MAX_BYTES it is kept as text in D1 beside its row (`group_payloads`,
+ * "canonical"); larger JSON is kept as one raw-deflate piece (src/core/gzip-pieces.ts,
+ * "deflate"), base64 in `group_payloads` while that fits INLINE_MAX_BYTES, else in R2, where
+ * groups committed together share one object and each row records its offset and length. Rows
+ * stored before that hold the JSON uncompressed ("canonical") or as the env sent it ("identity",
+ * "gzip").
  */
+import { Buffer } from "node:buffer";
 import { gunzipBounded } from "../../core/gzip";
 import { inflatePiece } from "../../core/gzip-pieces";
 
-/** Canonical payloads up to this many bytes are stored in their D1 row instead of R2. */
+/** Canonical JSON up to this many bytes is stored in D1 as it is (plain text). */
+export const PLAIN_MAX_BYTES = 8 * 1024;
+
+/** Larger JSON is compressed; a piece whose base64 is at most this long stays in D1, else R2. */
 export const INLINE_MAX_BYTES = 128 * 1024;
 
 export function payloadKey(run: string): string {
@@ -21,7 +27,7 @@ export interface PayloadLocation {
   offset: number;
   length: number;
   encoding: "canonical" | "deflate" | "identity" | "gzip";
-  /** The canonical JSON itself when stored in D1. */
+  /** What is stored in D1: the JSON ("canonical"), or the piece in base64 ("deflate"). */
   inline: string | null;
   /** "deflate": the JSON's length and CRC-32 (what the stored piece inflates to). */
   raw: { length: number; crc32: number } | null;
@@ -105,13 +111,24 @@ export async function putPayload(
 
 const encoder = new TextEncoder();
 
+export function toBase64(bytes: Uint8Array): string {
+  return Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength).toString("base64");
+}
+
+function fromBase64(text: string): Uint8Array {
+  const bytes = Buffer.from(text, "base64");
+  return new Uint8Array(bytes.buffer, bytes.byteOffset, bytes.byteLength);
+}
+
 /** The payload's bytes as stored (a "deflate" piece stays compressed). */
 export async function getStoredBytes(
   bucket: R2Bucket,
   location: PayloadLocation,
 ): Promise<Uint8Array> {
   const { key, offset, length, inline } = location;
-  if (inline !== null) return encoder.encode(inline);
+  if (inline !== null) {
+    return location.encoding === "deflate" ? fromBase64(inline) : encoder.encode(inline);
+  }
   const object = await bucket.get(key, { range: { offset, length } });
   if (!object) throw new Error(`payload ${key} is missing from R2`);
   return new Uint8Array(await object.arrayBuffer());
@@ -123,7 +140,6 @@ export async function getPayloadBytes(
   location: PayloadLocation,
 ): Promise<Uint8Array> {
   const stored = await getStoredBytes(bucket, location);
-  if (location.inline !== null) return stored;
   // Stored payloads were inflated within the body limits once already, at ingest.
   if (location.encoding === "gzip") return gunzipBounded(stored);
   if (location.encoding === "deflate") return inflatePiece(stored);

@@ -105,8 +105,8 @@ export const groups = sqliteTable(
     payloadKey: text("payload_key").notNull(),
     /**
      * "canonical": the served JSON, stored once at ingest and sent as stored (in group_payloads).
-     * "deflate": the same JSON as one raw-deflate piece (src/core/gzip-pieces.ts), how payloads
-     * too large to go inline are kept in R2: sent to gzip clients without compressing again. "identity" and
+     * "deflate": the same JSON as one raw-deflate piece (src/core/gzip-pieces.ts), in
+     * group_payloads (base64) or R2: sent to gzip clients without compressing again. "identity" and
      * "gzip": the JSON as an env sent it (rows stored before canonical storage), canonicalised
      * when served.
      */
@@ -359,9 +359,10 @@ export const trajectories = sqliteTable(
  * rollout view). Kept beside the group so its stored canonical bytes stay what a batch serves.
  */
 /**
- * A small group's canonical JSON (INLINE_MAX_BYTES), beside its row rather than in it: a lease
- * and an ack change the row's status, and SQLite rewrites a whole row, so a payload kept in the
- * row would be written again twice per batch. Written once at ingest, in the same transaction.
+ * A group's payload when it is kept in D1 (src/api/storage/payloads.ts: the JSON, or its
+ * compressed piece in base64), beside its row rather than in it: a lease and an ack change the
+ * row's status, and SQLite rewrites a whole row, so a payload kept in the row would be written
+ * again twice per batch. Written once at ingest, in the same transaction.
  */
 export const groupPayloads = sqliteTable("group_payloads", {
   groupId: integer("group_id").primaryKey(),
