@@ -351,7 +351,9 @@ async function queueDepthScan(depths: number[]) {
   const rows: {
     queued_groups: number;
     lease_p50_ms: number;
+    lease_p90_ms: number;
     lease_p99_ms: number;
+    lease_max_ms: number;
     formation_p50_ms: number | null;
     formation_p99_ms: number | null;
     isolate_heap_max_mib: number;
@@ -398,7 +400,9 @@ async function queueDepthScan(depths: number[]) {
       rows.push({
         queued_groups: stats.queue.groups,
         lease_p50_ms: percentile(latencies, 50),
+        lease_p90_ms: percentile(latencies, 90),
         lease_p99_ms: percentile(latencies, 99),
+        lease_max_ms: Math.max(...latencies),
         formation_p50_ms: stats.batch_formation.p50_ms,
         formation_p99_ms: stats.batch_formation.p99_ms,
         isolate_heap_max_mib: heap?.takePeak().max_used_with_buffers_mib ?? Number.NaN,

@@ -85,10 +85,14 @@ describe("Atropos Python clients (stdlib only)", () => {
 
     const drained = (await python("atropos_trainer_client.py", ["drain", server.url])) as {
       batches: number;
+      gzipped: number;
       received: Group[];
     };
     // 6 groups × 4 sequences = 3 full batches of 8.
     expect(drained.batches).toBe(3);
+    // Each batch gzipped, its 120-token group sent as stored (one compressed piece), read by
+    // Python's gzip module.
+    expect(drained.gzipped).toBe(3);
     expect(drained.received.map(key).sort()).toEqual(env.sent.map(key).sort());
 
     // Nothing is delivered twice.

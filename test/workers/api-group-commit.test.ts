@@ -18,8 +18,8 @@ describe("group commit", () => {
   it("writes concurrent submissions together, answers each one, and delivers each group intact", async () => {
     const run = uniqueRun("commit");
     const { base, envIds } = await setupRun(run, 48, [4]);
-    // Groups too large to be stored inline in D1, so their payloads go to R2.
-    const groups = Array.from({ length: 12 }, (_, i) => group(7000 + i, 4, envIds[0]!, 2100 + i));
+    // Groups too large to be kept in D1 even compressed, so their payloads go to R2.
+    const groups = Array.from({ length: 12 }, (_, i) => group(7000 + i, 4, envIds[0]!, 12_000 + i));
     const responses = await Promise.all([
       ...groups.map((g) => post(`${base}/scored_data`, g)),
       post(`${base}/scored_data`, group(7999, 4, 99)), // unknown env in the same burst

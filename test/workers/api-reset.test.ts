@@ -82,7 +82,10 @@ describe("reset", () => {
       sequence: 0,
       source: "env",
     };
-    await post(`${base}/scored_data`, { ...group(2, 4, envId, 2000), trajectories: [trajectory] });
+    await post(`${base}/scored_data`, {
+      ...group(2, 4, envId, 12_000),
+      trajectories: [trajectory],
+    });
     // Replay keeps acked groups whose mean score (0.5 here) reaches the threshold.
     const replay = await call(`/v1/runs/${run}/replay`, {
       method: "PUT",

@@ -1,7 +1,8 @@
 """Behaves like Atropos' example trainer (stdlib only).
   register URL BATCH_SIZE   POST /register
-  drain URL                 GET /batch until {"batch": null}; check the keys a trainer indexes;
-                            print every received group as JSON."""
+  drain URL                 GET /batch until {"batch": null} (asking for gzip, as requests does);
+                            check the keys a trainer indexes; print every received group as JSON."""
+import gzip
 import json
 import sys
 import urllib.request
@@ -10,14 +11,22 @@ MODE, BASE = sys.argv[1], sys.argv[2].rstrip("/")
 KEYS = ("tokens", "masks", "scores", "overrides", "inference_logprobs")
 
 
+gzipped = 0
+
+
 def call(method, path, body=None):
+    global gzipped
     data = json.dumps(body).encode() if body is not None else None
-    req = urllib.request.Request(
-        BASE + path, data=data, method=method,
-        headers={"Content-Type": "application/json"} if data else {},
-    )
+    headers = {"Accept-Encoding": "gzip"}
+    if data:
+        headers["Content-Type"] = "application/json"
+    req = urllib.request.Request(BASE + path, data=data, method=method, headers=headers)
     with urllib.request.urlopen(req, timeout=30) as res:
-        return json.loads(res.read())
+        raw = res.read()
+        if res.headers.get("Content-Encoding") == "gzip":
+            gzipped += 1
+            raw = gzip.decompress(raw)
+        return json.loads(raw)
 
 
 if MODE == "register":
@@ -42,4 +51,4 @@ elif MODE == "drain":
             if not (len(group["masks"]) == len(group["scores"]) == len(group["inference_logprobs"]) == n):
                 raise SystemExit("group lists do not line up")
             received.append(group)
-    print(json.dumps({"batches": batches, "received": received}))
+    print(json.dumps({"batches": batches, "gzipped": gzipped, "received": received}))
