@@ -5,6 +5,7 @@ export default defineConfig({
   test: {
     include: ["test/e2e/**/*.test.ts"],
     environment: "node",
+    globalSetup: ["test/scratch-tmpdir.ts"],
     testTimeout: 180_000,
     hookTimeout: 180_000,
     fileParallelism: false,

@@ -5,6 +5,7 @@ export default defineConfig({
   test: {
     include: ["test/unit/**/*.test.ts"],
     environment: "node",
+    globalSetup: ["test/scratch-tmpdir.ts"],
     testTimeout: 30_000,
   },
 });

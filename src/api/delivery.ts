@@ -119,8 +119,9 @@ export function streamGroups(
   const send = (controller: ReadableStreamDefaultController<Uint8Array>, parts: Part[]) => {
     for (const part of parts) {
       if ("piece" in part) {
-        for (const bytes of gz ? gz.piece(part.piece) : [part.piece.data])
+        for (const bytes of gz ? gz.piece(part.piece) : [inflatePiece(part.piece.data)]) {
           controller.enqueue(bytes);
+        }
       } else if ("text" in part) {
         for (const bytes of gz ? gz.text(part.text) : [encoder.encode(part.text)]) {
           controller.enqueue(bytes);
