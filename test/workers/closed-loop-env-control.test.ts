@@ -47,6 +47,33 @@ describe("PATCH /v1/runs/{run}/envs/{id}", () => {
     expect((await statusEnv(base, a)).env_weight).toBeCloseTo(0.75);
   });
 
+  it("keeps what an operator set when the env registers again after a restart", async () => {
+    const run = uniqueRun("mix-restart");
+    const { base, envIds } = await setupRun(run, 8, [2, 2]);
+    const [a, b] = [envIds[0]!, envIds[1]!];
+    await patch(run, a, { weight: 3, min_batch_allocation: 0.25 });
+    // Both envs restart and register again with their own settings.
+    for (const [envId, name, weight] of [
+      [a, "env0", 1],
+      [b, "env1", 5],
+    ] as const) {
+      expect((await post(`${base}/disconnect-env`, { env_id: envId })).status).toBe(200);
+      const again = await json<{ env_id: number; resumed: boolean }>(
+        post(`${base}/register-env`, {
+          max_token_length: 1024,
+          desired_name: name,
+          weight,
+          group_size: 2,
+        }),
+      );
+      expect(again).toMatchObject({ env_id: envId, resumed: true });
+    }
+    // The PATCHed env keeps weight 3 and its allocation; the other takes its new weight.
+    expect((await statusEnv(base, a)).env_weight).toBeCloseTo(3 / 8);
+    expect((await statusEnv(base, b)).env_weight).toBeCloseTo(5 / 8);
+    expect((await statusEnv(base, b)).unallocated_fraction).toBeCloseTo(0.75);
+  });
+
   it("a paused env's allocation no longer blocks batches of the others", async () => {
     const run = uniqueRun("mix-alloc");
     const { base, envIds } = await setupRun(run, 4, [2, 2]);

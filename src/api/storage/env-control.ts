@@ -1,7 +1,8 @@
 /**
  * The run's mix as set while it goes (PATCH /v1/runs/{run}/envs/{id}): an env's weight, minimum
  * batch allocation and paused flag. /status-env, the env feeders and batch formation read them
- * from the envs row on their next tick, so nothing else has to be told.
+ * from the envs row on their next tick, so nothing else has to be told. A weight or allocation
+ * set here is pinned: the env registering again after a restart does not overwrite it.
  */
 import { and, eq } from "drizzle-orm";
 import type { EnvControl, EnvControlRequest } from "../../core/api-schemas";
@@ -18,9 +19,9 @@ export async function updateEnvControl(
   const rows = await db(d1)
     .update(envs)
     .set({
-      ...(change.weight !== undefined ? { weight: change.weight } : {}),
+      ...(change.weight !== undefined ? { weight: change.weight, weightPinned: true } : {}),
       ...(change.min_batch_allocation !== undefined
-        ? { minBatchAllocation: change.min_batch_allocation }
+        ? { minBatchAllocation: change.min_batch_allocation, minBatchAllocationPinned: true }
         : {}),
       ...(change.paused !== undefined ? { paused: change.paused } : {}),
     })

@@ -1,7 +1,7 @@
 /**
  * Reads of run and env metadata shared by the Worker routes and the Durable Objects.
  */
-import { and, eq } from "drizzle-orm";
+import { and, eq, sql } from "drizzle-orm";
 import { drizzle } from "drizzle-orm/d1";
 import type { EnvRecordForStatus, QueueByEnv } from "../../core/status-env";
 import { batches, envs, runs } from "./schema";
@@ -210,7 +210,15 @@ export async function resumeEnv(
 ): Promise<void> {
   await db(d1)
     .update(envs)
-    .set({ ...settings, connected: true, lastSeenAt: now })
+    .set({
+      maxTokenLength: settings.maxTokenLength,
+      groupSize: settings.groupSize,
+      // What an operator set (PATCH) outlives the env's restart.
+      weight: sql`CASE WHEN ${envs.weightPinned} THEN ${envs.weight} ELSE ${settings.weight} END`,
+      minBatchAllocation: sql`CASE WHEN ${envs.minBatchAllocationPinned} THEN ${envs.minBatchAllocation} ELSE ${settings.minBatchAllocation ?? null} END`,
+      connected: true,
+      lastSeenAt: now,
+    })
     .where(and(eq(envs.run, run), eq(envs.envId, envId)));
 }
 

@@ -73,6 +73,11 @@ export const envs = sqliteTable(
     minBatchAllocation: real("min_batch_allocation"),
     /** Set through PATCH /v1/runs/{run}/envs/{id}: a paused env gets no quota in /status-env. */
     paused: integer("paused", { mode: "boolean" }).notNull().default(false),
+    /** Set by PATCH: the env registering again (a restart) keeps the operator's value. */
+    weightPinned: integer("weight_pinned", { mode: "boolean" }).notNull().default(false),
+    minBatchAllocationPinned: integer("min_batch_allocation_pinned", { mode: "boolean" })
+      .notNull()
+      .default(false),
     connected: integer("connected", { mode: "boolean" }).notNull().default(true),
     registeredAt: integer("registered_at").notNull(),
     lastSeenAt: integer("last_seen_at").notNull(),

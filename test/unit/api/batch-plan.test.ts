@@ -17,6 +17,8 @@ function envRow(envId: number, over: Partial<EnvRow> = {}): EnvRow {
     minBatchAllocation: null,
     connected: true,
     paused: false,
+    weightPinned: false,
+    minBatchAllocationPinned: false,
     registeredAt: now,
     lastSeenAt: now,
     ...over,
