@@ -71,7 +71,14 @@ export async function guardEvaluation(
   const metrics = await evaluationAtStep(d1, run, envId, step);
   if (!metrics) return null;
   const [config, baselines] = await Promise.all([getGuard(d1, run), envBaselines(d1, run, envId)]);
-  const check = checkEvaluation(baselines, envId, step, metrics, config.factor);
+  const check = checkEvaluation(
+    baselines,
+    envId,
+    step,
+    metrics,
+    config.factor,
+    config.lower_is_better,
+  );
   await putBaselines(
     d1,
     run,

@@ -1,6 +1,7 @@
 /**
  * `atropos-edge guard --run RUN [--factor F] [--action alert|raise_replay|set_weights|pause_env]
- * [--fraction F] [--env-id N] [--weights 0=2,1=0.5] [--webhook URL|none] [--enable|--disable]`:
+ * [--fraction F] [--env-id N] [--weights 0=2,1=0.5] [--webhook URL|none] [--enable|--disable]
+ * [--lower-is-better eval/loss,eval/err_*|none]`:
  * shows the run's regression guard (settings, baselines, latest events) or changes it first.
  */
 import type { Command } from "commander";
@@ -12,6 +13,7 @@ export interface GuardOptions {
   enable?: boolean;
   disable?: boolean;
   factor?: string;
+  lowerIsBetter?: string;
   action?: string;
   fraction?: string;
   envId?: string;
@@ -52,7 +54,7 @@ export function formatGuard(g: GuardStatus, events: RunEvent[]): string {
   const action =
     g.action.type === "alert" ? "alert" : `${g.action.type} ${JSON.stringify(g.action)}`;
   const lines = [
-    `guard ${g.enabled ? "on" : "off"}: factor ${g.factor}, action ${action}, webhook ${g.webhook_url ?? "none"}`,
+    `guard ${g.enabled ? "on" : "off"}: factor ${g.factor}, action ${action}, webhook ${g.webhook_url ?? "none"}${g.lower_is_better.length > 0 ? `, lower is better: ${g.lower_is_better.join(", ")}` : ""}`,
     ...g.baselines.map((b) => `baseline env ${b.env_id} ${b.metric} = ${b.value} (${b.source})`),
     ...events.map((e) => `${new Date(e.created_at).toISOString()} ${e.kind}: ${e.message}`),
   ];
@@ -64,6 +66,15 @@ export async function runGuard(connection: ConnectionOptions, o: GuardOptions): 
   const change = changeOf(guardConfigRequestSchema, {
     enabled: o.enable ? true : o.disable ? false : undefined,
     factor: o.factor === undefined ? undefined : Number(o.factor),
+    lower_is_better:
+      o.lowerIsBetter === undefined
+        ? undefined
+        : o.lowerIsBetter === "none"
+          ? []
+          : o.lowerIsBetter
+              .split(",")
+              .map((m) => m.trim())
+              .filter((m) => m !== ""),
     action: actionFrom(o),
     webhook_url: o.webhook === undefined ? undefined : o.webhook === "none" ? null : o.webhook,
   });
@@ -86,6 +97,10 @@ export function registerGuardCommand(program: Command): void {
     .option("--enable", "turn the guard on")
     .option("--disable", "turn the guard off (baselines are still recorded)")
     .option("--factor <f>", "regression below factor × baseline (default 0.95)")
+    .option(
+      "--lower-is-better <metrics>",
+      "comma-separated metrics where smaller is better (a trailing * is a prefix); none clears",
+    )
     .option("--action <a>", "alert | raise_replay | set_weights | pause_env")
     .option("--fraction <f>", "replay fraction for raise_replay")
     .option("--env-id <n>", "env to pause for pause_env")

@@ -554,6 +554,11 @@ export type ReplayStatus = z.infer<typeof replayStatusSchema>;
 export const guardConfigSchema = z.object({
   enabled: z.boolean(),
   factor: z.number().describe("An evaluation below factor × baseline is a regression."),
+  lower_is_better: z
+    .array(z.string())
+    .describe(
+      "Metrics where smaller is better (losses, error rates; a trailing * names a prefix): above baseline ÷ factor is a regression.",
+    ),
   action: guardActionSchema,
   webhook_url: z.string().nullable().describe("POSTed a JSON event on each regression."),
 });
@@ -563,6 +568,11 @@ export const guardConfigRequestSchema = z
   .object({
     enabled: z.boolean().optional(),
     factor: z.number().gt(0).max(1, "factor must be at most 1").optional(),
+    lower_is_better: z
+      .array(z.string().min(1).max(200))
+      .max(100)
+      .optional()
+      .describe("Replaces the list of lower-is-better metrics."),
     action: guardActionSchema.optional(),
     webhook_url: z
       .string()

@@ -1,8 +1,9 @@
 /**
  * Regression guard: each evaluation metric of each env has a baseline (its first value, or one
  * set through the API); an evaluation below factor × baseline is a regression, and the run's
- * configured action answers it. Metrics are taken as higher-is-better; a metric whose baseline is
- * not above 0 is not guarded (a factor of a non-positive baseline has no "below").
+ * configured action answers it. Metrics are taken as higher-is-better unless the run names them
+ * lower-is-better (a loss, an error rate): those regress above baseline ÷ factor. A metric whose
+ * baseline is not above 0 is not guarded (a factor of a non-positive baseline has no "below").
  */
 import { z } from "zod";
 
@@ -34,8 +35,9 @@ export interface Regression {
   metric: string;
   value: number;
   baseline: number;
-  /** factor × baseline: the value had to reach this. */
+  /** factor × baseline (or baseline ÷ factor when lower is better): the value had to reach this. */
   threshold: number;
+  lowerIsBetter: boolean;
 }
 
 export interface GuardCheck {
@@ -44,9 +46,15 @@ export interface GuardCheck {
   regressions: Regression[];
 }
 
+/** Whether `metric` is one of `names` (an entry ending in `*` names a prefix). */
+export function metricMatches(metric: string, names: readonly string[]): boolean {
+  return names.some((n) => (n.endsWith("*") ? metric.startsWith(n.slice(0, -1)) : metric === n));
+}
+
 /**
  * Compares one evaluation with the env's baselines (metric → value).
  * @param baselines the env's baselines before this evaluation
+ * @param lowerIsBetter metric names (`*` suffix: prefix) where smaller values are better
  */
 export function checkEvaluation(
   baselines: ReadonlyMap<string, number>,
@@ -54,6 +62,7 @@ export function checkEvaluation(
   step: number,
   metrics: Readonly<Record<string, number>>,
   factor: number,
+  lowerIsBetter: readonly string[] = [],
 ): GuardCheck {
   const newBaselines: GuardCheck["newBaselines"] = [];
   const regressions: Regression[] = [];
@@ -65,8 +74,17 @@ export function checkEvaluation(
       continue;
     }
     if (baseline <= 0) continue;
+    if (metricMatches(metric, lowerIsBetter)) {
+      const threshold = baseline / factor;
+      if (value > threshold) {
+        regressions.push({ envId, step, metric, value, baseline, threshold, lowerIsBetter: true });
+      }
+      continue;
+    }
     const threshold = factor * baseline;
-    if (value < threshold) regressions.push({ envId, step, metric, value, baseline, threshold });
+    if (value < threshold) {
+      regressions.push({ envId, step, metric, value, baseline, threshold, lowerIsBetter: false });
+    }
   }
   return { newBaselines, regressions };
 }
@@ -79,5 +97,6 @@ export function describeRegression(r: Regression, action: GuardAction): string {
     set_weights: "env weights changed",
     pause_env: "env paused",
   };
-  return `env ${r.envId} ${r.metric} = ${r.value} at step ${r.step} fell below ${r.threshold} (baseline ${r.baseline}); ${what[action.type]}`;
+  const crossed = r.lowerIsBetter ? "rose above" : "fell below";
+  return `env ${r.envId} ${r.metric} = ${r.value} at step ${r.step} ${crossed} ${r.threshold} (baseline ${r.baseline}); ${what[action.type]}`;
 }

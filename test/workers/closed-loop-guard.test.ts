@@ -28,6 +28,7 @@ describe("regression guard", () => {
     expect(await json(call(`/v1/runs/${run}/guard`))).toEqual({
       enabled: true,
       factor: 0.95,
+      lower_is_better: [],
       action: { type: "alert" },
       webhook_url: null,
       baselines: [],
@@ -73,6 +74,21 @@ describe("regression guard", () => {
     const { events } = await json<Events>(call(`/v1/runs/${run}/events`));
     expect(events).toHaveLength(1);
     expect(events[0]!.message).toContain("eval/pass@1 = 0.3 at step 6 fell below");
+  });
+
+  it("reads metrics named lower-is-better the other way round", async () => {
+    const run = uniqueRun("guard-loss");
+    const { envIds } = await setupRun(run, 4, [2]);
+    const envId = envIds[0]!;
+    const set = await put(`/v1/runs/${run}/guard`, { lower_is_better: ["eval/loss"] });
+    expect(await json(set)).toMatchObject({ lower_is_better: ["eval/loss"] });
+    expect((await evaluate(run, envId, 1, { "eval/loss": 2 })).regression).toBe(false);
+    // A falling loss is progress, not a regression.
+    expect((await evaluate(run, envId, 2, { "eval/loss": 1 })).regression).toBe(false);
+    expect((await evaluate(run, envId, 3, { "eval/loss": 2.5 })).regression).toBe(true);
+    const { events } = await json<Events>(call(`/v1/runs/${run}/events`));
+    expect(events).toHaveLength(1);
+    expect(events[0]!.message).toContain("eval/loss = 2.5 at step 3 rose above");
   });
 
   it("uses baselines set through the API, and can pause an env or change weights", async () => {

@@ -15,6 +15,7 @@ import { evalBaselines, regressionGuards, runEvents } from "./schema";
 const DEFAULT_GUARD: GuardConfig = {
   enabled: true,
   factor: DEFAULT_GUARD_FACTOR,
+  lower_is_better: [],
   action: { type: "alert" },
   webhook_url: null,
 };
@@ -30,6 +31,7 @@ export async function getGuard(d1: D1Database, run: string): Promise<GuardConfig
   return {
     enabled: row.enabled,
     factor: row.factor,
+    lower_is_better: JSON.parse(row.lowerIsBetter) as string[],
     action: JSON.parse(row.action) as GuardAction,
     webhook_url: row.webhookUrl,
   };
@@ -44,6 +46,7 @@ export async function setGuard(
   const values = {
     enabled: next.enabled,
     factor: next.factor,
+    lowerIsBetter: JSON.stringify(next.lower_is_better),
     action: JSON.stringify(next.action),
     webhookUrl: next.webhook_url ?? null,
     updatedAt: Date.now(),

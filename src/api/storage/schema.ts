@@ -392,6 +392,8 @@ export const regressionGuards = sqliteTable("regression_guards", {
   run: text("run").primaryKey(),
   enabled: integer("enabled", { mode: "boolean" }).notNull().default(true),
   factor: real("factor").notNull().default(0.95),
+  /** JSON string[]: metrics where smaller is better. */
+  lowerIsBetter: text("lower_is_better").notNull().default("[]"),
   /** JSON of a GuardAction (src/core/regression-guard.ts). */
   action: text("action").notNull(),
   webhookUrl: text("webhook_url"),

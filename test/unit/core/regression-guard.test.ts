@@ -40,6 +40,42 @@ describe("regression guard", () => {
     expect(check.regressions).toEqual([]);
   });
 
+  it("flags a lower-is-better metric (exact name or prefix) above baseline ÷ factor", () => {
+    const baselines = new Map([
+      ["eval/loss", 2],
+      ["eval/err_math", 0.1],
+      ["accuracy", 0.8],
+    ]);
+    const lower = ["eval/loss", "eval/err_*"];
+    const fine = checkEvaluation(
+      baselines,
+      0,
+      7,
+      { "eval/loss": 2.1, "eval/err_math": 0.05, accuracy: 0.9 },
+      0.95,
+      lower,
+    );
+    // 2.1 is within 2 ÷ 0.95 ≈ 2.105; a falling error rate is an improvement.
+    expect(fine.regressions).toEqual([]);
+    const worse = checkEvaluation(
+      baselines,
+      0,
+      8,
+      { "eval/loss": 2.2, "eval/err_math": 0.2, accuracy: 0.9 },
+      0.95,
+      lower,
+    );
+    expect(worse.regressions.map((r) => r.metric)).toEqual(["eval/loss", "eval/err_math"]);
+    expect(worse.regressions[0]!.threshold).toBeCloseTo(2 / 0.95);
+    expect(describeRegression(worse.regressions[0]!, { type: "alert" })).toContain(
+      "eval/loss = 2.2 at step 8 rose above",
+    );
+    // Without the list the same falling loss would be read as higher-is-better.
+    expect(
+      checkEvaluation(baselines, 0, 9, { "eval/loss": 1 }, 0.95).regressions.map((r) => r.metric),
+    ).toEqual(["eval/loss"]);
+  });
+
   it("describes the regression and the action taken", () => {
     const [r] = checkEvaluation(new Map([["acc", 1]]), 1, 5, { acc: 0.5 }, 0.9).regressions;
     expect(describeRegression(r!, { type: "pause_env", env_id: 1 })).toBe(

@@ -1,0 +1,1 @@
+ALTER TABLE `regression_guards` ADD `lower_is_better` text DEFAULT '[]' NOT NULL;
