@@ -1,8 +1,10 @@
 /**
  * Ingest of scored groups: validate, canonicalise once (the stored bytes are what delivery
  * sends), write large payloads to R2, then record the group in D1 in one statement that also
- * dedupes retries, picks the buffered/queued state and stamps the policy version (a small
- * payload goes into group_payloads in the same transaction). A 200 is only sent after both writes, so an acknowledged group survives any restart.
+ * dedupes retries, picks the buffered/queued state and stamps the policy version (the SQL is in
+ * src/api/storage/groups.ts; a payload kept in D1 goes into group_payloads in the same
+ * transaction). A 200 is only sent after both writes, so an acknowledged group survives any
+ * restart.
  *
  * Retries are recognised per submission, never per group content: each group carries a dedupe
  * key naming its request (Idempotency-Key, else the SHA-256 of the whole body) and its position
@@ -21,6 +23,13 @@ import { groupTrajectoriesOf, type Trajectory } from "../core/trajectory";
 import { summarizeDetails, toValidationDetails, type ValidationDetail } from "../core/validation";
 import { type Bindings, numberVar } from "./bindings";
 import { ApiError } from "./errors";
+import {
+  groupInsertStatements,
+  itemKeyAnswer,
+  recentSubmission,
+  registeredEnvIds,
+  touchEnvStatement,
+} from "./storage/groups";
 import {
   INLINE_MAX_BYTES,
   PLAIN_MAX_BYTES,
@@ -223,37 +232,6 @@ export function submissionDedupeKey(
     : `key:${idempotencyKey}#${index}`;
 }
 
-const INSERT_GROUP = `
-INSERT INTO groups (run, env_id, status, num_seqs, total_tokens, completion_tokens, score_mean,
-  score_min, score_max, scores_json, policy_version, payload_key, payload_encoding, payload_bytes,
-  content_hash, dedupe_key, created_at, queued_at, payload_offset, token_id, raw_bytes, raw_crc32)
-SELECT ?1, ?2,
-  CASE WHEN ?2 IS NOT NULL AND ?3 < (SELECT group_size FROM envs WHERE run = ?1 AND env_id = ?2)
-    THEN 'buffered' ELSE 'queued' END,
-  ?3, ?4, ?5, ?6, ?7, ?8, ?9,
-  COALESCE(?10, (SELECT policy_version FROM runs WHERE name = ?1), 0),
-  ?11, ?20, ?12, ?13, ?18, ?14, ?14, ?17, ?19, ?21, ?22
-WHERE (?2 IS NULL OR EXISTS (SELECT 1 FROM envs WHERE run = ?1 AND env_id = ?2))
-  AND NOT EXISTS (SELECT 1 FROM groups WHERE run = ?1 AND dedupe_key = ?18 AND created_at > ?15)
-  AND (?16 IS NULL OR NOT EXISTS (SELECT 1 FROM idempotency_keys WHERE run = ?1 AND key = ?16))
-RETURNING id, status`;
-
-// Right after INSERT_GROUP: the group it just inserted, if it inserted one (a retry inserts none).
-const INSERT_INLINE_PAYLOAD = `
-INSERT INTO group_payloads (group_id, run, body)
-SELECT last_insert_rowid(), ?1, ?2 WHERE changes() = 1`;
-
-const RECORD_ITEM_KEY = `
-INSERT INTO idempotency_keys (run, key, route, request_hash, status_code, response, created_at)
-VALUES (?1, ?2, 'queue', ?3, 200,
-  json_object('group_id', (SELECT id FROM groups WHERE run = ?1 AND dedupe_key = ?3 ORDER BY id DESC LIMIT 1)),
-  ?4)
-ON CONFLICT (run, key) DO NOTHING`;
-
-// Heartbeat: a submission proves the env is alive; written at most every 5 s per env.
-const TOUCH_ENV =
-  "UPDATE envs SET last_seen_at = ?3 WHERE run = ?1 AND env_id = ?2 AND last_seen_at < ?3 - 5000";
-
 interface StoredRow {
   id: number;
   status: "queued" | "buffered";
@@ -308,42 +286,28 @@ async function writeCommit(env: Bindings, run: string, items: IngestItem[]) {
     const { stats, envId, policyVersion, scoresJson } = item.summary;
     insertAt.push(statements.length);
     statements.push(
-      env.DB.prepare(INSERT_GROUP).bind(
-        run,
+      ...groupInsertStatements(env.DB, run, {
         envId,
-        stats.numSeqs,
-        stats.totalTokens,
-        stats.completionTokens,
-        stats.scoreMean,
-        stats.scoreMin,
-        stats.scoreMax,
+        stats,
         scoresJson,
         policyVersion,
-        item.inline === null ? key : "",
-        item.payload.byteLength,
-        item.contentHash,
+        payloadKey: item.inline === null ? key : "",
+        payloadOffset: offsets[i]!,
+        payloadBytes: item.payload.byteLength,
+        encoding: item.encoding,
+        raw: item.raw,
+        inline: item.inline,
+        contentHash: item.contentHash,
+        dedupeKey: item.dedupeKey,
+        idempotencyKey: item.idempotencyKey ?? null,
+        tokenId: item.tokenId ?? null,
         now,
-        cutoff,
-        item.idempotencyKey ?? null,
-        offsets[i]!,
-        item.dedupeKey,
-        item.tokenId ?? null,
-        item.encoding,
-        item.raw?.length ?? null,
-        item.raw?.crc32 ?? null,
-      ),
+        dedupeCutoff: cutoff,
+      }),
     );
-    if (item.inline !== null) {
-      statements.push(env.DB.prepare(INSERT_INLINE_PAYLOAD).bind(run, item.inline));
-    }
-    if (item.idempotencyKey !== undefined) {
-      statements.push(
-        env.DB.prepare(RECORD_ITEM_KEY).bind(run, item.idempotencyKey, item.dedupeKey, now),
-      );
-    }
   }
   const touched = new Set(items.map((it) => it.summary.envId).filter((e) => e !== null));
-  for (const envId of touched) statements.push(env.DB.prepare(TOUCH_ENV).bind(run, envId, now));
+  for (const envId of touched) statements.push(touchEnvStatement(env.DB, run, envId, now));
   const d1Started = performance.now();
   const results = await env.DB.batch<StoredRow>(statements);
   const d1Ms = performance.now() - d1Started;
@@ -424,22 +388,13 @@ export async function ingestGroups(
       continue;
     }
     if (item.idempotencyKey !== undefined) {
-      const used = await env.DB.prepare(
-        "SELECT response FROM idempotency_keys WHERE run = ?1 AND key = ?2",
-      )
-        .bind(run, item.idempotencyKey)
-        .first<{ response: string }>();
+      const used = await itemKeyAnswer(env.DB, run, item.idempotencyKey);
       if (used) {
-        const groupId = (JSON.parse(used.response) as { group_id: number | null }).group_id ?? -1;
-        outcomes.push({ groupId, status: "queued", duplicate: true, envId });
+        outcomes.push({ groupId: used.groupId ?? -1, status: "queued", duplicate: true, envId });
         continue;
       }
     }
-    const prior = await env.DB.prepare(
-      "SELECT id, status FROM groups WHERE run = ?1 AND dedupe_key = ?2 AND created_at > ?3 ORDER BY id LIMIT 1",
-    )
-      .bind(run, item.dedupeKey, cutoff)
-      .first<{ id: number; status: string }>();
+    const prior = await recentSubmission(env.DB, run, item.dedupeKey, cutoff);
     if (prior) {
       outcomes.push({
         groupId: prior.id,
@@ -465,12 +420,7 @@ export async function ingestGroups(
 async function requireRegisteredEnvs(env: Bindings, run: string, items: IngestItem[]) {
   const wanted = [...new Set(items.map((it) => it.summary.envId).filter((e) => e !== null))];
   if (wanted.length === 0) return;
-  const { results } = await env.DB.prepare(
-    "SELECT env_id FROM envs WHERE run = ?1 AND env_id IN (SELECT value FROM json_each(?2))",
-  )
-    .bind(run, JSON.stringify(wanted))
-    .all<{ env_id: number }>();
-  const known = new Set(results.map((r) => r.env_id));
+  const known = await registeredEnvIds(env.DB, run, wanted);
   const i = items.findIndex((it) => it.summary.envId !== null && !known.has(it.summary.envId));
   if (i >= 0) {
     const envId = items[i]!.summary.envId;

@@ -1,0 +1,158 @@
+/**
+ * The SQL of storing a submitted group (src/api/ingest.ts decides what to store and when): one
+ * conditional insert that dedupes retries, picks buffered or queued and stamps the policy version;
+ * the payload kept in D1 beside the row; the queue item's idempotency key; the env's heartbeat;
+ * and the reads that tell a retry from an unknown env.
+ */
+import type { GroupStats } from "../../core/group-stats";
+
+/** What one group's insert writes. */
+export interface GroupInsert {
+  envId: number | null;
+  stats: GroupStats;
+  scoresJson: string;
+  /** null: the run's current version. */
+  policyVersion: number | null;
+  /** "" when the payload is kept in D1 (`inline`). */
+  payloadKey: string;
+  payloadOffset: number;
+  payloadBytes: number;
+  encoding: "canonical" | "deflate";
+  raw: { length: number; crc32: number } | null;
+  inline: string | null;
+  contentHash: string;
+  dedupeKey: string;
+  idempotencyKey: string | null;
+  tokenId: string | null;
+  now: number;
+  /** A stored submission with this dedupe key created after this is what this one retries. */
+  dedupeCutoff: number;
+}
+
+const INSERT_GROUP = `
+INSERT INTO groups (run, env_id, status, num_seqs, total_tokens, completion_tokens, score_mean,
+  score_min, score_max, scores_json, policy_version, payload_key, payload_encoding, payload_bytes,
+  content_hash, dedupe_key, created_at, queued_at, payload_offset, token_id, raw_bytes, raw_crc32)
+SELECT ?1, ?2,
+  CASE WHEN ?2 IS NOT NULL AND ?3 < (SELECT group_size FROM envs WHERE run = ?1 AND env_id = ?2)
+    THEN 'buffered' ELSE 'queued' END,
+  ?3, ?4, ?5, ?6, ?7, ?8, ?9,
+  COALESCE(?10, (SELECT policy_version FROM runs WHERE name = ?1), 0),
+  ?11, ?20, ?12, ?13, ?18, ?14, ?14, ?17, ?19, ?21, ?22
+WHERE (?2 IS NULL OR EXISTS (SELECT 1 FROM envs WHERE run = ?1 AND env_id = ?2))
+  AND NOT EXISTS (SELECT 1 FROM groups WHERE run = ?1 AND dedupe_key = ?18 AND created_at > ?15)
+  AND (?16 IS NULL OR NOT EXISTS (SELECT 1 FROM idempotency_keys WHERE run = ?1 AND key = ?16))
+RETURNING id, status`;
+
+// Right after INSERT_GROUP: the group it just inserted, if it inserted one (a retry inserts none).
+const INSERT_INLINE_PAYLOAD = `
+INSERT INTO group_payloads (group_id, run, body)
+SELECT last_insert_rowid(), ?1, ?2 WHERE changes() = 1`;
+
+const RECORD_ITEM_KEY = `
+INSERT INTO idempotency_keys (run, key, route, request_hash, status_code, response, created_at)
+VALUES (?1, ?2, 'queue', ?3, 200,
+  json_object('group_id', (SELECT id FROM groups WHERE run = ?1 AND dedupe_key = ?3 ORDER BY id DESC LIMIT 1)),
+  ?4)
+ON CONFLICT (run, key) DO NOTHING`;
+
+// Heartbeat: a submission proves the env is alive; written at most every 5 s per env.
+const TOUCH_ENV =
+  "UPDATE envs SET last_seen_at = ?3 WHERE run = ?1 AND env_id = ?2 AND last_seen_at < ?3 - 5000";
+
+/**
+ * The statements storing one group, in order (the first is the group's insert, which returns
+ * its id and status, or nothing for a retry or an unknown env).
+ */
+export function groupInsertStatements(
+  d1: D1Database,
+  run: string,
+  g: GroupInsert,
+): D1PreparedStatement[] {
+  const statements = [
+    d1
+      .prepare(INSERT_GROUP)
+      .bind(
+        run,
+        g.envId,
+        g.stats.numSeqs,
+        g.stats.totalTokens,
+        g.stats.completionTokens,
+        g.stats.scoreMean,
+        g.stats.scoreMin,
+        g.stats.scoreMax,
+        g.scoresJson,
+        g.policyVersion,
+        g.payloadKey,
+        g.payloadBytes,
+        g.contentHash,
+        g.now,
+        g.dedupeCutoff,
+        g.idempotencyKey,
+        g.payloadOffset,
+        g.dedupeKey,
+        g.tokenId,
+        g.encoding,
+        g.raw?.length ?? null,
+        g.raw?.crc32 ?? null,
+      ),
+  ];
+  if (g.inline !== null) statements.push(d1.prepare(INSERT_INLINE_PAYLOAD).bind(run, g.inline));
+  if (g.idempotencyKey !== null) {
+    statements.push(d1.prepare(RECORD_ITEM_KEY).bind(run, g.idempotencyKey, g.dedupeKey, g.now));
+  }
+  return statements;
+}
+
+export function touchEnvStatement(
+  d1: D1Database,
+  run: string,
+  envId: number,
+  now: number,
+): D1PreparedStatement {
+  return d1.prepare(TOUCH_ENV).bind(run, envId, now);
+}
+
+/** The answer recorded for a queue item's idempotency key, if it was used. */
+export async function itemKeyAnswer(
+  d1: D1Database,
+  run: string,
+  key: string,
+): Promise<{ groupId: number | null } | null> {
+  const used = await d1
+    .prepare("SELECT response FROM idempotency_keys WHERE run = ?1 AND key = ?2")
+    .bind(run, key)
+    .first<{ response: string }>();
+  if (!used) return null;
+  return { groupId: (JSON.parse(used.response) as { group_id: number | null }).group_id };
+}
+
+/** The group a submission with this dedupe key stored after `cutoff`, if any. */
+export function recentSubmission(
+  d1: D1Database,
+  run: string,
+  dedupeKey: string,
+  cutoff: number,
+): Promise<{ id: number; status: string } | null> {
+  return d1
+    .prepare(
+      "SELECT id, status FROM groups WHERE run = ?1 AND dedupe_key = ?2 AND created_at > ?3 ORDER BY id LIMIT 1",
+    )
+    .bind(run, dedupeKey, cutoff)
+    .first<{ id: number; status: string }>();
+}
+
+/** Which of `envIds` are registered in the run. */
+export async function registeredEnvIds(
+  d1: D1Database,
+  run: string,
+  envIds: readonly number[],
+): Promise<Set<number>> {
+  const { results } = await d1
+    .prepare(
+      "SELECT env_id FROM envs WHERE run = ?1 AND env_id IN (SELECT value FROM json_each(?2))",
+    )
+    .bind(run, JSON.stringify(envIds))
+    .all<{ env_id: number }>();
+  return new Set(results.map((r) => r.env_id));
+}
