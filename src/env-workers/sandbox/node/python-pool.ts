@@ -311,6 +311,24 @@ export class PythonProcessPool implements Sandbox {
     const started = performance.now();
     const pid = child.process.pid;
     const rssLimitKb = (request.memory_mb + this.rssOverheadMb) * 1024;
+    /** The child's RSS when it is over the limit, else null. */
+    const overLimit = (): number | null => {
+      const rss = pid === undefined ? null : rssKb(pid);
+      return rss !== null && rss > rssLimitKb ? rss : null;
+    };
+    const memoryFailure = (rss: number) =>
+      failedRun(
+        "memory",
+        `used more than ${request.memory_mb} MiB (process RSS ${Math.round(rss / 1024)} MiB)`,
+        performance.now() - started,
+      );
+    // Already over before the code runs (the interpreter alone): refused at once, not after a
+    // poll that a quick run could finish before.
+    const before = overLimit();
+    if (before !== null) {
+      child.process.kill("SIGKILL");
+      return Promise.resolve(memoryFailure(before));
+    }
     return new Promise<SandboxRunResult>((resolve) => {
       let settled = false;
       let killedFor: "timeout" | "memory" | null = null;
@@ -333,16 +351,10 @@ export class PythonProcessPool implements Sandbox {
         );
       }, request.timeout_ms);
       const watchdog = setInterval(() => {
-        const rss = pid === undefined ? null : rssKb(pid);
-        if (rss !== null && rss > rssLimitKb) {
+        const rss = overLimit();
+        if (rss !== null) {
           killedFor = "memory";
-          finish(
-            failedRun(
-              "memory",
-              `used more than ${request.memory_mb} MiB (process RSS ${Math.round(rss / 1024)} MiB)`,
-              performance.now() - started,
-            ),
-          );
+          finish(memoryFailure(rss));
         }
       }, this.rssPollMs);
       child.process.once("exit", (code, signal) => {
