@@ -47,12 +47,7 @@ import {
   type TrajectoryStep,
   z,
 } from "../sdk/env";
-import {
-  fromOpenAiToolCalls,
-  type ParsedToolCall,
-  parseHermesToolCalls,
-  thoughtOf,
-} from "./tools/hermes";
+import { type ParsedToolCall, takeAssistantTurn, thoughtOf } from "./tools/hermes";
 import { standardTools, Toolbox } from "./tools/toolbox";
 
 export const AGENT_TASK_PREFIX = "Agent task id:";
@@ -328,15 +323,8 @@ export class AgentTasksEnv extends BaseEnv<AgentTaskItem, AgentTasksConfig> {
         });
         const choice = res.choices[0];
         if (!choice) throw new Error("inference returned no choice");
-        const text = choice.message.content ?? "";
-        const parsed = choice.message.tool_calls?.length
-          ? fromOpenAiToolCalls(choice.message.tool_calls)
-          : parseHermesToolCalls(text);
-        messages.push({
-          role: "assistant",
-          content: choice.message.content,
-          ...(choice.message.tool_calls?.length ? { tool_calls: choice.message.tool_calls } : {}),
-        });
+        const parsed = takeAssistantTurn(choice.message, messages);
+        const text = parsed.text;
         if (parsed.calls.length === 0 && parsed.errors.length === 0) {
           finalResponse = text;
           break;

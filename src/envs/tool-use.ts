@@ -32,12 +32,7 @@ import {
   z,
 } from "../sdk/env";
 import { calculate, formatNumber } from "./tools/calculator";
-import {
-  fromOpenAiToolCalls,
-  type ParsedToolCall,
-  parseHermesToolCalls,
-  thoughtOf,
-} from "./tools/hermes";
+import { type ParsedToolCall, takeAssistantTurn, thoughtOf } from "./tools/hermes";
 import { fileOpsTool, jsExecTool, pythonExecTool } from "./tools/sandbox-tools";
 import { allowedTools, standardTools, Toolbox } from "./tools/toolbox";
 
@@ -238,15 +233,8 @@ export class ToolUseEnv extends BaseEnv<ToolTask, ToolUseConfig> {
         });
         const choice = res.choices[0];
         if (!choice) throw new Error("inference returned no choice");
-        const text = choice.message.content ?? "";
-        const parsed = choice.message.tool_calls?.length
-          ? fromOpenAiToolCalls(choice.message.tool_calls)
-          : parseHermesToolCalls(text);
-        messages.push({
-          role: "assistant",
-          content: choice.message.content,
-          ...(choice.message.tool_calls?.length ? { tool_calls: choice.message.tool_calls } : {}),
-        });
+        const parsed = takeAssistantTurn(choice.message, messages);
+        const text = parsed.text;
         finalResponse = text;
         if (parsed.calls.length === 0 && parsed.errors.length === 0) {
           finalAnswer = /<answer>\s*([\s\S]*?)\s*<\/answer>/i.exec(text)?.[1] ?? null;

@@ -81,19 +81,22 @@ export interface JudgeMessage {
 const dimensionLines = () =>
   RUBRIC_DIMENSIONS.map((d, i) => `${i + 1}. ${d}: ${RUBRIC_QUESTIONS[d]}`).join("\n");
 
+const criteriaLine = (criteria: string | undefined) =>
+  criteria?.trim() ? `\nTask-specific criteria: ${criteria}\n` : "";
+
+const judgeSystemMessage = (judgeName: string): JudgeMessage => ({
+  role: "system",
+  content: `You are ${judgeName}, an expert evaluator of AI agents on a panel of judges.`,
+});
+
 /** Pointwise: one trajectory, five dimension scores in a JSON object. */
 export function rubricPrompt(
   input: JudgeInput,
   options: { judgeName: string; criteria?: string },
 ): JudgeMessage[] {
-  const criteria = options.criteria?.trim()
-    ? `\nTask-specific criteria: ${options.criteria}\n`
-    : "";
+  const criteria = criteriaLine(options.criteria);
   return [
-    {
-      role: "system",
-      content: `You are ${options.judgeName}, an expert evaluator of AI agents on a panel of judges.`,
-    },
+    judgeSystemMessage(options.judgeName),
     {
       role: "user",
       content: `${RUBRIC_MARKER}\nAssess the agent's whole trajectory, not only its final response.\n\n${renderTrajectory(input)}\n${criteria}\nScore each dimension from 0 to 10:\n${dimensionLines()}\n\nReply with one JSON object and nothing else, e.g. {"task_completion": 7, "reasoning_quality": 6, "tool_usage": 8, "error_handling": 5, "efficiency": 7}.`,
@@ -118,14 +121,9 @@ export function rankingPrompt(
         `<trajectory id="${i + 1}">\n${renderTrajectory(input, { withTask: !sameTask })}\n</trajectory>`,
     )
     .join("\n\n");
-  const criteria = options.criteria?.trim()
-    ? `\nTask-specific criteria: ${options.criteria}\n`
-    : "";
+  const criteria = criteriaLine(options.criteria);
   return [
-    {
-      role: "system",
-      content: `You are ${options.judgeName}, an expert evaluator of AI agents on a panel of judges.`,
-    },
+    judgeSystemMessage(options.judgeName),
     {
       role: "user",
       content: `${RANKING_MARKER}\nSeveral agents attempted the same task. Compare their trajectories with each other and give each a score from 0 to 1 (better trajectories score higher; the scores are used relative to each other).\n\nTask:\n${task}\n\n${body}\n${criteria}\nConsider: ${RUBRIC_DIMENSIONS.join(", ")}.\nReply with one JSON object and nothing else: {"scores": [{"id": 1, "score": 0.8}, …]} with one entry for each of the ${inputs.length} trajectories.`,

@@ -1,4 +1,4 @@
-import type { ToolCall } from "../../sdk/env";
+import type { ChatMessage, ToolCall } from "../../sdk/env";
 /**
  * Hermes-format tool calls in raw model text: `<tool_call>{"name": …, "arguments": {…}}</tool_call>`.
  * Used when the inference layer did not already parse them into `tool_calls`. Unlike Atropos'
@@ -43,6 +43,26 @@ export function fromOpenAiToolCalls(toolCalls: ToolCall[]): {
     }
   }
   return { calls, errors };
+}
+
+/**
+ * One assistant reply in a tool loop: its tool calls (structured `tool_calls` when the inference
+ * layer parsed them, else Hermes text), with the reply appended to `messages` as it was sent.
+ */
+export function takeAssistantTurn(
+  message: { content: string | null; tool_calls?: ToolCall[] },
+  messages: ChatMessage[],
+): { text: string; calls: ParsedToolCall[]; errors: string[] } {
+  const text = message.content ?? "";
+  const parsed = message.tool_calls?.length
+    ? fromOpenAiToolCalls(message.tool_calls)
+    : parseHermesToolCalls(text);
+  messages.push({
+    role: "assistant",
+    content: message.content,
+    ...(message.tool_calls?.length ? { tool_calls: message.tool_calls } : {}),
+  });
+  return { text, ...parsed };
 }
 
 /** Text before the first tool call, think blocks removed: the step's "thought". */
