@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import math
 
-from conftest import lease_answer, make_group
-
 from atropos_edge import Batch, group_advantages
+
+from conftest import lease_answer, make_group
 
 
 def test_scores_are_standardized_within_the_group_as_atropos_does() -> None:

@@ -5,7 +5,6 @@ from __future__ import annotations
 import socket
 
 import pytest
-from conftest import Answer, FakeApi, lease_answer, make_group
 
 from atropos_edge import (
     ApiConnectionError,
@@ -17,6 +16,8 @@ from atropos_edge import (
     TrainerClient,
     ValidationError,
 )
+
+from conftest import Answer, FakeApi, lease_answer, make_group
 
 
 def client(api: FakeApi, **kw: object) -> tuple[TrainerClient, list[float]]:

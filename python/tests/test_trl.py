@@ -11,11 +11,12 @@ from typing import Any
 import pytest
 
 torch = pytest.importorskip("torch")  # the venv npm test builds has it; a core-only install skips
-from conftest import Answer, FakeApi, Seen, lease_answer  # noqa: E402
 from transformers import AutoModelForCausalLM, PreTrainedTokenizerFast, Qwen2Config  # noqa: E402
 
 from atropos_edge import Batch, TrainerClient  # noqa: E402
 from atropos_edge.trl import AtroposGRPOTrainer, atropos_grpo_config, grpo_inputs  # noqa: E402
+
+from conftest import Answer, FakeApi, Seen, lease_answer  # noqa: E402
 
 TOKENIZER = (
     Path(__file__).resolve().parents[2] / "test" / "fixtures" / "tokenizers" / "tiny" / "tokenizer.json"
