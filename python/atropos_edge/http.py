@@ -106,7 +106,7 @@ class HttpTransport:
                 return min(self.max_backoff, max(0.0, float(retry_after)))
             except ValueError:
                 pass
-        cap = min(self.max_backoff, self.backoff * 2 ** (attempt - 1))
+        cap = min(self.max_backoff, self.backoff * 2.0 ** (attempt - 1))
         return cap / 2 + random.random() * cap / 2
 
     def request(self, method: str, path: str, body: Any = None, *, idempotent: bool = True) -> Response:

@@ -26,7 +26,8 @@ from typing import Any
 import torch
 from datasets import Dataset
 from transformers import TrainerCallback, TrainerControl, TrainerState, TrainingArguments
-from trl import GRPOConfig, GRPOTrainer
+from trl.trainer.grpo_config import GRPOConfig
+from trl.trainer.grpo_trainer import GRPOTrainer
 
 from .batch import Batch
 from .trainer import TrainerClient
@@ -124,7 +125,7 @@ def grpo_inputs(batch: Batch, pad_token_id: int, device: torch.device | str = "c
     return {k: v.to(device) for k, v in out.items()}
 
 
-def atropos_score(*args: Any, **kwargs: Any) -> list[float]:
+def atropos_score(*args: Any, **kwargs: Any) -> list[float | None]:
     """Stands in for TRL's reward functions: the envs scored the batch before it was leased."""
     raise RuntimeError("AtroposGRPOTrainer takes rewards from leased batches; this is never called")
 
@@ -196,7 +197,7 @@ class AtroposGRPOTrainer(GRPOTrainer):
                 + " (atropos_grpo_config() sets these)"
             )
         # TRL's dataloader drives the step count; its rows are placeholders (the batch is leased).
-        placeholder = Dataset.from_dict({"prompt": [""] * args.generation_batch_size})
+        placeholder = Dataset.from_dict({"prompt": [""] * int(args.generation_batch_size or 1)})
         super().__init__(
             model=model,
             reward_funcs=[atropos_score],
@@ -215,10 +216,11 @@ class AtroposGRPOTrainer(GRPOTrainer):
         self.on_batch = on_batch
         self.policy_version: int | None = None
         self._pending: Batch | None = None
+        self._steps_per_generation = int(args.steps_per_generation or 1)
         self.add_callback(_AnnounceAndAck(self))
 
     def _pad_token_id(self) -> int:
-        tok = getattr(self.processing_class, "tokenizer", self.processing_class)
+        tok: Any = getattr(self.processing_class, "tokenizer", self.processing_class)
         pad = tok.pad_token_id if tok.pad_token_id is not None else tok.eos_token_id
         if pad is None:
             raise ValueError("the tokenizer has neither a pad nor an eos token to pad with")
@@ -226,7 +228,7 @@ class AtroposGRPOTrainer(GRPOTrainer):
 
     def _generate_and_score_completions(self, inputs: list[dict[str, Any]]) -> dict[str, Any]:
         """Leases the step's batch instead of generating (TRL calls this once per step)."""
-        if not self.model.training:
+        if self.model is None or not self.model.training:
             raise NotImplementedError("AtroposGRPOTrainer trains only; evaluate with the envs' evals")
         if self._pending is not None:
             raise RuntimeError(
@@ -248,7 +250,7 @@ class AtroposGRPOTrainer(GRPOTrainer):
         """The inputs TRL's loss takes for ``batch`` (what a generation step would have made)."""
         device = self.accelerator.device
         out = grpo_inputs(batch, self._pad_token_id(), device)
-        splits = self.args.steps_per_generation
+        splits = self._steps_per_generation
         if out["prompt_ids"].shape[0] % splits:
             raise ValueError(
                 f"batch {batch.batch_id} has {out['prompt_ids'].shape[0]} sequences, not divisible into "

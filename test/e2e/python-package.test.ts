@@ -70,7 +70,7 @@ describe("python/ (atropos_edge)", () => {
     await server?.stop();
   });
 
-  it("is ruff-clean and its pytest suite passes", async () => {
+  it("is ruff-clean, passes mypy --strict, and its pytest suite passes", async () => {
     await run(python, ["-m", "ruff", "check", "--config", "python/pyproject.toml", ...OWNED], {
       cwd: ROOT,
     });
@@ -79,6 +79,10 @@ describe("python/ (atropos_edge)", () => {
       ["-m", "ruff", "format", "--check", "--config", "python/pyproject.toml", ...OWNED],
       { cwd: ROOT },
     );
+    await run(python, ["-m", "mypy", "--config-file", "pyproject.toml"], {
+      cwd: PACKAGE,
+      timeout: 180_000,
+    });
     const { stdout } = await run(
       python,
       ["-m", "pytest", "-q", "-p", "no:cacheprovider", join(PACKAGE, "tests")],
