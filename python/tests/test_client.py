@@ -9,6 +9,7 @@ import pytest
 from atropos_edge import (
     ApiConnectionError,
     BadRequestError,
+    Batch,
     BatchTimeoutError,
     ConflictError,
     RateLimitError,
@@ -16,6 +17,7 @@ from atropos_edge import (
     TrainerClient,
     ValidationError,
 )
+from atropos_edge.http import HttpTransport
 
 from conftest import Answer, FakeApi, lease_answer, make_group
 
@@ -229,3 +231,18 @@ def test_waiting_for_a_batch_polls_and_times_out_with_the_reason(api: FakeApi) -
         next(c.batches(timeout=5, poll_interval=1))
     assert info.value.reason == "no groups queued"
     assert len(api.seen) == 6  # t = 0, 1, …, 5
+
+
+def test_a_request_that_is_not_safe_to_repeat_is_sent_once(api: FakeApi) -> None:
+    api.script = [Answer(drop=True), Answer(200, {})]
+    slept: list[float] = []
+    transport = HttpTransport(api.url, sleep=slept.append)
+    with pytest.raises(ApiConnectionError) as info:
+        transport.request("POST", "/scored_data", {"tokens": []}, idempotent=False)
+    assert info.value.attempts == 1 and len(api.seen) == 1 and slept == []
+
+
+def test_a_batch_not_leased_through_a_client_cannot_be_acked() -> None:
+    batch = Batch.from_lease(lease_answer([make_group(1)]))
+    with pytest.raises(RuntimeError, match="not leased through a TrainerClient"):
+        batch.ack()
