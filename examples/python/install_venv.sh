@@ -9,7 +9,7 @@ module="$2"
 here="$(cd "$(dirname "$0")" && pwd)"
 root="$(cd "$here/../.." && pwd)"
 venv="${3:-$root/node_modules/.cache/$name-venv}"
-req="$here/requirements-$name.txt"
+req="${INSTALL_VENV_REQUIREMENTS:-$here/requirements-$name.txt}" # another file: python/install_dev_venv.sh
 stamp="$venv/.requirements-sha256"
 want="$(sha256sum "$req" | cut -d' ' -f1)"
 

@@ -122,7 +122,7 @@ describe("Atropos Python clients (stdlib only)", () => {
     expect(lines[0]).toContain("has no groups; check --run");
   });
 
-  it("examples/python/lease_trainer.py: lease → policy → ack over what a Python env sent", async () => {
+  it("examples/python/lease_trainer.py (atropos_edge, stdlib only): lease → policy → ack", async () => {
     // The env client submits 6 groups of 4 first (once a trainer is registered), so all are
     // sampled under policy 0; the example then re-registers (queued groups stay) and leases 3
     // batches of 8, announcing versions 1, 2, 3 as it goes.
@@ -135,9 +135,9 @@ describe("Atropos Python clients (stdlib only)", () => {
     );
     const { stdout } = await trainer;
     expect(stdout.trim().split("\n")).toEqual([
-      "step 1: 8 sequences, max staleness 0",
-      "step 2: 8 sequences, max staleness 1",
-      "step 3: 8 sequences, max staleness 2",
+      "step 1: 8 sequences, max staleness 0, mean score 0.000",
+      "step 2: 8 sequences, max staleness 1, mean score 0.000",
+      "step 3: 8 sequences, max staleness 2, mean score 0.000",
     ]);
     // All three acked: nothing is left to lease.
     const res = await fetch(`${server.url}/v1/runs/default/batches/lease`, { method: "POST" });

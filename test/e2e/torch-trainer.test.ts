@@ -1,7 +1,8 @@
 /**
- * examples/python/grpo_torch_trainer.py: a PyTorch (CPU) GRPO trainer leasing real batches from
- * `npm run dev`, stepping a tiny random causal LM and acking. PyTorch comes from
- * examples/python/install_torch.sh (a venv cached under node_modules/.cache, reused).
+ * examples/python/grpo_torch_trainer.py: a PyTorch (CPU) GRPO trainer on the atropos_edge package
+ * leasing real batches from `npm run dev`, stepping a tiny random causal LM and acking. PyTorch
+ * comes from python/install_dev_venv.sh (the venv of the Python package's tests, cached under
+ * node_modules/.cache and reused).
  */
 import { execFile } from "node:child_process";
 import { join } from "node:path";
@@ -11,14 +12,15 @@ import { type DevServer, makeGroup, postJson, ROOT, seedRun, startDevServer } fr
 
 const run = promisify(execFile);
 const examples = join(ROOT, "examples", "python");
+const installVenv = join(ROOT, "python", "install_dev_venv.sh");
 
 describe("examples/python/grpo_torch_trainer.py (PyTorch, CPU)", () => {
   let server: DevServer;
   let python: string;
   beforeAll(async () => {
     const [install, dev] = await Promise.all([
-      // First run: ~30 s and ~0.9 GB from the local pip mirror; later runs reuse the venv.
-      run("bash", [join(examples, "install_torch.sh")], { timeout: 600_000 }),
+      // First run: about a minute and ~1.5 GB from the local pip mirror; later runs reuse it.
+      run("bash", [installVenv], { timeout: 600_000 }),
       startDevServer(),
     ]);
     python = install.stdout.trim().split("\n").at(-1) ?? "";
@@ -31,7 +33,7 @@ describe("examples/python/grpo_torch_trainer.py (PyTorch, CPU)", () => {
   it("leases 3 batches, takes 3 finite GRPO steps that change the weights, acks all", async () => {
     // 5 groups of 4 from the harness (varied scores) plus one whose env sent per-token
     // advantages: 24 sequences = 3 batches of 8.
-    const { base, envIds } = await seedRun(server.url, { groups: 5 });
+    const { base, envIds } = await seedRun(server.url, { run: "torch", groups: 5 });
     const withAdvantages = makeGroup(99, 4, envIds[0] ?? 0);
     const sent = await postJson(`${base}/scored_data`, {
       ...withAdvantages,
@@ -43,6 +45,8 @@ describe("examples/python/grpo_torch_trainer.py (PyTorch, CPU)", () => {
     const { stdout } = await run(
       python,
       [join(examples, "grpo_torch_trainer.py"), "--api", server.url, "--steps", "3"].concat([
+        "--run",
+        "torch",
         "--batch-size",
         "8",
         "--wait",
@@ -60,7 +64,7 @@ describe("examples/python/grpo_torch_trainer.py (PyTorch, CPU)", () => {
 
     const steps = lines.slice(1, -1).map((line) => {
       const m =
-        /^step (\d+): 8 sequences, (\d+) trainable tokens, (\d) groups with env advantages, loss (\S+), grad norm (\S+), logp margin (\S+) -> (\S+), max staleness (\d+)$/.exec(
+        /^step (\d+): 8 sequences, (\d+) trainable tokens, (\d) groups with env advantages, mean score (\S+), loss (\S+), grad norm (\S+), logp margin (\S+) -> (\S+), max staleness (\d+)$/.exec(
           line,
         );
       expect(m, line).not.toBeNull();
@@ -68,11 +72,12 @@ describe("examples/python/grpo_torch_trainer.py (PyTorch, CPU)", () => {
         step: Number(m?.[1]),
         trainable: Number(m?.[2]),
         envAdvantages: Number(m?.[3]),
-        loss: Number(m?.[4]),
-        gradNorm: Number(m?.[5]),
-        marginBefore: Number(m?.[6]),
-        marginAfter: Number(m?.[7]),
-        staleness: Number(m?.[8]),
+        meanScore: Number(m?.[4]),
+        loss: Number(m?.[5]),
+        gradNorm: Number(m?.[6]),
+        marginBefore: Number(m?.[7]),
+        marginAfter: Number(m?.[8]),
+        staleness: Number(m?.[9]),
       };
     });
     expect(steps.map((s) => s.step)).toEqual([1, 2, 3]);
@@ -83,13 +88,15 @@ describe("examples/python/grpo_torch_trainer.py (PyTorch, CPU)", () => {
     // ones (a sign error in the loss lowers this margin instead).
     expect(steps.every((s) => s.marginAfter > s.marginBefore)).toBe(true);
     expect(steps.reduce((n, s) => n + s.envAdvantages, 0)).toBe(1);
+    // harness groups score ((seed + s) % 3) - 1: every batch's mean lies in [-1, 1].
+    expect(steps.every((s) => Math.abs(s.meanScore) <= 1)).toBe(true);
     // All groups were sampled under policy 0; each step announced one more version.
     expect(steps.map((s) => s.staleness)).toEqual([0, 1, 2]);
 
     // All three acked: nothing is left to lease, and the run shows the trainer's version.
-    const res = await fetch(`${server.url}/v1/runs/default/batches/lease`, { method: "POST" });
+    const res = await fetch(`${server.url}/v1/runs/torch/batches/lease`, { method: "POST" });
     expect(res.status).toBe(204);
-    const listed = (await (await fetch(`${server.url}/v1/runs/default/batches`)).json()) as {
+    const listed = (await (await fetch(`${server.url}/v1/runs/torch/batches`)).json()) as {
       batches: { step: number; status: string; num_seqs: number }[];
     };
     expect(listed.batches.map((b) => [b.step, b.status, b.num_seqs])).toEqual([
@@ -97,7 +104,7 @@ describe("examples/python/grpo_torch_trainer.py (PyTorch, CPU)", () => {
       [2, "acked", 8],
       [1, "acked", 8],
     ]);
-    const policy = await (await fetch(`${server.url}/v1/runs/default/policy`)).json();
+    const policy = await (await fetch(`${server.url}/v1/runs/torch/policy`)).json();
     expect(policy).toEqual({ policy_version: 3 });
   });
 });
