@@ -7,6 +7,7 @@
 import { and, asc, eq, gt, gte, inArray, lte, type Placeholder, type SQL, sql } from "drizzle-orm";
 import type { DrizzleD1Database } from "drizzle-orm/d1";
 import { SQLiteAsyncDialect } from "drizzle-orm/sqlite-core";
+import type { AckedBatchView } from "../../core/ack-rule";
 import type { QueuedGroupRef } from "../../core/packing";
 import { compiled } from "./compiled";
 import { batchStatistics } from "./metrics";
@@ -253,6 +254,8 @@ export interface NewLease {
   sequences: number;
   formationMs: number;
   now: number;
+  /** The token taking the lease (null: API_TOKEN or open local development). */
+  holder: string | null;
 }
 
 const leaseWrites = {
@@ -280,6 +283,7 @@ const leaseWrites = {
       replaySeqs: sql.placeholder("replaySeqs"),
       formationMs: sql.placeholder("formationMs"),
       createdAt: p.now,
+      holder: sql.placeholder("holder"),
     }),
   ),
   advanceStep: compiled((d) =>
@@ -324,6 +328,7 @@ export async function formLease(
     replayIds: lease.replayIds.length > 0 ? JSON.stringify(lease.replayIds) : null,
     replaySeqs: lease.replaySeqs,
     formationMs: lease.formationMs,
+    holder: lease.holder,
   };
   const results = await d1.batch([
     leaseWrites.leaseGroups.bind(d1, {
@@ -349,11 +354,16 @@ function statementOf(
   return d1.prepare(query.sql).bind(...query.params);
 }
 
-/** Hands an expired lease's batch out again under a new lease id. */
+/** Hands an expired lease's batch out again under a new lease id; the lapsed id is kept. */
 export async function renewLease(
   d1: D1Database,
   batchId: string,
-  lease: { leaseId: string; leaseExpiresAt: number; consumer: "compat" | "lease" },
+  lease: {
+    leaseId: string;
+    leaseExpiresAt: number;
+    consumer: "compat" | "lease";
+    holder: string | null;
+  },
 ): Promise<void> {
   await db(d1)
     .update(batches)
@@ -362,6 +372,8 @@ export async function renewLease(
       leaseExpiresAt: lease.leaseExpiresAt,
       leaseCount: sql`${batches.leaseCount} + 1`,
       consumer: lease.consumer,
+      holder: lease.holder,
+      priorLeaseIds: sql`json_insert(COALESCE(${batches.priorLeaseIds}, '[]'), '$[#]', ${batches.leaseId})`,
     })
     .where(eq(batches.id, batchId));
 }
@@ -383,18 +395,33 @@ export async function dissolveLease(
   ]);
 }
 
-export async function getLease(d1: D1Database, run: string, batchId: string) {
+/** The batch as an ack decides from it (src/core/ack-rule.ts), with its step. */
+export async function getLease(
+  d1: D1Database,
+  run: string,
+  batchId: string,
+): Promise<(AckedBatchView & { step: number }) | undefined> {
   const rows = await db(d1)
     .select({
       id: batches.id,
       status: batches.status,
       leaseId: batches.leaseId,
+      leaseExpiresAt: batches.leaseExpiresAt,
+      leaseCount: batches.leaseCount,
+      priorLeaseIds: batches.priorLeaseIds,
+      holder: batches.holder,
+      ackedAt: batches.ackedAt,
       step: batches.step,
     })
     .from(batches)
     .where(and(eq(batches.id, batchId), eq(batches.run, run)))
     .limit(1);
-  return rows[0];
+  const row = rows[0];
+  return row && { ...row, priorLeaseIds: parseLeaseIds(row.priorLeaseIds) };
+}
+
+function parseLeaseIds(json: string | null): string[] {
+  return json ? (JSON.parse(json) as string[]) : [];
 }
 
 /** Marks the batch and its groups delivered; `extra` runs between the two (replay admission). */
