@@ -189,11 +189,29 @@ async function startWorkerEnv(
   config: Record<string, unknown>,
   inference: ReturnType<typeof workerInference>,
 ): Promise<WorkerEnvRun> {
-  const base = `${apiUrl}/v1/runs/${encodeURIComponent(run)}/env-workers`;
+  const runBase = `${apiUrl}/v1/runs/${encodeURIComponent(run)}`;
+  const base = `${runBase}/env-workers`;
+  // A key never travels in queue messages: the run stores the server (key sealed) and the env
+  // worker refers to the run's servers.
+  if (inference.api_key) {
+    await readJson(
+      await fetch(`${runBase}/inference`, {
+        method: "PUT",
+        headers: { "content-type": "application/json" },
+        body: JSON.stringify([inference]),
+      }),
+      "storing the run's inference server",
+    );
+  }
   const res = await fetch(base, {
     method: "POST",
     headers: { "content-type": "application/json" },
-    body: JSON.stringify({ env: name, instance: WORKER_INSTANCE, config, inference: [inference] }),
+    body: JSON.stringify({
+      env: name,
+      instance: WORKER_INSTANCE,
+      config,
+      inference: inference.api_key ? "run" : [inference],
+    }),
   });
   const summary = await readJson<FeederSummary>(res, `starting env worker ${name}`);
   return {

@@ -28,6 +28,7 @@ import {
 } from "../env-workers/worker-env";
 import type { RolloutItemMessage } from "../queues/messages";
 import type { BacklogItem } from "./env-feeder";
+import { resolveSpec } from "./spec-inference";
 
 export const ROLLOUT_QUEUE = "rollout-items";
 export const DEAD_LETTER_QUEUE = "rollout-items-dlq";
@@ -66,7 +67,12 @@ export async function rollOutItem(
   let instance: BaseEnv<JsonValue>;
   let maxTokenLen: number;
   try {
-    instance = await rolloutEnv(msg.spec, def, env.PAYLOADS, options);
+    instance = await rolloutEnv(
+      await resolveSpec(env, msg.run, msg.spec),
+      def,
+      env.PAYLOADS,
+      options,
+    );
     // Messages are decoded from the group's tokens during validation.
     if (cfg.include_messages || cfg.include_token_texts) await loadTokenizer(instance.tokenizer);
     const run = await env.DB.prepare("SELECT max_token_len FROM runs WHERE name = ?1")
