@@ -186,6 +186,9 @@ if (port !== 0 && !(await portIsFree(port, ip))) {
   );
 }
 
+// First thing, before the slow start-up, so it is not missed.
+announceAuth(vars.API_TOKEN || devVarsSetToken());
+
 run(
   ["d1", "migrations", "apply", "DB", "--local", "--persist-to", persistTo],
   "Applying the D1 migrations to the local state",
@@ -219,7 +222,6 @@ async function serveWithMiniflare() {
 
   const { workerOptions } = unstable_getMiniflareWorkerOptions(config);
   const bindings = { ...workerOptions.bindings, ...vars };
-  announceAuth(bindings.API_TOKEN);
   const state = (kind) => join(persistTo, "v3", kind);
   // wrangler.jsonc routes every request to the Worker first (run_worker_first) and the Worker
   // serves /dashboard/* through its ASSETS binding. Locally the same behaviour without Miniflare's
@@ -349,7 +351,6 @@ async function serveWithWranglerDev() {
     import("wrangler"),
   ]);
   await seedTokenizersBeforeStart(Miniflare, unstable_readConfig({ config: configPath }));
-  announceAuth(vars.API_TOKEN || devVarsSetToken());
   // A free port unless given: several dev servers (tests, `npm start`) must not fight over 9229.
   const inspector = inspectorPort ?? String(await freePort());
   const child = spawn(

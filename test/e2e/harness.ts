@@ -30,11 +30,17 @@ export interface DevServer extends DevProcess {
 
 /** A real dev server (`npm run dev`) on a free loopback port with a fresh state directory. */
 export async function startDevServer(
-  options: { port?: number; persistTo?: string; vars?: Record<string, string> } = {},
+  options: {
+    port?: number;
+    persistTo?: string;
+    vars?: Record<string, string>;
+    /** The server's environment (default: this process's). */
+    env?: NodeJS.ProcessEnv;
+  } = {},
 ): Promise<DevServer> {
   const port = options.port ?? (await freePort());
   const persistTo = options.persistTo ?? mkdtempSync(join(tmpdir(), "atropos-edge-state-"));
-  const dev = await startDevProcess({ port, persistTo, vars: options.vars });
+  const dev = await startDevProcess({ port, persistTo, vars: options.vars, env: options.env });
   return { ...dev, port, persistTo };
 }
 
