@@ -22,7 +22,7 @@ export function redactSecrets(text: string, keys: readonly (string | null | unde
   for (const key of keys) {
     if (key) out = out.split(key).join("[redacted]");
   }
-  return out.replace(/(bearer\s+)[^\s"',;}\]]+/gi, "$1[redacted]");
+  return out.replace(/(bearer\s+)(?!\[redacted\])[^\s"',;}\]]+/gi, "$1[redacted]");
 }
 
 /** One log line for the operator: which run and servers, and the error without keys. */

@@ -3,15 +3,22 @@
  * run's stored servers (keys sealed in D1, resolved where a rollout needs them), and a listed
  * server with an api_key is refused with 422 saying where to put it instead.
  */
-import { runInDurableObject } from "cloudflare:test";
+import {
+  createExecutionContext,
+  createMessageBatch,
+  getQueueResult,
+  runInDurableObject,
+} from "cloudflare:test";
 import { env } from "cloudflare:workers";
-import { describe, expect, it } from "vitest";
+import { describe, expect, it, vi } from "vitest";
 import type { Bindings } from "../../src/api/bindings";
 import type { RolloutItemMessage } from "../../src/queues/messages";
 import type { EnvFeeder } from "../../src/worker/env-feeder";
+import { handleQueueBatch, ROLLOUT_QUEUE } from "../../src/worker/queue-handler";
 import { resolveSpec } from "../../src/worker/spec-inference";
 import { call, post, REGISTRATION, uniqueRun } from "./helpers";
-import { ConstantRewardTestEnv } from "./test-envs";
+import { ConstantRewardTestEnv, FaultyTestEnv, GROUP_SIZE } from "./test-envs";
+import { testEnvCatalog } from "./test-worker";
 
 const bindings = env as unknown as Bindings;
 const KEY = "sk-env-worker-key-never-on-the-queue";
@@ -74,5 +81,53 @@ describe("env worker inference keys", () => {
     const resolved = await resolveSpec(bindings, run, sent[0]!.spec);
     expect(resolved.inference).toMatchObject([{ base_url: SERVER.base_url, api_key: KEY }]);
     await stub.stop();
+  });
+});
+
+describe("a failed rollout's error", () => {
+  it("is logged without the run's key, even when the inference server echoed it", async () => {
+    const run = uniqueRun("ew-keys-log");
+    await post(`/runs/${run}/register`, { ...REGISTRATION, batch_size: 8 });
+    await call(`/v1/runs/${run}/inference`, {
+      method: "PUT",
+      headers: { "content-type": "application/json" },
+      body: JSON.stringify([{ ...SERVER, api_key: KEY }]),
+    });
+    const itemId = crypto.randomUUID();
+    const body: RolloutItemMessage = {
+      itemId,
+      run,
+      feeder: `${run}/${FaultyTestEnv.envName}/0`,
+      envId: 0,
+      spec: {
+        envName: FaultyTestEnv.envName,
+        config: { group_size: GROUP_SIZE },
+        inference: "run",
+      },
+      item: {
+        key: itemId,
+        failures: 1,
+        message: `inference server answered 401: bad credentials 'Bearer ${KEY}' (${KEY})`,
+      },
+      policyVersion: 0,
+      issuedAt: Date.now(),
+    };
+    const logged: string[] = [];
+    vi.spyOn(console, "error").mockImplementation((line: unknown) => {
+      logged.push(String(line));
+    });
+    try {
+      const batch = createMessageBatch<RolloutItemMessage>(ROLLOUT_QUEUE, [
+        { id: `${itemId}-0`, timestamp: new Date(), attempts: 1, body },
+      ]);
+      const ctx = createExecutionContext();
+      await handleQueueBatch(batch, bindings, ctx, testEnvCatalog);
+      expect((await getQueueResult(batch, ctx)).retryMessages).toHaveLength(1);
+    } finally {
+      vi.restoreAllMocks();
+    }
+    const line = logged.find((l) => l.includes("rollout item failed"));
+    expect(line).toContain("bad credentials 'Bearer [redacted]' ([redacted])");
+    expect(logged.join("\n")).not.toContain(KEY);
   });
 });
