@@ -17,11 +17,10 @@ import { activeAllocations, planBatch, type ReplayPlan } from "./batch-plan";
 import { type Bindings, numberVar } from "./bindings";
 import { type RpcResult, rpcError } from "./errors";
 import { collectGarbage, nextExpiry, retentionMs } from "./retention";
+import { ackLease, getLease } from "./storage/acks";
 import {
-  ackLease,
   dissolveLease,
   formLease,
-  getLease,
   type LeaseState,
   queueBuffered,
   queuedOfEnvs,
