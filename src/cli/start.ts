@@ -400,7 +400,11 @@ export async function runStart(
       workersMode && options.envModules?.some((m) => m !== null)
         ? writeWorkerEntry(stateDir, envNames, options.envModules)
         : undefined;
-    dev = await startDevProcess({ port: options.port, persistTo: stateDir, entry });
+    // start's own clients send no token: its private loopback server stays open whatever
+    // API_TOKEN the shell exports (dev.mjs would otherwise read it).
+    const devEnv = { ...process.env };
+    delete devEnv.API_TOKEN;
+    dev = await startDevProcess({ port: options.port, persistTo: stateDir, entry, env: devEnv });
     out.write(
       `API ${dev.url} (dashboard ${dev.url}/dashboard/) · ${inference.describe} · envs ${envNames.join(", ")}${workersMode ? " on the Worker's queue path" : " in Node"}\n`,
     );

@@ -34,13 +34,15 @@ export async function startDevServer(
     port?: number;
     persistTo?: string;
     vars?: Record<string, string>;
-    /** The server's environment (default: this process's). */
+    /** The server's environment (default: this process's, without API_TOKEN). */
     env?: NodeJS.ProcessEnv;
   } = {},
 ): Promise<DevServer> {
   const port = options.port ?? (await freePort());
   const persistTo = options.persistTo ?? mkdtempSync(join(tmpdir(), "atropos-edge-state-"));
-  const dev = await startDevProcess({ port, persistTo, vars: options.vars, env: options.env });
+  // Hermetic: an API_TOKEN exported in the shell running the tests does not lock the server.
+  const env = options.env ?? { ...process.env, API_TOKEN: "" };
+  const dev = await startDevProcess({ port, persistTo, vars: options.vars, env });
   return { ...dev, port, persistTo };
 }
 
