@@ -8,6 +8,10 @@
  *                [--entry FILE]           (serve this Worker entry instead of the config's `main`)
  * `npm run dev -- --watch [same options] [-- other wrangler dev flags]`
  *
+ * Worker settings come from wrangler.jsonc's vars, then `.dev.vars`, then the environment (the
+ * documented vars and secrets: `API_TOKEN=… npm run dev`), then `--var`, each overriding the one
+ * before. Without API_TOKEN the server answers everyone: it says so, loudly, on start.
+ *
  * Applies the D1 migrations to the local state, then serves the Worker (API, queues, DOs,
  * dashboard) on workerd with local D1/R2/Queues/DOs persisted across restarts. Works offline.
  *
@@ -19,7 +23,7 @@
  * while editing; both share the same state directory layout.
  */
 import { spawn, spawnSync } from "node:child_process";
-import { existsSync, readdirSync, rmSync } from "node:fs";
+import { existsSync, readdirSync, readFileSync, rmSync } from "node:fs";
 import { createRequire } from "node:module";
 import { createServer } from "node:net";
 import { dirname, join, resolve } from "node:path";
@@ -52,12 +56,62 @@ const watch = flag("watch");
 const entry = option("entry");
 const inspectorPort = option("inspector-port");
 const vars = { DEPLOYMENT: "local" };
+// The Worker settings docs/DEPLOY.md documents, read from the environment too. DEPLOYMENT is not:
+// a dev server is always "local".
+const ENV_SETTINGS = [
+  "API_TOKEN",
+  "ALLOW_UNAUTHENTICATED",
+  "INFERENCE_KEYS_SECRET",
+  "GUARD_WEBHOOK_ALLOW_PRIVATE",
+  "PROXY_SESSION_TTL_S",
+  "RETENTION_HOURS",
+  "CORS_ORIGINS",
+  "MEMORY_BUDGET_MB",
+  "FEEDER_TICK_MS",
+  "PUBLIC_API_URL",
+  "COMPAT_LEASE_SECONDS",
+  "DEFAULT_LEASE_SECONDS",
+  "MAX_BODY_BYTES",
+  "MAX_INFLATED_BYTES",
+  "ENV_STALE_SECONDS",
+  "DEDUPE_WINDOW_SECONDS",
+];
+const fromEnvironment = ENV_SETTINGS.filter((name) => process.env[name]);
+for (const name of fromEnvironment) vars[name] = process.env[name];
 for (let v = option("var"); v !== undefined; v = option("var")) {
   const colon = v.indexOf(":");
   if (colon <= 0) fail(`--var expects NAME:value, got '${v}'`);
   vars[v.slice(0, colon)] = v.slice(colon + 1);
 }
 if (!Number.isInteger(port) || port < 0 || port > 65535) fail(`--port expects 0–65535`);
+
+/**
+ * Names (never values) of the settings taken from the environment, and a warning when the server
+ * will answer without authentication (`apiToken`: the API_TOKEN it will have, if any).
+ */
+function announceAuth(apiToken) {
+  if (fromEnvironment.length > 0) {
+    process.stdout.write(`dev: settings from the environment: ${fromEnvironment.join(", ")}\n`);
+  }
+  if (apiToken) return;
+  const where =
+    ip === "127.0.0.1" || ip === "localhost" || ip === "::1" ? "this machine" : "the network";
+  process.stderr.write(
+    [
+      "dev: WARNING: no API_TOKEN is set: this server answers every request WITHOUT AUTHENTICATION",
+      `dev:   (anyone on ${where} who can reach port ${port} can read and change its runs and tokens).`,
+      "dev:   Set one: API_TOKEN=<secret> npm run dev, a line API_TOKEN=<secret> in .dev.vars,",
+      "dev:   or --var API_TOKEN:<secret>; then send 'Authorization: Bearer <secret>'.",
+      "",
+    ].join("\n"),
+  );
+}
+
+/** Whether .dev.vars (dotenv format, read by wrangler) sets API_TOKEN. */
+function devVarsSetToken() {
+  const file = join(root, ".dev.vars");
+  return existsSync(file) && /^\s*API_TOKEN\s*=\s*["']?\S/m.test(readFileSync(file, "utf8"));
+}
 
 function fail(message) {
   process.stderr.write(`dev: ${message}\n`);
@@ -132,6 +186,9 @@ if (port !== 0 && !(await portIsFree(port, ip))) {
   );
 }
 
+// First thing, before the slow start-up, so it is not missed.
+announceAuth(vars.API_TOKEN || devVarsSetToken());
+
 run(
   ["d1", "migrations", "apply", "DB", "--local", "--persist-to", persistTo],
   "Applying the D1 migrations to the local state",
@@ -164,6 +221,7 @@ async function serveWithMiniflare() {
   if (!script) fail(`wrangler wrote no bundle into ${bundleDir}`);
 
   const { workerOptions } = unstable_getMiniflareWorkerOptions(config);
+  const bindings = { ...workerOptions.bindings, ...vars };
   const state = (kind) => join(persistTo, "v3", kind);
   // wrangler.jsonc routes every request to the Worker first (run_worker_first) and the Worker
   // serves /dashboard/* through its ASSETS binding. Locally the same behaviour without Miniflare's
@@ -180,7 +238,7 @@ async function serveWithMiniflare() {
         modules: true,
         scriptPath: join(bundleDir, script),
         modulesRoot: bundleDir,
-        bindings: { ...workerOptions.bindings, ...vars },
+        bindings,
         // Clients talk to the Worker itself. Miniflare's entry worker imitates Cloudflare's edge
         // but compresses differently: it gzips every JSON/text response for a client that accepts
         // gzip, small ones included (the edge skips responses marked no-transform), and passes

@@ -34,6 +34,11 @@ interface OptionalSettings {
   INFERENCE_KEYS_SECRET?: string;
   /** Inference-proxy sessions expire this many seconds after their last call (default 3600). */
   PROXY_SESSION_TTL_S?: string;
+  /**
+   * "true" lets the regression guard's webhook_url point at loopback, private or link-local
+   * addresses (refused otherwise: a trainer must not make the server POST into its network).
+   */
+  GUARD_WEBHOOK_ALLOW_PRIVATE?: string;
   /** Base URL env workers use to reach this API (defaults to the request origin). */
   PUBLIC_API_URL?: string;
   /**

@@ -2,7 +2,7 @@
  * What the API asks of an env worker's feeder object. The platform layer's EnvFeeder Durable
  * Object implements it; the API names only this port, so it never depends on the platform.
  */
-import type { EnvWorkerSpec } from "../core/server-config";
+import type { EnvWorkerRef } from "../core/server-config";
 
 /** An env worker as its feeder describes it (RPC-serialisable; GET /v1/runs/{run}/env-workers/…). */
 export interface FeederSummary {
@@ -53,7 +53,7 @@ export interface ItemReport {
 
 /** The feeder's RPC methods: the API starts, stops, describes and clears; the queue path reports. */
 export interface EnvFeederPort extends Rpc.DurableObjectBranded {
-  start(run: string, name: string, spec: EnvWorkerSpec): Promise<FeederSummary>;
+  start(run: string, name: string, spec: EnvWorkerRef): Promise<FeederSummary>;
   stop(): Promise<FeederSummary | null>;
   describe(): Promise<FeederSummary | null>;
   /** Forget everything (the run is being reset). */

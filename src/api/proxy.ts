@@ -15,10 +15,14 @@ import {
   sessionGroup,
   sessionTrajectories,
 } from "../core/proxy-session";
+import { scopesAllow } from "../core/tokens";
 import { numberVar } from "./bindings";
 import type { AppContext } from "./context";
 import { ApiError } from "./errors";
 import { submitGroupInProcess } from "./ingest";
+import { submitterOf } from "./middleware/auth";
+import { chargeProxyTokens, checkProxyTokens } from "./middleware/quotas";
+import { logUpstreamFailure, sanitizedFailure } from "./proxy-upstream";
 import { jsonBody } from "./request";
 import { getRunInference } from "./storage/inference";
 import {
@@ -51,8 +55,48 @@ export function sessionIdOf(c: AppContext): string {
 }
 
 /**
+ * Whether the caller may use the session: the token that created it, and admin (API_TOKEN, an
+ * admin-scoped token, open local development). Others are told it does not exist.
+ */
+function mayUse(c: AppContext, session: ProxySessionRow): boolean {
+  const principal = c.get("principal");
+  if (principal.kind !== "token" || scopesAllow(principal.token.scopes, "admin")) return true;
+  return session.owner === principal.token.id;
+}
+
+function noSession(c: AppContext, run: string, id: string): ApiError {
+  const forToken = c.get("principal").kind === "token";
+  return new ApiError(
+    "NOT_FOUND",
+    `no inference-proxy session '${id}' in run '${run}'${forToken ? " for this token (a session belongs to the token that created it)" : ""}`,
+  );
+}
+
+/** The session if it exists and the caller may use it (expired or not); 404 otherwise. */
+export async function ownedSession(
+  c: AppContext,
+  run: string,
+  id: string,
+): Promise<ProxySessionRow> {
+  const session = await loadSession(c.env.DB, run, id);
+  if (!session || !mayUse(c, session)) throw noSession(c, run, id);
+  return session;
+}
+
+/** Creates a session owned by the caller (an Atropos-wire create, or a first OpenAI call). */
+export function createOwnedSession(
+  c: AppContext,
+  run: string,
+  id: string,
+  now: number,
+): Promise<ProxySessionRow> {
+  return createSession(c.env.DB, run, id, emptyTracking(), now, sessionTtlMs(c), submitterOf(c));
+}
+
+/**
  * The session, checked usable: unknown sessions are created when `create` (an OpenAI base URL
- * names its session) and 404 otherwise; expired ones are 404 with when and why.
+ * names its session) and 404 otherwise; another token's sessions are 404; expired ones are 404
+ * with when and why.
  */
 export async function usableSession(
   c: AppContext,
@@ -62,11 +106,10 @@ export async function usableSession(
 ): Promise<ProxySessionRow> {
   let session = await loadSession(c.env.DB, run, id);
   if (!session) {
-    if (!options.create) {
-      throw new ApiError("NOT_FOUND", `no inference-proxy session '${id}' in run '${run}'`);
-    }
-    session = await createSession(c.env.DB, run, id, emptyTracking(), options.now, sessionTtlMs(c));
+    if (!options.create) throw noSession(c, run, id);
+    session = await createOwnedSession(c, run, id, options.now);
   }
+  if (!mayUse(c, session)) throw noSession(c, run, id);
   if (options.now >= session.expiresAt) {
     const idle = Math.round(sessionTtlMs(c) / 1000);
     throw new ApiError(
@@ -114,6 +157,7 @@ export async function forwardProxyCall(
   }
   const session = await usableSession(c, run, id, { create, now: Date.now() });
   requireOpen(session);
+  await checkProxyTokens(c);
   const tracking: ProxyTracking = structuredClone(session.tracking);
   let answer: Record<string, unknown>;
   try {
@@ -123,9 +167,13 @@ export async function forwardProxyCall(
         : await proxy.completion(inference.servers, tracking, body);
   } catch (error) {
     if (error instanceof ProxyInputError) throw new ApiError("BAD_REQUEST", error.message);
-    const message = error instanceof Error ? error.message : String(error);
-    throw new ApiError("UNAVAILABLE", `the run's inference servers failed: ${message}`);
+    logUpstreamFailure(run, inference.servers, error);
+    throw new ApiError(
+      "UNAVAILABLE",
+      `the run's inference servers failed: ${sanitizedFailure(error)} (the Worker's log has the details)`,
+    );
   }
+  await chargeProxyTokens(c, totalTokens(answer));
   const size = JSON.stringify(tracking).length;
   if (size > MAX_SESSION_BYTES) {
     throw new ApiError(
@@ -141,6 +189,11 @@ export async function forwardProxyCall(
     );
   }
   return c.json(answer);
+}
+
+function totalTokens(answer: Record<string, unknown>): number {
+  const total = (answer.usage as { total_tokens?: unknown } | undefined)?.total_tokens;
+  return typeof total === "number" && Number.isFinite(total) ? total : 0;
 }
 
 export interface FinishOutcome {

@@ -5,6 +5,7 @@
  */
 import type { RunEvent } from "../core/api-schemas";
 import { checkEvaluation, describeRegression, type GuardAction } from "../core/regression-guard";
+import { privateTargetReason } from "../core/webhook-target";
 import type { Bindings } from "./bindings";
 import { updateEnvControl } from "./storage/env-control";
 import { addRunEvent, envBaselines, getGuard, putBaselines } from "./storage/guard";
@@ -43,12 +44,29 @@ async function applyAction(
   }
 }
 
-async function postWebhook(url: string, run: string, event: RunEvent): Promise<void> {
+/** Whether the operator lets webhooks target private networks (GUARD_WEBHOOK_ALLOW_PRIVATE). */
+export function privateWebhooksAllowed(
+  env: Pick<Bindings, "GUARD_WEBHOOK_ALLOW_PRIVATE">,
+): boolean {
+  return env.GUARD_WEBHOOK_ALLOW_PRIVATE === "true";
+}
+
+async function postWebhook(
+  env: Bindings,
+  url: string,
+  run: string,
+  event: RunEvent,
+): Promise<void> {
   try {
+    // Checked again when sending: the URL may predate the check, or the setting changed since.
+    const reason = privateWebhooksAllowed(env) ? null : privateTargetReason(url);
+    if (reason !== null) throw new Error(`refused: ${reason}`);
     const res = await fetch(url, {
       method: "POST",
       headers: { "content-type": "application/json" },
       body: JSON.stringify({ run, event }),
+      // A redirect could lead into a private network; a webhook answers, it does not redirect.
+      redirect: "manual",
     });
     await res.body?.cancel();
     if (!res.ok) throw new Error(`HTTP ${res.status}`);
@@ -94,6 +112,6 @@ export async function guardEvaluation(
     check.regressions.map((r) => describeRegression(r, config.action)).join("; "),
     { env_id: envId, step, regressions: check.regressions, action: config.action, applied },
   );
-  if (config.webhook_url) waitUntil(postWebhook(config.webhook_url, run, event));
+  if (config.webhook_url) waitUntil(postWebhook(env, config.webhook_url, run, event));
   return event;
 }

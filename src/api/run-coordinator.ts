@@ -6,6 +6,7 @@
  * orchestrates and remembers only a diagnosis for /stats.
  */
 import { DurableObject } from "cloudflare:workers";
+import { decideAck } from "../core/ack-rule";
 import type { PackResult } from "../core/packing";
 import type { MixResult } from "../core/replay-mix";
 import type { RegisterEnv, Registration } from "../core/schemas";
@@ -16,11 +17,10 @@ import { activeAllocations, planBatch, type ReplayPlan } from "./batch-plan";
 import { type Bindings, numberVar } from "./bindings";
 import { type RpcResult, rpcError } from "./errors";
 import { collectGarbage, nextExpiry, retentionMs } from "./retention";
+import { ackLease, getLease } from "./storage/acks";
 import {
-  ackLease,
   dissolveLease,
   formLease,
-  getLease,
   type LeaseState,
   queueBuffered,
   queuedOfEnvs,
@@ -85,6 +85,8 @@ export interface LeaseOptions {
   consumer: "compat" | "lease";
   leaseSeconds: number;
   maxStaleness: number | null;
+  /** The token taking the lease (null: API_TOKEN or open local development). */
+  holder: string | null;
 }
 
 /** Oldest queued groups considered per batch: first a batch-sized window, then this many. */
@@ -273,7 +275,7 @@ export class RunCoordinator extends DurableObject<Bindings> {
     });
   }
 
-  async compatBatch(run: string): Promise<LeaseOutcome> {
+  async compatBatch(run: string, holder: string | null): Promise<LeaseOutcome> {
     return this.exclusive(async () => {
       const started = performance.now();
       const now = Date.now();
@@ -301,6 +303,7 @@ export class RunCoordinator extends DurableObject<Bindings> {
           consumer: "compat",
           leaseSeconds,
           maxStaleness: null,
+          holder,
         },
       );
     });
@@ -353,6 +356,7 @@ export class RunCoordinator extends DurableObject<Bindings> {
           leaseId,
           leaseExpiresAt,
           consumer: options.consumer,
+          holder: options.holder,
         });
         return {
           kind: "batch",
@@ -417,6 +421,7 @@ export class RunCoordinator extends DurableObject<Bindings> {
         sequences: packed.sequences,
         formationMs: performance.now() - started,
         now,
+        holder: options.holder,
       },
       [
         ...markReplayedStatements(this.db, run, replayIds, runRow.replayMaxReplays),
@@ -515,10 +520,12 @@ export class RunCoordinator extends DurableObject<Bindings> {
     return reason;
   }
 
+  /** `caller`: the acking token's id (null: API_TOKEN or open local development). */
   async ack(
     run: string,
     batchId: string,
     leaseId: string | undefined,
+    caller: string | null,
   ): Promise<
     RpcResult<{ batch_id: string; status: "acked"; already_acked: boolean; step: number }>
   > {
@@ -527,19 +534,15 @@ export class RunCoordinator extends DurableObject<Bindings> {
       if (!batch) {
         return rpcError("NOT_FOUND", `batch '${batchId}' does not exist in run '${run}'`);
       }
-      if (batch.status === "acked") {
+      const now = Date.now();
+      const decision = decideAck(batch, leaseId, caller, now);
+      if (decision.kind === "conflict") return rpcError("CONFLICT", decision.message);
+      if (decision.kind === "already_acked") {
         return {
           ok: true,
           value: { batch_id: batchId, status: "acked", already_acked: true, step: batch.step },
         };
       }
-      if (leaseId !== undefined && leaseId !== batch.leaseId) {
-        return rpcError(
-          "CONFLICT",
-          `lease '${leaseId}' of batch '${batchId}' expired and the batch was leased again; do not train on it twice — drop it and lease a new batch`,
-        );
-      }
-      const now = Date.now();
       // Replay: this batch's online groups that reached the threshold join the buffer.
       await ackLease(this.db, batchId, now, admitAckedBatch(this.db, run, batchId));
       await this.scheduleRetention(run, now);

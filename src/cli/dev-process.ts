@@ -42,6 +42,8 @@ export async function startDevProcess(options: {
   startTimeoutMs?: number;
   /** Extra Worker vars (e.g. API_TOKEN), passed as `--var NAME:value`. */
   vars?: Record<string, string>;
+  /** The dev server's environment (default: this process's; dev.mjs reads Worker vars from it). */
+  env?: NodeJS.ProcessEnv;
   /** Opens the Worker's inspector on this port (profilers, heap sampling). */
   inspectorPort?: number;
   /** The project whose wrangler config and Worker entry are served (default: see dev.mjs). */
@@ -63,7 +65,12 @@ export async function startDevProcess(options: {
       options.persistTo,
       ...varArgs,
     ],
-    { cwd: process.cwd(), detached: true, stdio: ["ignore", "pipe", "pipe"] },
+    {
+      cwd: process.cwd(),
+      detached: true,
+      stdio: ["ignore", "pipe", "pipe"],
+      env: options.env ?? process.env,
+    },
   );
   let output = "";
   const keep = (d: Buffer) => {

@@ -189,11 +189,29 @@ async function startWorkerEnv(
   config: Record<string, unknown>,
   inference: ReturnType<typeof workerInference>,
 ): Promise<WorkerEnvRun> {
-  const base = `${apiUrl}/v1/runs/${encodeURIComponent(run)}/env-workers`;
+  const runBase = `${apiUrl}/v1/runs/${encodeURIComponent(run)}`;
+  const base = `${runBase}/env-workers`;
+  // A key never travels in queue messages: the run stores the server (key sealed) and the env
+  // worker refers to the run's servers.
+  if (inference.api_key) {
+    await readJson(
+      await fetch(`${runBase}/inference`, {
+        method: "PUT",
+        headers: { "content-type": "application/json" },
+        body: JSON.stringify([inference]),
+      }),
+      "storing the run's inference server",
+    );
+  }
   const res = await fetch(base, {
     method: "POST",
     headers: { "content-type": "application/json" },
-    body: JSON.stringify({ env: name, instance: WORKER_INSTANCE, config, inference: [inference] }),
+    body: JSON.stringify({
+      env: name,
+      instance: WORKER_INSTANCE,
+      config,
+      inference: inference.api_key ? "run" : [inference],
+    }),
   });
   const summary = await readJson<FeederSummary>(res, `starting env worker ${name}`);
   return {
@@ -382,7 +400,11 @@ export async function runStart(
       workersMode && options.envModules?.some((m) => m !== null)
         ? writeWorkerEntry(stateDir, envNames, options.envModules)
         : undefined;
-    dev = await startDevProcess({ port: options.port, persistTo: stateDir, entry });
+    // start's own clients send no token: its private loopback server stays open whatever
+    // API_TOKEN the shell exports (dev.mjs would otherwise read it).
+    const devEnv = { ...process.env };
+    delete devEnv.API_TOKEN;
+    dev = await startDevProcess({ port: options.port, persistTo: stateDir, entry, env: devEnv });
     out.write(
       `API ${dev.url} (dashboard ${dev.url}/dashboard/) · ${inference.describe} · envs ${envNames.join(", ")}${workersMode ? " on the Worker's queue path" : " in Node"}\n`,
     );

@@ -58,6 +58,15 @@ export interface EnvWorkerSpec {
   config: Record<string, unknown>;
   inference: APIServerConfig[];
 }
+
+/**
+ * An env worker's spec as it is stored and travels on the queue: its servers listed without keys,
+ * or "run": the run's stored servers (PUT /v1/runs/{run}/inference, keys sealed at rest), looked
+ * up where they are used, so no API key is ever written into a queue message or feeder state.
+ */
+export interface EnvWorkerRef extends Omit<EnvWorkerSpec, "inference"> {
+  inference: APIServerConfig[] | "run";
+}
 export type APIServerConfigInput = z.input<typeof APIServerConfigSchema>;
 
 /**

@@ -41,7 +41,7 @@ export const createTokenRequestSchema = z
     rps_limit: limit.describe("Requests per second (a burst of twice this is allowed)."),
     bytes_per_day: limit.describe("Submitted body bytes per UTC day."),
     proxy_tokens_per_day: limit.describe(
-      "Inference proxy tokens per UTC day; recorded for the inference proxy, not enforced yet.",
+      "Inference-proxy tokens (prompt + completion) per UTC day; past it the proxy answers 429.",
     ),
   })
   .refine((t) => !t.scopes.includes("contributor") || (t.run ?? null) !== null, {

@@ -1,7 +1,7 @@
 /**
  * Queue message shapes. Messages carry item descriptors, never payloads (128 KB limit).
  */
-import type { EnvWorkerSpec } from "../env-workers/worker-env";
+import type { EnvWorkerRef } from "../core/server-config";
 
 export interface RolloutItemMessage {
   /** Unique per item: dedupes duplicate queue deliveries (keys the group's idempotency key). */
@@ -10,7 +10,8 @@ export interface RolloutItemMessage {
   /** Name of the EnvFeeder Durable Object that issued the item (receives the outcome). */
   feeder: string;
   envId: number;
-  spec: EnvWorkerSpec;
+  /** Never carries an API key: servers listed without keys, or "run" (the run's stored servers). */
+  spec: EnvWorkerRef;
   /** The env's item (JSON-serialisable, small). */
   item: unknown;
   /** Policy version current when the item was issued. */

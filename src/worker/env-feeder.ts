@@ -14,6 +14,7 @@ export type { FeederSummary };
 import { guardEvaluation } from "../api/regression-guard";
 import { recordMetrics } from "../api/storage/metrics";
 import { statusForEnv } from "../api/storage/status";
+import type { EnvWorkerRef, EnvWorkerSpec } from "../core/server-config";
 import {
   type BaseEnv,
   type JsonObject,
@@ -29,13 +30,9 @@ import {
   planWorkers,
   resolveMaxNumWorkers,
 } from "../env-workers/runtime/scheduler";
-import {
-  type EnvWorkerSpec,
-  feederEnv,
-  rolloutEnv,
-  withTokenizerOnDemand,
-} from "../env-workers/worker-env";
+import { feederEnv, rolloutEnv, withTokenizerOnDemand } from "../env-workers/worker-env";
 import { MAX_MESSAGE_BYTES, messageBytes, type RolloutItemMessage } from "../queues/messages";
+import { resolveSpec } from "./spec-inference";
 
 /**
  * A feeder ticks every FEEDER_TICK_MS (default 500); its first tick after start() and the
@@ -62,7 +59,8 @@ export interface BacklogItem {
 export interface FeederState {
   run: string;
   name: string;
-  spec: EnvWorkerSpec;
+  /** Never holds an API key (src/worker/spec-inference.ts resolves the servers when used). */
+  spec: EnvWorkerRef;
   envId: number | null;
   status: FeederSummary["status"];
   inFlight: Record<string, InFlight>;
@@ -163,6 +161,8 @@ function backoffDrop(state: FeederState, reason: string): void {
 export class EnvFeeder extends DurableObject<Bindings> implements EnvFeederPort {
   private state: FeederState | null = null;
   private env_: BaseEnv<JsonValue> | null = null;
+  /** The spec with its servers (and keys) resolved, kept in memory only, with env_. */
+  private resolved: EnvWorkerSpec | null = null;
   /** The evaluation in progress (kept in memory: a restart mid-evaluation skips that one). */
   private evaluation: Promise<void> | null = null;
   /**
@@ -186,16 +186,24 @@ export class EnvFeeder extends DurableObject<Bindings> implements EnvFeederPort 
     if (this.state) await this.ctx.storage.put("state", this.state);
   }
 
+  private async resolvedSpec(state: FeederState): Promise<EnvWorkerSpec> {
+    if (!this.resolved) this.resolved = await resolveSpec(this.env, state.run, state.spec);
+    return this.resolved;
+  }
+
   private async instance(state: FeederState): Promise<BaseEnv<JsonValue>> {
     if (!this.env_) {
-      this.env_ = await feederEnv(state.spec, this.envs.get(state.spec.envName));
+      this.env_ = await feederEnv(
+        await this.resolvedSpec(state),
+        this.envs.get(state.spec.envName),
+      );
       if (state.checkpoint) this.env_.loadCheckpoint(state.checkpoint);
     }
     return this.env_;
   }
 
   /** Starts (or reconfigures) this feeder. Validates the env config before anything runs. */
-  async start(run: string, name: string, spec: EnvWorkerSpec): Promise<FeederSummary> {
+  async start(run: string, name: string, spec: EnvWorkerRef): Promise<FeederSummary> {
     const def = this.envs.get(spec.envName);
     parseEnvConfig(def.configSchema, spec.config);
     const previous = await this.load();
@@ -225,6 +233,7 @@ export class EnvFeeder extends DurableObject<Bindings> implements EnvFeederPort 
       lastError: null,
     };
     this.env_ = null;
+    this.resolved = null;
     await this.save();
     await this.ctx.storage.setAlarm(Date.now() + tickDelays(this.env.FEEDER_TICK_MS).soon);
     return summarize(this.state, this.evaluation !== null);
@@ -249,6 +258,7 @@ export class EnvFeeder extends DurableObject<Bindings> implements EnvFeederPort 
     this.stops++;
     this.state = null;
     this.env_ = null;
+    this.resolved = null;
     await this.ctx.storage.deleteAlarm();
     await this.ctx.storage.deleteAll();
   }
@@ -352,7 +362,7 @@ export class EnvFeeder extends DurableObject<Bindings> implements EnvFeederPort 
       batchSize,
       // total_steps ≤ 0: feed until stopped.
       totalSteps: cfg.total_steps > 0 ? cfg.total_steps : Number.POSITIVE_INFINITY,
-      maxNumWorkers: resolveMaxNumWorkers(cfg, state.spec.inference.length),
+      maxNumWorkers: resolveMaxNumWorkers(cfg, (await this.resolvedSpec(state)).inference.length),
       evalRunning: this.evaluation !== null,
     });
     if (plan.action === "terminate") {
@@ -411,7 +421,7 @@ export class EnvFeeder extends DurableObject<Bindings> implements EnvFeederPort 
     const envId = state.envId;
     this.evaluation = (async () => {
       const env = await rolloutEnv(
-        state.spec,
+        await this.resolvedSpec(state),
         this.envs.get(state.spec.envName),
         this.env.PAYLOADS,
       );

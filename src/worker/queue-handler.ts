@@ -11,6 +11,7 @@
  */
 import type { Bindings } from "../api/bindings";
 import { submitGroupInProcess } from "../api/ingest";
+import { redactSecrets } from "../api/proxy-upstream";
 import type { BaseEnv, JsonValue } from "../env-workers/base-env";
 import { type BaseEnvConfig, parseEnvConfig } from "../env-workers/config";
 import type { EnvDefinition } from "../env-workers/define-env";
@@ -28,6 +29,7 @@ import {
 } from "../env-workers/worker-env";
 import type { RolloutItemMessage } from "../queues/messages";
 import type { BacklogItem } from "./env-feeder";
+import { resolveSpec } from "./spec-inference";
 
 export const ROLLOUT_QUEUE = "rollout-items";
 export const DEAD_LETTER_QUEUE = "rollout-items-dlq";
@@ -66,7 +68,12 @@ export async function rollOutItem(
   let instance: BaseEnv<JsonValue>;
   let maxTokenLen: number;
   try {
-    instance = await rolloutEnv(msg.spec, def, env.PAYLOADS, options);
+    instance = await rolloutEnv(
+      await resolveSpec(env, msg.run, msg.spec),
+      def,
+      env.PAYLOADS,
+      options,
+    );
     // Messages are decoded from the group's tokens during validation.
     if (cfg.include_messages || cfg.include_token_texts) await loadTokenizer(instance.tokenizer);
     const run = await env.DB.prepare("SELECT max_token_len FROM runs WHERE name = ?1")
@@ -191,6 +198,12 @@ function logStaleItem(msg: RolloutItemMessage): void {
   );
 }
 
+/** `text` with the item's inference keys (and any Bearer credential) redacted. */
+async function withoutKeys(env: Bindings, msg: RolloutItemMessage, text: string): Promise<string> {
+  const spec = await resolveSpec(env, msg.run, msg.spec).catch(() => null);
+  return redactSecrets(text, spec?.inference.map((server) => server.api_key) ?? []);
+}
+
 export async function handleQueueBatch(
   batch: MessageBatch<RolloutItemMessage>,
   env: Bindings,
@@ -248,6 +261,8 @@ export async function handleQueueBatch(
       }
       // Never returned here (the consumer passes no cancel check); narrows the type.
       if (result.kind === "cancelled") return message.ack();
+      // An inference server's error may echo the request's key: never log or store it.
+      const error = await withoutKeys(env, msg, result.message);
       console.error(
         JSON.stringify({
           level: "error",
@@ -256,7 +271,7 @@ export async function handleQueueBatch(
           env: msg.spec.envName,
           attempt: message.attempts,
           class: result.kind,
-          error: result.message,
+          error,
         }),
       );
       if (result.kind === "retryable") {
@@ -265,7 +280,7 @@ export async function handleQueueBatch(
         return;
       }
       // Permanent: retrying cannot help, so the item is dead-lettered now, not after max_retries.
-      await recordDeadLetter(env, msg, message.attempts, `permanent error: ${result.message}`);
+      await recordDeadLetter(env, msg, message.attempts, `permanent error: ${error}`);
       message.ack();
     }),
   );

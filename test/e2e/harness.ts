@@ -30,11 +30,19 @@ export interface DevServer extends DevProcess {
 
 /** A real dev server (`npm run dev`) on a free loopback port with a fresh state directory. */
 export async function startDevServer(
-  options: { port?: number; persistTo?: string; vars?: Record<string, string> } = {},
+  options: {
+    port?: number;
+    persistTo?: string;
+    vars?: Record<string, string>;
+    /** The server's environment (default: this process's, without API_TOKEN). */
+    env?: NodeJS.ProcessEnv;
+  } = {},
 ): Promise<DevServer> {
   const port = options.port ?? (await freePort());
   const persistTo = options.persistTo ?? mkdtempSync(join(tmpdir(), "atropos-edge-state-"));
-  const dev = await startDevProcess({ port, persistTo, vars: options.vars });
+  // Hermetic: an API_TOKEN exported in the shell running the tests does not lock the server.
+  const env = options.env ?? { ...process.env, API_TOKEN: "" };
+  const dev = await startDevProcess({ port, persistTo, vars: options.vars, env });
   return { ...dev, port, persistTo };
 }
 

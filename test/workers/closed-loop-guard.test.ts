@@ -1,3 +1,4 @@
+import { env } from "cloudflare:workers";
 import { afterEach, describe, expect, it, vi } from "vitest";
 import { call, callWith, group, json, post, setupRun, uniqueRun } from "./helpers";
 
@@ -155,6 +156,71 @@ describe("regression guard", () => {
         },
       },
     ]);
+  });
+
+  it("refuses a webhook into a private network unless the operator allows it", async () => {
+    const run = uniqueRun("guard-ssrf");
+    for (const url of ["http://127.0.0.1:9/hook", "http://[::1]/x", "http://169.254.169.254/"]) {
+      const res = await put(`/v1/runs/${run}/guard`, { webhook_url: url, factor: 0.5 });
+      expect(res.status).toBe(422);
+      const text = await res.text();
+      expect(text).toContain("webhook_url must be a public address");
+      expect(text).toContain("setting GUARD_WEBHOOK_ALLOW_PRIVATE to true");
+    }
+    expect(await json(call(`/v1/runs/${run}/guard`))).toMatchObject({
+      webhook_url: null,
+      factor: 0.95,
+    });
+    const allowed = await callWith(
+      { GUARD_WEBHOOK_ALLOW_PRIVATE: "true" },
+      `/v1/runs/${run}/guard`,
+      {
+        method: "PUT",
+        headers: { "content-type": "application/json" },
+        body: JSON.stringify({ webhook_url: "http://127.0.0.1:9/hook" }),
+      },
+    );
+    expect(allowed.status).toBe(200);
+    expect(await allowed.json()).toMatchObject({ webhook_url: "http://127.0.0.1:9/hook" });
+  });
+
+  it("does not POST to a private webhook stored before the check (it logs the refusal)", async () => {
+    const run = uniqueRun("guard-ssrf-stored");
+    const { envIds } = await setupRun(run, 4, [2]);
+    const envId = envIds[0]!;
+    await put(`/v1/runs/${run}/guard`, { factor: 0.95 });
+    await env.DB.prepare("UPDATE regression_guards SET webhook_url = ?1 WHERE run = ?2")
+      .bind("http://10.0.0.7/hook", run)
+      .run();
+    await evaluate(run, envId, 1, { accuracy: 0.9 });
+    const fetched: string[] = [];
+    const realFetch = globalThis.fetch;
+    vi.spyOn(globalThis, "fetch").mockImplementation(async (input, init) => {
+      const url = input instanceof Request ? input.url : String(input);
+      if (url.startsWith("http://10.0.0.7/")) fetched.push(url);
+      return url.startsWith("http://10.") ? new Response("ok") : realFetch(input, init);
+    });
+    const logged: string[] = [];
+    vi.spyOn(console, "log").mockImplementation((line: unknown) => {
+      logged.push(String(line));
+    });
+    const pending: Promise<unknown>[] = [];
+    const res = await callWith(
+      {},
+      `/v1/runs/${run}/envs/${envId}/evals`,
+      {
+        method: "POST",
+        headers: { "content-type": "application/json" },
+        body: JSON.stringify({ step: 2, metrics: { accuracy: 0.5 } }),
+      },
+      (work) => pending.push(work),
+    );
+    expect(await res.json()).toMatchObject({ regression: true });
+    await Promise.all(pending);
+    expect(fetched).toEqual([]);
+    expect(logged.some((l) => l.includes("guard webhook failed") && l.includes("refused"))).toBe(
+      true,
+    );
   });
 
   it("refuses bad settings with a message, changing nothing", async () => {

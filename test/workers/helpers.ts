@@ -25,9 +25,10 @@ export async function callWith(
   overrides: Partial<Bindings>,
   path: string,
   init: RequestInit = {},
+  waitUntil: (work: Promise<unknown>) => void = () => {},
 ): Promise<Response> {
   const app = createApp();
-  const ctx = { waitUntil: () => {}, passThroughOnException: () => {}, props: {} };
+  const ctx = { waitUntil, passThroughOnException: () => {}, props: {} };
   return app.fetch(
     new Request(`http://api.test${path}`, init),
     { ...(env as unknown as Bindings), ...overrides },

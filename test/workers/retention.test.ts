@@ -171,7 +171,7 @@ describe("retention", () => {
       // This object alone gets a retention of ~4 ms (the test config keeps everything).
       Reflect.set(instance, "env", { ...bindings, RETENTION_HOURS: String(4 / HOUR) });
       expect(await state.storage.getAlarm()).toBeNull();
-      await instance.ack(run, leased.batch_id, undefined);
+      await instance.ack(run, leased.batch_id, undefined, null);
       expect(await state.storage.getAlarm()).not.toBeNull();
     });
     // The alarm may fire on its own first; otherwise run it.

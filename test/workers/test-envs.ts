@@ -68,6 +68,8 @@ export type FaultItem = {
   identicalScores?: boolean;
   /** Throw on every attempt: a deliberate drop, or a bug (TypeError). */
   throws?: "drop" | "bug";
+  /** The message of the failed attempts (default: "simulated consumer crash (attempt N)"). */
+  message?: string;
 };
 
 /** Attempts per item key, across env instances (the isolate-wide rollout cache reuses one). */
@@ -93,7 +95,9 @@ export class FaultyTestEnv extends BaseEnv<FaultItem, BaseEnvConfig> {
       const missing = null as unknown as { length: number };
       return [null, [missing.length as unknown as FaultItem]];
     }
-    if (attempt <= item.failures) throw new Error(`simulated consumer crash (attempt ${attempt})`);
+    if (attempt <= item.failures) {
+      throw new Error(item.message ?? `simulated consumer crash (attempt ${attempt})`);
+    }
     const tokens = Array.from({ length: GROUP_SIZE }, (_, s) => [
       101,
       102,

@@ -55,6 +55,20 @@ function unauthorized(c: AppContext, message: string): ApiError {
   return new ApiError("UNAUTHORIZED", message);
 }
 
+let warnedOpen = false;
+
+/** Once per isolate: the operator's log says this Worker serves data without authentication. */
+function warnOpenOnce(why: string): void {
+  if (warnedOpen) return;
+  warnedOpen = true;
+  console.log(
+    JSON.stringify({
+      level: "warn",
+      msg: `serving without authentication: no API_TOKEN is set and ${why}; set API_TOKEN (wrangler secret put API_TOKEN, or API_TOKEN=… npm run dev)`,
+    }),
+  );
+}
+
 async function identify(c: AppContext): Promise<Principal> {
   const adminToken = c.env.API_TOKEN;
   const presented = presentedToken(c.req.header("authorization"));
@@ -66,7 +80,12 @@ async function identify(c: AppContext): Promise<Principal> {
   const open =
     !adminToken && (c.env.DEPLOYMENT === "local" || c.env.ALLOW_UNAUTHENTICATED === "true");
   // Open local development ignores credentials it does not know, as before tokens existed.
-  if (open) return { kind: "open" };
+  if (open) {
+    warnOpenOnce(
+      c.env.DEPLOYMENT === "local" ? "DEPLOYMENT is local" : "ALLOW_UNAUTHENTICATED is true",
+    );
+    return { kind: "open" };
+  }
   if (presented !== null) throw unauthorized(c, "invalid or revoked API token");
   if (adminToken) {
     throw unauthorized(

@@ -3,7 +3,8 @@
  * (refilled at `rps_limit`, holding up to twice that), so the limit holds per isolate. Cloudflare
  * may run several isolates for one Worker, so a token can get up to that many times its rate;
  * a Durable Object per token would be exact at the price of a round trip on every request.
- * Bytes per day: a D1 row per token per UTC day, exact across isolates (one write per submission).
+ * Bytes per day: a D1 row per token per UTC day, exact across isolates (one write per submission);
+ * the same row counts inference-proxy tokens per day.
  */
 import type { AppContext } from "../context";
 import { ApiError } from "../errors";
@@ -56,11 +57,64 @@ export async function chargeBytes(c: AppContext, bytes: number, now = Date.now()
     .bind(token.id, day, bytes, token.bytesPerDay)
     .first<{ bytes: number }>();
   if (row) return;
-  const retryAfter = Math.ceil((Date.parse(`${day}T00:00:00Z`) + 86_400_000 - now) / 1000);
+  const retryAfter = retryAfterDay(day, now);
   throw new ApiError(
     "TOO_MANY_REQUESTS",
     `token '${token.name}' is over its bytes-per-day quota (${token.bytesPerDay} bytes of submissions per UTC day; this body is ${bytes}); retry after ${retryAfter} s`,
     undefined,
     { "Retry-After": String(retryAfter) },
   );
+}
+
+function retryAfterDay(day: string, now: number): number {
+  return Math.ceil((Date.parse(`${day}T00:00:00Z`) + 86_400_000 - now) / 1000);
+}
+
+/** The caller's token when it has a proxy_tokens_per_day quota. */
+function proxyQuotaToken(c: AppContext): (StoredToken & { proxyTokensPerDay: number }) | null {
+  const principal = c.get("principal");
+  if (principal.kind !== "token" || principal.token.proxyTokensPerDay === null) return null;
+  return principal.token as StoredToken & { proxyTokensPerDay: number };
+}
+
+/**
+ * Refuses (429) an inference-proxy call once the caller's token has used its proxy_tokens_per_day
+ * (prompt + completion tokens per UTC day). A call is checked before it is forwarded and charged
+ * after, so the call that crosses the quota completes and the next one is refused.
+ */
+export async function checkProxyTokens(c: AppContext, now = Date.now()): Promise<void> {
+  const token = proxyQuotaToken(c);
+  if (!token) return;
+  const day = new Date(now).toISOString().slice(0, 10);
+  const row = await c.env.DB.prepare(
+    "SELECT proxy_tokens FROM token_usage WHERE token_id = ?1 AND day = ?2",
+  )
+    .bind(token.id, day)
+    .first<{ proxy_tokens: number }>();
+  const used = row?.proxy_tokens ?? 0;
+  if (used < token.proxyTokensPerDay) return;
+  const retryAfter = retryAfterDay(day, now);
+  throw new ApiError(
+    "TOO_MANY_REQUESTS",
+    `token '${token.name}' is over its proxy_tokens_per_day quota (${token.proxyTokensPerDay} inference-proxy tokens per UTC day, prompt + completion; ${used} used today); retry after ${retryAfter} s`,
+    undefined,
+    { "Retry-After": String(retryAfter) },
+  );
+}
+
+/** Counts a forwarded call's prompt + completion tokens against the caller's quota. */
+export async function chargeProxyTokens(
+  c: AppContext,
+  tokens: number,
+  now = Date.now(),
+): Promise<void> {
+  const token = proxyQuotaToken(c);
+  if (!token || tokens <= 0) return;
+  const day = new Date(now).toISOString().slice(0, 10);
+  await c.env.DB.prepare(
+    `INSERT INTO token_usage (token_id, day, bytes, proxy_tokens) VALUES (?1, ?2, 0, ?3)
+     ON CONFLICT (token_id, day) DO UPDATE SET proxy_tokens = proxy_tokens + excluded.proxy_tokens`,
+  )
+    .bind(token.id, day, tokens)
+    .run();
 }

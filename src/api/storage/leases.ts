@@ -1,12 +1,11 @@
 /**
- * The queue reads and writes of batch formation and acknowledgement. Each function is one D1
- * round trip: what a lease decides from is read in one `batch()`, and forming, renewing or
- * acknowledging a lease is written in one. Only the RunCoordinator calls these, under its run's
+ * The queue reads and writes of batch formation (acknowledgement: acks.ts). Each function is one
+ * D1 round trip: what a lease decides from is read in one `batch()`, and forming or renewing a
+ * lease is written in one. Only the RunCoordinator calls these, under its run's
  * lock, so a read and the write that follows it see the same queue.
  */
 import { and, asc, eq, gt, gte, inArray, lte, type Placeholder, type SQL, sql } from "drizzle-orm";
 import type { DrizzleD1Database } from "drizzle-orm/d1";
-import { SQLiteAsyncDialect } from "drizzle-orm/sqlite-core";
 import type { QueuedGroupRef } from "../../core/packing";
 import { compiled } from "./compiled";
 import { batchStatistics } from "./metrics";
@@ -253,6 +252,8 @@ export interface NewLease {
   sequences: number;
   formationMs: number;
   now: number;
+  /** The token taking the lease (null: API_TOKEN or open local development). */
+  holder: string | null;
 }
 
 const leaseWrites = {
@@ -280,6 +281,7 @@ const leaseWrites = {
       replaySeqs: sql.placeholder("replaySeqs"),
       formationMs: sql.placeholder("formationMs"),
       createdAt: p.now,
+      holder: sql.placeholder("holder"),
     }),
   ),
   advanceStep: compiled((d) =>
@@ -324,6 +326,7 @@ export async function formLease(
     replayIds: lease.replayIds.length > 0 ? JSON.stringify(lease.replayIds) : null,
     replaySeqs: lease.replaySeqs,
     formationMs: lease.formationMs,
+    holder: lease.holder,
   };
   const results = await d1.batch([
     leaseWrites.leaseGroups.bind(d1, {
@@ -340,20 +343,16 @@ export async function formLease(
   return markReplayed(leaseWrites.leasedRefs.rows(results.at(-1)!).map(groupRef), lease.replayIds);
 }
 
-const _sqlite = new SQLiteAsyncDialect();
-
-function statementOf(
-  d1: D1Database,
-  query: { sql: string; params: unknown[] },
-): D1PreparedStatement {
-  return d1.prepare(query.sql).bind(...query.params);
-}
-
-/** Hands an expired lease's batch out again under a new lease id. */
+/** Hands an expired lease's batch out again under a new lease id; the lapsed id is kept. */
 export async function renewLease(
   d1: D1Database,
   batchId: string,
-  lease: { leaseId: string; leaseExpiresAt: number; consumer: "compat" | "lease" },
+  lease: {
+    leaseId: string;
+    leaseExpiresAt: number;
+    consumer: "compat" | "lease";
+    holder: string | null;
+  },
 ): Promise<void> {
   await db(d1)
     .update(batches)
@@ -362,6 +361,8 @@ export async function renewLease(
       leaseExpiresAt: lease.leaseExpiresAt,
       leaseCount: sql`${batches.leaseCount} + 1`,
       consumer: lease.consumer,
+      holder: lease.holder,
+      priorLeaseIds: sql`json_insert(COALESCE(${batches.priorLeaseIds}, '[]'), '$[#]', ${batches.leaseId})`,
     })
     .where(eq(batches.id, batchId));
 }
@@ -380,45 +381,6 @@ export async function dissolveLease(
     d
       .delete(metrics)
       .where(and(eq(metrics.run, run), eq(metrics.step, batch.step), eq(metrics.kind, "train"))),
-  ]);
-}
-
-export async function getLease(d1: D1Database, run: string, batchId: string) {
-  const rows = await db(d1)
-    .select({
-      id: batches.id,
-      status: batches.status,
-      leaseId: batches.leaseId,
-      step: batches.step,
-    })
-    .from(batches)
-    .where(and(eq(batches.id, batchId), eq(batches.run, run)))
-    .limit(1);
-  return rows[0];
-}
-
-/** Marks the batch and its groups delivered; `extra` runs between the two (replay admission). */
-export async function ackLease(
-  d1: D1Database,
-  batchId: string,
-  now: number,
-  extra: readonly D1PreparedStatement[] = [],
-): Promise<void> {
-  const d = db(d1);
-  await d1.batch([
-    statementOf(
-      d1,
-      d.update(groups).set({ status: "delivered" }).where(eq(groups.batchId, batchId)).toSQL(),
-    ),
-    ...extra,
-    statementOf(
-      d1,
-      d
-        .update(batches)
-        .set({ status: "acked", ackedAt: now })
-        .where(eq(batches.id, batchId))
-        .toSQL(),
-    ),
   ]);
 }
 

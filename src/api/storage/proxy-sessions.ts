@@ -13,6 +13,8 @@ export interface ProxySessionRow {
   lastUsedAt: number;
   expiresAt: number;
   groupId: number | null;
+  /** The token that created it (null: API_TOKEN, open local development, or before owners). */
+  owner: string | null;
 }
 
 interface RawRow {
@@ -25,10 +27,11 @@ interface RawRow {
   last_used_at: number;
   expires_at: number;
   group_id: number | null;
+  owner: string | null;
 }
 
 const COLUMNS =
-  "run, id, status, tracking, version, created_at, last_used_at, expires_at, group_id";
+  "run, id, status, tracking, version, created_at, last_used_at, expires_at, group_id, owner";
 
 function fromRaw(row: RawRow): ProxySessionRow {
   return {
@@ -41,6 +44,7 @@ function fromRaw(row: RawRow): ProxySessionRow {
     lastUsedAt: row.last_used_at,
     expiresAt: row.expires_at,
     groupId: row.group_id,
+    owner: row.owner,
   };
 }
 
@@ -60,8 +64,9 @@ export async function loadSession(
 export const EXPIRED_KEPT_MS = 24 * 3_600_000;
 
 /**
- * Creates the session unless it exists; returns the stored one either way. Sessions of the run
- * expired for longer than EXPIRED_KEPT_MS are dropped on the way.
+ * Creates the session (owned by `owner`) unless it exists; returns the stored one either way, so
+ * the caller checks whose it is. Sessions of the run expired for longer than EXPIRED_KEPT_MS are
+ * dropped on the way.
  */
 export async function createSession(
   db: D1Database,
@@ -70,6 +75,7 @@ export async function createSession(
   tracking: ProxyTracking,
   now: number,
   ttlMs: number,
+  owner: string | null,
 ): Promise<ProxySessionRow> {
   const [, created] = await db.batch<RawRow>([
     db
@@ -77,10 +83,10 @@ export async function createSession(
       .bind(run, now - EXPIRED_KEPT_MS),
     db
       .prepare(
-        `INSERT INTO proxy_sessions (${COLUMNS}) VALUES (?1, ?2, 'open', ?3, 0, ?4, ?4, ?5, NULL)
+        `INSERT INTO proxy_sessions (${COLUMNS}) VALUES (?1, ?2, 'open', ?3, 0, ?4, ?4, ?5, NULL, ?6)
          ON CONFLICT (run, id) DO UPDATE SET run = run RETURNING ${COLUMNS}`,
       )
-      .bind(run, id, JSON.stringify(tracking), now, now + ttlMs),
+      .bind(run, id, JSON.stringify(tracking), now, now + ttlMs, owner),
   ]);
   return fromRaw(created!.results[0]!);
 }

@@ -171,6 +171,14 @@ export const batches = sqliteTable(
     formationMs: real("formation_ms"),
     createdAt: integer("created_at").notNull(),
     ackedAt: integer("acked_at"),
+    /** The token that took the current lease (null: API_TOKEN or open local development). */
+    holder: text("holder"),
+    /**
+     * JSON array of the lease ids the batch had before its current one (leases that lapsed and
+     * were handed out again), so an ack with one of them is told what happened. Once acked,
+     * `lease_id` is the lease that completed the batch.
+     */
+    priorLeaseIds: text("prior_lease_ids"),
   },
   (t) => [
     index("batches_by_status").on(t.run, t.status, t.leaseExpiresAt),
@@ -291,7 +299,7 @@ export const apiTokens = sqliteTable(
     boundRun: text("bound_run"),
     rpsLimit: real("rps_limit"),
     bytesPerDay: integer("bytes_per_day"),
-    /** For the inference proxy; recorded, not enforced yet. */
+    /** Prompt + completion tokens through the inference proxy per UTC day. */
     proxyTokensPerDay: integer("proxy_tokens_per_day"),
     createdAt: integer("created_at").notNull(),
     revokedAt: integer("revoked_at"),
@@ -307,6 +315,8 @@ export const tokenUsage = sqliteTable(
     /** UTC day, YYYY-MM-DD. */
     day: text("day").notNull(),
     bytes: integer("bytes").notNull().default(0),
+    /** Prompt + completion tokens through the inference proxy (the proxy_tokens_per_day quota). */
+    proxyTokens: integer("proxy_tokens").notNull().default(0),
   },
   (t) => [primaryKey({ columns: [t.tokenId, t.day] })],
 );
@@ -341,6 +351,11 @@ export const proxySessions = sqliteTable(
     lastUsedAt: integer("last_used_at").notNull(),
     expiresAt: integer("expires_at").notNull(),
     groupId: integer("group_id"),
+    /**
+     * The token that created the session; only it (and admin) can use it. Null: created by
+     * API_TOKEN or open local development (or before owners were recorded): admin only.
+     */
+    owner: text("owner"),
   },
   (t) => [primaryKey({ columns: [t.run, t.id] }), index("proxy_sessions_expiry").on(t.expiresAt)],
 );

@@ -19,6 +19,7 @@ export interface StoredToken {
   run: string | null;
   rpsLimit: number | null;
   bytesPerDay: number | null;
+  proxyTokensPerDay: number | null;
 }
 
 interface TokenRow {
@@ -121,5 +122,6 @@ export async function findToken(db: D1Database, secret: string): Promise<StoredT
     run: row.bound_run,
     rpsLimit: row.rps_limit,
     bytesPerDay: row.bytes_per_day,
+    proxyTokensPerDay: row.proxy_tokens_per_day,
   };
 }

@@ -5,7 +5,15 @@ import type { StoredToken } from "../../../src/api/storage/tokens";
 import { scopesAllow } from "../../../src/core/tokens";
 
 function token(id: string, rpsLimit: number | null): StoredToken {
-  return { id, name: id, scopes: ["read"], run: null, rpsLimit, bytesPerDay: null };
+  return {
+    id,
+    name: id,
+    scopes: ["read"],
+    run: null,
+    rpsLimit,
+    bytesPerDay: null,
+    proxyTokensPerDay: null,
+  };
 }
 
 function refusal(fn: () => void): ApiError | null {

@@ -2,6 +2,7 @@ import { z } from "zod";
 import { deliveredGroupSchema } from "../../../core/api-schemas";
 import { coordinator, runOf } from "../../context";
 import { batchResponse } from "../../delivery";
+import { submitterOf } from "../../middleware/auth";
 import { defineRoute, jsonContent } from "../define";
 
 export const batch = defineRoute(
@@ -30,7 +31,7 @@ export const batch = defineRoute(
   },
   async (c) => {
     const run = runOf(c);
-    const outcome = await coordinator(c, run).compatBatch(run);
+    const outcome = await coordinator(c, run).compatBatch(run, submitterOf(c));
     if (outcome.kind === "not_registered") {
       return c.json({
         status: "error",

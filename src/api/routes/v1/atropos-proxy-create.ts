@@ -1,9 +1,7 @@
 import { atroposSessionCreatedSchema, atroposSessionCreateSchema } from "../../../core/api-schemas";
-import { emptyTracking } from "../../../core/proxy-session";
 import { runOf } from "../../context";
-import { sessionTtlMs } from "../../proxy";
+import { createOwnedSession } from "../../proxy";
 import { jsonBody } from "../../request";
-import { createSession } from "../../storage/proxy-sessions";
 import { bodyErrors, defineRoute, jsonContent, jsonRequest, runParams } from "../define";
 
 export const atroposProxyCreate = defineRoute(
@@ -24,7 +22,7 @@ export const atroposProxyCreate = defineRoute(
     const run = runOf(c);
     await jsonBody(c, atroposSessionCreateSchema, { optional: true });
     const uuid = crypto.randomUUID();
-    await createSession(c.env.DB, run, uuid, emptyTracking(), Date.now(), sessionTtlMs(c));
+    await createOwnedSession(c, run, uuid, Date.now());
     return c.json({ uuid, url: `/v1/runs/${run}/atropos-proxy/${uuid}/v1` });
   },
 );

@@ -1,7 +1,7 @@
 import { atroposSessionDeletedSchema } from "../../../core/api-schemas";
 import { runOf } from "../../context";
 import { ApiError } from "../../errors";
-import { sessionIdOf } from "../../proxy";
+import { ownedSession, sessionIdOf } from "../../proxy";
 import { deleteSession } from "../../storage/proxy-sessions";
 import { defineRoute, errors, jsonContent } from "../define";
 import { sessionParams } from "./proxy-params";
@@ -16,12 +16,13 @@ export const atroposProxyDelete = defineRoute(
     request: { params: sessionParams },
     responses: {
       200: { description: "Deleted.", content: jsonContent(atroposSessionDeletedSchema) },
-      ...errors({ 404: "No such session." }),
+      ...errors({ 404: "No such session (or it belongs to another token)." }),
     },
   },
   async (c) => {
     const run = runOf(c);
     const uuid = sessionIdOf(c);
+    await ownedSession(c, run, uuid);
     if (!(await deleteSession(c.env.DB, run, uuid))) {
       throw new ApiError("NOT_FOUND", `no inference-proxy session '${uuid}' in run '${run}'`);
     }

@@ -1,8 +1,9 @@
 import { groupTrajectoriesSchema } from "../../../core/trajectory";
 import { runOf } from "../../context";
+import { ApiError } from "../../errors";
 import { intParam, intPathParam } from "../../request";
 import { groupTrajectories } from "../../storage/trajectories";
-import { defineRoute, jsonContent, runParams } from "../define";
+import { defineRoute, errors, jsonContent, runParams } from "../define";
 
 export const getTrajectories = defineRoute(
   {
@@ -16,11 +17,17 @@ export const getTrajectories = defineRoute(
         description: "The group's trajectories (an empty list when it has none).",
         content: jsonContent(groupTrajectoriesSchema),
       },
+      ...errors({ 404: "No such group in the run (as GET …/groups/{id})." }),
     },
   },
   async (c) => {
     const run = runOf(c);
     const id = intParam(c, "id");
+    // Another run's group id is "not found" here too, not an empty list.
+    const group = await c.env.DB.prepare("SELECT 1 AS found FROM groups WHERE run = ?1 AND id = ?2")
+      .bind(run, id)
+      .first();
+    if (!group) throw new ApiError("NOT_FOUND", `group ${id} does not exist in run '${run}'`);
     return c.json({
       run,
       group_id: id,

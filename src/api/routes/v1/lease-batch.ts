@@ -4,6 +4,7 @@ import { numberVar } from "../../bindings";
 import { coordinator, runOf } from "../../context";
 import { batchResponse } from "../../delivery";
 import { ApiError } from "../../errors";
+import { submitterOf } from "../../middleware/auth";
 import { jsonBody } from "../../request";
 import { bodyErrors, defineRoute, errors, jsonContent, jsonRequest, runParams } from "../define";
 
@@ -33,6 +34,7 @@ export const leaseBatch = defineRoute(
       consumer: "lease",
       leaseSeconds: body.lease_seconds ?? numberVar(c.env.DEFAULT_LEASE_SECONDS, 300),
       maxStaleness: body.max_staleness ?? null,
+      holder: submitterOf(c),
     });
     if (outcome.kind === "not_registered") {
       throw new ApiError(

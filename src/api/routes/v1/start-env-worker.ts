@@ -4,6 +4,7 @@ import { APIServerConfigSchema } from "../../../core/server-config";
 import { type AppContext, runOf } from "../../context";
 import { ApiError } from "../../errors";
 import { jsonBody } from "../../request";
+import { getRunInferenceRedacted } from "../../storage/inference";
 import { bodyErrors, defineRoute, jsonContent, jsonRequest, runParams } from "../define";
 
 export function envFeeder(c: AppContext, name: string) {
@@ -17,8 +18,37 @@ export const envWorkerRequestSchema = z.object({
     .regex(/^[\w.-]{1,64}$/)
     .default("0"),
   config: z.record(z.string(), z.unknown()).default({}),
-  inference: z.array(APIServerConfigSchema).min(1, "give at least one inference server"),
+  inference: z
+    .union([
+      z.literal("run"),
+      z.array(APIServerConfigSchema).min(1, "give at least one inference server"),
+    ])
+    .default("run")
+    .describe(
+      '"run" (the default): the run\'s stored servers (PUT /v1/runs/{run}/inference; their keys stay sealed in D1). Or a list of servers without api_key: a key here would travel in every queue message.',
+    ),
 });
+
+/** 422 for servers that would put a key into queue messages, or a run with none stored. */
+async function inferenceProblem(
+  c: AppContext,
+  run: string,
+  inference: z.output<typeof envWorkerRequestSchema>["inference"],
+): Promise<ApiError | null> {
+  if (inference === "run") {
+    if (await getRunInferenceRedacted(c.env.DB, run)) return null;
+    const msg = `run '${run}' has no stored inference servers: PUT them to /v1/runs/${run}/inference (or \`atropos-edge inference set\`) first, or list servers without api_key here`;
+    return new ApiError("VALIDATION_FAILED", msg, [
+      { type: "value_error", loc: ["body", "inference"], msg },
+    ]);
+  }
+  const keyed = inference.findIndex((server) => Boolean(server.api_key));
+  if (keyed < 0) return null;
+  const msg = `inference[${keyed}].api_key would travel in plaintext in every queue message: store the servers with PUT /v1/runs/${run}/inference (keys sealed with INFERENCE_KEYS_SECRET) and leave inference out (or set it to "run")`;
+  return new ApiError("VALIDATION_FAILED", msg, [
+    { type: "value_error", loc: ["body", "inference", keyed, "api_key"], msg },
+  ]);
+}
 
 export const startEnvWorker = defineRoute(
   {
@@ -31,12 +61,16 @@ export const startEnvWorker = defineRoute(
     request: { params: runParams, body: jsonRequest(envWorkerRequestSchema) },
     responses: {
       200: { description: "The env worker.", content: jsonContent(envWorkerSchema) },
-      ...bodyErrors("The body fails the schema, the env is unknown, or its config is invalid."),
+      ...bodyErrors(
+        "The body fails the schema, the env is unknown, its config is invalid, a listed server has an api_key, or the run has no stored servers to use.",
+      ),
     },
   },
   async (c) => {
     const run = runOf(c);
     const body = await jsonBody(c, envWorkerRequestSchema);
+    const problem = await inferenceProblem(c, run, body.inference);
+    if (problem) throw problem;
     const name = `${run}/${body.env}/${body.instance}`;
     try {
       const state = await envFeeder(c, name).start(run, name, {

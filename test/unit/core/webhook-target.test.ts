@@ -1,0 +1,43 @@
+import { describe, expect, it } from "vitest";
+import { privateTargetReason } from "../../../src/core/webhook-target";
+
+describe("privateTargetReason", () => {
+  it("flags loopback, private, link-local and local-name targets in every spelling", () => {
+    for (const url of [
+      "http://127.0.0.1:9/x",
+      "http://2130706433/",
+      "http://0x7f.1/",
+      "http://0.0.0.0/",
+      "http://10.1.2.3/",
+      "http://172.20.0.1/",
+      "http://192.168.1.1/",
+      "http://100.64.1.1/",
+      "http://169.254.169.254/latest/meta-data",
+      "http://[::1]/",
+      "http://[::]/",
+      "http://[::ffff:127.0.0.1]/",
+      "http://[64:ff9b::10.0.0.1]/",
+      "http://[fd00::1]/",
+      "http://[fe80::1]/",
+      "http://localhost:8787/",
+      "http://api.localhost/",
+      "http://printer.local/",
+      "http://metadata.google.internal/",
+      "http://vllm:8000/",
+    ]) {
+      expect(privateTargetReason(url), url).not.toBeNull();
+    }
+  });
+
+  it("lets public addresses and names through", () => {
+    for (const url of [
+      "https://hooks.example/guard",
+      "https://8.8.8.8/",
+      "http://172.32.0.1/",
+      "http://[2606:4700::1111]/",
+      "http://[::ffff:8.8.8.8]/",
+    ]) {
+      expect(privateTargetReason(url), url).toBeNull();
+    }
+  });
+});
