@@ -19,6 +19,7 @@ import { numberVar } from "./bindings";
 import type { AppContext } from "./context";
 import { ApiError } from "./errors";
 import { submitGroupInProcess } from "./ingest";
+import { submitterOf } from "./middleware/auth";
 import { jsonBody } from "./request";
 import { getRunInference } from "./storage/inference";
 import {
@@ -58,14 +59,23 @@ export async function usableSession(
   c: AppContext,
   run: string,
   id: string,
-  options: { create: boolean; now: number },
+  options: { create: boolean; now: number; task?: string | null },
 ): Promise<ProxySessionRow> {
   let session = await loadSession(c.env.DB, run, id);
   if (!session) {
     if (!options.create) {
       throw new ApiError("NOT_FOUND", `no inference-proxy session '${id}' in run '${run}'`);
     }
-    session = await createSession(c.env.DB, run, id, emptyTracking(), options.now, sessionTtlMs(c));
+    const ttl = sessionTtlMs(c);
+    session = await createSession(
+      c.env.DB,
+      run,
+      id,
+      emptyTracking(),
+      options.now,
+      ttl,
+      options.task,
+    );
   }
   if (options.now >= session.expiresAt) {
     const idle = Math.round(sessionTtlMs(c) / 1000);
@@ -174,14 +184,18 @@ export async function finishProxySession(
     ]);
   }
   const group = sessionGroup(session.tracking, body);
+  // The group is the caller's contribution: attributed to its token (and to the session's task).
+  const tokenId = submitterOf(c);
   const submitted = await submitGroupInProcess(
     c.env,
     run,
     group,
     `proxy-session/${id}/${session.createdAt}`,
+    tokenId,
   );
   const groupId = submitted.groupId ?? -1;
   const trajectories = sessionTrajectories(session.tracking, body, session.createdAt, now);
-  await finishSession(c.env.DB, session, groupId, trajectories, now);
+  const scoreMean = body.scores.reduce((a, b) => a + b, 0) / body.scores.length;
+  await finishSession(c.env.DB, session, groupId, trajectories, now, { tokenId, scoreMean });
   return { session: id, group_id: groupId, status: submitted.status, sequences: count };
 }

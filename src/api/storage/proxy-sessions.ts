@@ -1,6 +1,7 @@
 /** Inference-proxy sessions in D1 (table proxy_sessions). */
 import { type ProxyTracking, proxyTrackingSchema } from "../../core/proxy-session";
 import type { Trajectory } from "../../core/trajectory";
+import { taskGroupInsert } from "./task-registry";
 import { trajectoryInserts } from "./trajectories";
 
 export interface ProxySessionRow {
@@ -13,6 +14,8 @@ export interface ProxySessionRow {
   lastUsedAt: number;
   expiresAt: number;
   groupId: number | null;
+  /** The registered task the session was opened for (null: an ordinary session). */
+  task: string | null;
 }
 
 interface RawRow {
@@ -25,10 +28,11 @@ interface RawRow {
   last_used_at: number;
   expires_at: number;
   group_id: number | null;
+  task: string | null;
 }
 
 const COLUMNS =
-  "run, id, status, tracking, version, created_at, last_used_at, expires_at, group_id";
+  "run, id, status, tracking, version, created_at, last_used_at, expires_at, group_id, task";
 
 function fromRaw(row: RawRow): ProxySessionRow {
   return {
@@ -41,6 +45,7 @@ function fromRaw(row: RawRow): ProxySessionRow {
     lastUsedAt: row.last_used_at,
     expiresAt: row.expires_at,
     groupId: row.group_id,
+    task: row.task,
   };
 }
 
@@ -70,6 +75,7 @@ export async function createSession(
   tracking: ProxyTracking,
   now: number,
   ttlMs: number,
+  task: string | null = null,
 ): Promise<ProxySessionRow> {
   const [, created] = await db.batch<RawRow>([
     db
@@ -77,10 +83,10 @@ export async function createSession(
       .bind(run, now - EXPIRED_KEPT_MS),
     db
       .prepare(
-        `INSERT INTO proxy_sessions (${COLUMNS}) VALUES (?1, ?2, 'open', ?3, 0, ?4, ?4, ?5, NULL)
+        `INSERT INTO proxy_sessions (${COLUMNS}) VALUES (?1, ?2, 'open', ?3, 0, ?4, ?4, ?5, NULL, ?6)
          ON CONFLICT (run, id) DO UPDATE SET run = run RETURNING ${COLUMNS}`,
       )
-      .bind(run, id, JSON.stringify(tracking), now, now + ttlMs),
+      .bind(run, id, JSON.stringify(tracking), now, now + ttlMs, task),
   ]);
   return fromRaw(created!.results[0]!);
 }
@@ -103,13 +109,17 @@ export async function saveTracking(
   return result.meta.changes > 0;
 }
 
-/** Marks the session finished with its group and stores its trajectories beside the group. */
+/**
+ * Marks the session finished with its group and stores its trajectories beside the group (and,
+ * for a task session, the group's task, contributor and mean score: `taskGroup`).
+ */
 export async function finishSession(
   db: D1Database,
   session: ProxySessionRow,
   groupId: number,
   trajectories: readonly Trajectory[],
   now: number,
+  taskGroup: { tokenId: string | null; scoreMean: number | null } | null = null,
 ): Promise<void> {
   await db.batch([
     db
@@ -118,6 +128,19 @@ export async function finishSession(
       )
       .bind(groupId, now, session.run, session.id),
     ...trajectoryInserts(db, session.run, groupId, trajectories, now),
+    ...(taskGroup && session.task !== null
+      ? [
+          taskGroupInsert(
+            db,
+            session.run,
+            groupId,
+            session.task,
+            taskGroup.tokenId,
+            taskGroup.scoreMean,
+            now,
+          ),
+        ]
+      : []),
   ]);
 }
 
