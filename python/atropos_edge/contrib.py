@@ -257,7 +257,9 @@ class TrajectoryContributor:
         if task.system_prompt:
             messages.append({"role": "system", "content": task.system_prompt})
         messages.append({"role": "user", "content": text})
-        trajectory = Trajectory(task_id=type(task).registration()["name"], task_description=text, model_id=model)
+        trajectory = Trajectory(
+            task_id=type(task).registration()["name"], task_description=text, model_id=model
+        )
         for turn in range(max(1, task.max_turns)):
             # Not retried: a repeated completion would be recorded in the session twice.
             answer = self.http.request(

@@ -201,7 +201,10 @@ def test_the_built_in_agent_chats_until_follow_up_stops_and_keeps_thoughts_apart
     assert out.score == 0.5  # evaluate saw only the final reply ("and CVE-2")
     t = out.trajectory
     assert t is not None
-    assert [(s.thought, s.observation) for s in t.steps] == [("look for injections", "Anything else?"), (None, "")]
+    assert [(s.thought, s.observation) for s in t.steps] == [
+        ("look for injections", "Anything else?"),
+        (None, ""),
+    ]
     assert (t.final_response, t.model_id) == ("and CVE-2", "sim")
     assert [m["role"] for m in proxy.chats[1]["messages"]] == ["system", "user", "assistant", "user"]
     assert proxy.chats[1]["messages"][2]["content"] == proxy.replies[0]  # sent back verbatim

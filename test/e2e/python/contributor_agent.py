@@ -97,7 +97,12 @@ def main() -> None:
         trajectory = Trajectory(task_id="tool_math", task_description=task_text, model_id="policy")
         for turn in range(4):
             response = client.chat.completions.create(
-                model="policy", messages=messages, tools=TOOLS, temperature=1.0, max_tokens=256, seed=seed + turn
+                model="policy",
+                messages=messages,
+                tools=TOOLS,
+                temperature=1.0,
+                max_tokens=256,
+                seed=seed + turn,
             )
             message = response.choices[0].message
             messages.append(message.model_dump(exclude_none=True))
@@ -109,7 +114,9 @@ def main() -> None:
                 name = call.function.name  # type: ignore[union-attr]
                 result = calculate(params["expression"]) if name == "calculator" else "ok"
                 observation = f"{name} result: {result}"
-                step = TrajectoryStep(len(trajectory.steps), None, ToolCall(name, params, result), observation, time.time())
+                step = TrajectoryStep(
+                    len(trajectory.steps), None, ToolCall(name, params, result), observation, time.time()
+                )
                 trajectory.steps.append(step)
                 messages.append({"role": "tool", "tool_call_id": call.id, "content": observation})
         transcripts.append({"url": openai_base_url, "seed": seed, "messages": messages, "tools": TOOLS})
