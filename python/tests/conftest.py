@@ -74,6 +74,7 @@ class FakeApi:
 
             do_GET = _handle
             do_POST = _handle
+            do_DELETE = _handle
 
         self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
         self.url = f"http://127.0.0.1:{self.server.server_address[1]}"

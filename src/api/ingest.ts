@@ -437,13 +437,15 @@ async function requireRegisteredEnvs(env: Bindings, run: string, items: IngestIt
 
 /**
  * Submission from inside the Worker (queue consumers): same validation, storage and dedupe as
- * POST /scored_data, without an HTTP hop. `idempotencyKey` makes a redelivered queue message a no-op.
+ * POST /scored_data, without an HTTP hop. `idempotencyKey` makes a redelivered queue message a no-op;
+ * `tokenId` attributes the group (a finished proxy session: the token that finished it).
  */
 export async function submitGroupInProcess(
   env: Bindings,
   run: string,
   group: unknown,
   idempotencyKey: string,
+  tokenId: string | null = null,
 ): Promise<{ status: "received" | "buffered" | "duplicate"; groupId?: number }> {
   const validated = validateGroup(group);
   const trajectories = trajectoriesOfSubmission(group, validated.tokens.length);
@@ -455,6 +457,7 @@ export async function submitGroupInProcess(
       contentHash: hash,
       dedupeKey: submissionDedupeKey(hash, idempotencyKey, 0),
       idempotencyKey,
+      tokenId,
     },
   ]);
   if (!outcome!.duplicate) {

@@ -89,8 +89,18 @@ export function createOwnedSession(
   run: string,
   id: string,
   now: number,
+  task: string | null = null,
 ): Promise<ProxySessionRow> {
-  return createSession(c.env.DB, run, id, emptyTracking(), now, sessionTtlMs(c), submitterOf(c));
+  return createSession(
+    c.env.DB,
+    run,
+    id,
+    emptyTracking(),
+    now,
+    sessionTtlMs(c),
+    submitterOf(c),
+    task,
+  );
 }
 
 /**
@@ -102,12 +112,12 @@ export async function usableSession(
   c: AppContext,
   run: string,
   id: string,
-  options: { create: boolean; now: number },
+  options: { create: boolean; now: number; task?: string | null },
 ): Promise<ProxySessionRow> {
   let session = await loadSession(c.env.DB, run, id);
   if (!session) {
     if (!options.create) throw noSession(c, run, id);
-    session = await createOwnedSession(c, run, id, options.now);
+    session = await createOwnedSession(c, run, id, options.now, options.task ?? null);
   }
   if (!mayUse(c, session)) throw noSession(c, run, id);
   if (options.now >= session.expiresAt) {
@@ -227,14 +237,18 @@ export async function finishProxySession(
     ]);
   }
   const group = sessionGroup(session.tracking, body);
+  // The group is the caller's contribution: attributed to its token (and to the session's task).
+  const tokenId = submitterOf(c);
   const submitted = await submitGroupInProcess(
     c.env,
     run,
     group,
     `proxy-session/${id}/${session.createdAt}`,
+    tokenId,
   );
   const groupId = submitted.groupId ?? -1;
   const trajectories = sessionTrajectories(session.tracking, body, session.createdAt, now);
-  await finishSession(c.env.DB, session, groupId, trajectories, now);
+  const scoreMean = body.scores.reduce((a, b) => a + b, 0) / body.scores.length;
+  await finishSession(c.env.DB, session, groupId, trajectories, now, { tokenId, scoreMean });
   return { session: id, group_id: groupId, status: submitted.status, sequences: count };
 }

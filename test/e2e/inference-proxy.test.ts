@@ -2,8 +2,10 @@
  * The inference proxy end to end: `npm run dev` in front of the simulator (stock-vLLM wire).
  * The official Python `openai` client (examples/python/proxy_agent.py) drives a 3-turn tool
  * conversation through /v1/runs/{run}/proxy/{session}/v1 and finishes it; a plain-HTTP
- * Atropos-style client does the same through the Atropos proxy routes. Both groups must hold
- * exactly the tokens, masks and logprobs of a direct ManagedServer run of the same conversation.
+ * Atropos-style client does the same through the Atropos proxy routes; a Python contributor
+ * (atropos_edge.TrajectoryContributor, test/e2e/python/contributor_agent.py) registers a task and
+ * submits trajectories whose agent is that client. Every group must hold exactly the tokens,
+ * masks and logprobs of a direct ManagedServer run of the same conversation.
  */
 import { execFile } from "node:child_process";
 import { mkdtempSync, readFileSync } from "node:fs";
@@ -202,6 +204,83 @@ describe("inference proxy: exact tokens from unmodified agents", () => {
     expect(records).toHaveLength(1);
     expect(records[0]).toMatchObject({ group_id: transcript.finish.group_id, score: 1.5 });
     expect(records[0]!.steps).toHaveLength(3);
+  });
+
+  it("a Python contributor (atropos_edge): task registered, openai agent's groups exact, attributed, tallied", async () => {
+    const made = await getJson<{ id: string; secret: string }>(`${server.url}/v1/tokens`, {
+      method: "POST",
+      headers: { "content-type": "application/json" },
+      body: JSON.stringify({ name: "alice", scopes: ["contributor"], run: RUN }),
+    });
+    const { stdout } = await run(
+      python,
+      [
+        join(ROOT, "test", "e2e", "python", "contributor_agent.py"),
+        server.url,
+        RUN,
+        made.secret,
+        "c1",
+      ],
+      { timeout: 120_000, env: { ...process.env, PYTHONPATH: join(ROOT, "python") } },
+    );
+    interface Shown {
+      session: string;
+      group_id: number;
+      status: string;
+      score: number | null;
+    }
+    const out = JSON.parse(stdout) as {
+      registered: string[];
+      first: Shown[];
+      again: Shown[];
+      built_in: Shown[];
+      transcripts: (Omit<Transcript, "finish"> & { url: string; seed: number })[];
+      agent_calls: number;
+      lease: { status: number; message: string };
+      tasks: {
+        name: string;
+        groups: number;
+        contributors: { token_name: string; groups: number }[];
+      }[];
+    };
+    expect(out.registered).toEqual(["created", "unchanged"]);
+    // Both tool tasks solved (1.0) with two tool calls (0.25 each).
+    expect(out.first.map((c) => [c.session, c.status, c.score])).toEqual([
+      ["c1-0", "received", 1.5],
+      ["c1-1", "received", 1.5],
+    ]);
+    // The retry returned what was stored without running the agent again.
+    expect(out.again).toEqual(out.first.map((c) => ({ ...c, status: "duplicate", score: null })));
+    expect(out.agent_calls).toBe(2);
+    for (const [i, contribution] of out.first.entries()) {
+      const transcript = out.transcripts[i]!;
+      expect(transcript.url).toBe(`${server.url}/v1/runs/${RUN}/proxy/${contribution.session}/v1`);
+      const { payload } = await getJson<{ payload: Payload }>(
+        `${server.url}/v1/runs/${RUN}/groups/${contribution.group_id}`,
+      );
+      const direct = await directRun(
+        sim.url,
+        { ...transcript, finish: { group_id: 0, status: "", sequences: 0 } },
+        transcript.seed,
+      );
+      expect(payload.tokens).toEqual([direct.tokens]);
+      expect(payload.masks).toEqual([direct.masked_tokens]);
+      expect(payload.inference_logprobs).toEqual([direct.logprobs]);
+      expect(payload.scores).toEqual([1.5]);
+    }
+    expect(out.built_in).toMatchObject([{ session: "c1-chat-0", status: "received" }]);
+    // Attributed: the contributor's own groups are exactly these; it cannot lease them.
+    const own = await getJson<{ groups: { id: number; token_id: string | null }[] }>(
+      `${server.url}/v1/runs/${RUN}/groups`,
+      { headers: { authorization: `Bearer ${made.secret}` } },
+    );
+    const ids = [...out.first, ...out.built_in].map((c) => c.group_id);
+    expect(own.groups.map((g) => g.id).sort()).toEqual([...ids].sort());
+    expect(new Set(own.groups.map((g) => g.token_id))).toEqual(new Set([made.id]));
+    expect(out.lease.status).toBe(403);
+    expect(out.tasks).toMatchObject([
+      { name: "tool_math", groups: 3, contributors: [{ token_name: "alice", groups: 3 }] },
+    ]);
   });
 
   it("an Atropos-style client over plain HTTP: the same conversation, the same nodes", async () => {

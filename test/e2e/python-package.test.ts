@@ -22,6 +22,7 @@ const OWNED = [
   "examples/python/grpo_torch_trainer.py",
   "examples/python/trl_grpo_trainer.py",
   "test/e2e/python/package_client.py",
+  "test/e2e/python/contributor_agent.py",
 ];
 
 /** A group of 4 whose token ids fit the 400-token test tokenizer; half prompt. */

@@ -127,6 +127,12 @@ describe("reset", () => {
     )
       .bind(run, envId, Date.now())
       .run();
+    expect((await post(`/v1/runs/${run}/tasks`, { name: "t", difficulty: 2 })).status).toBe(200);
+    await bindings.DB.prepare(
+      "INSERT INTO task_groups (run, group_id, task, token_id, score_mean, created_at) VALUES (?1, 1, 't', NULL, 0.5, ?2)",
+    )
+      .bind(run, Date.now())
+      .run();
     const started = await post(`/v1/runs/${run}/env-workers`, {
       env: IdleTestEnv.envName,
       config: { group_size: 4 },

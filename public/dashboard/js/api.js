@@ -29,6 +29,8 @@ import { getToken } from "./auth.js";
  * @typedef {import("../../../src/core/api-schemas").RunEventList} RunEventList
  * @typedef {import("../../../src/core/api-schemas").EnvControl} EnvControl
  * @typedef {import("../../../src/core/api-schemas").EnvControlRequest} EnvControlRequest
+ * @typedef {import("../../../src/core/task-registry").TaskList} TaskList
+ * @typedef {TaskList["tasks"][number]} TaskInfo
  * @typedef {string | number} Id group and batch ids (treated as opaque)
  */
 
@@ -193,6 +195,9 @@ export const api = {
     /** @type {Promise<RunEventList>} */ (
       getJson(`${runPath(run)}/events${query({ limit })}`, signal)
     ),
+  /** @param {string} run @param {AbortSignal} [signal] @returns {Promise<TaskList>} */
+  tasks: (run, signal) =>
+    /** @type {Promise<TaskList>} */ (getJson(`${runPath(run)}/tasks`, signal)),
   /** @param {string} run @param {number} envId @param {EnvControlRequest} change @returns {Promise<EnvControl>} */
   updateEnv: (run, envId, change) =>
     /** @type {Promise<EnvControl>} */ (sendJson("PATCH", `${runPath(run)}/envs/${envId}`, change)),

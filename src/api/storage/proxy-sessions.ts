@@ -1,6 +1,7 @@
 /** Inference-proxy sessions in D1 (table proxy_sessions). */
 import { type ProxyTracking, proxyTrackingSchema } from "../../core/proxy-session";
 import type { Trajectory } from "../../core/trajectory";
+import { taskGroupInsert } from "./task-registry";
 import { trajectoryInserts } from "./trajectories";
 
 export interface ProxySessionRow {
@@ -15,6 +16,8 @@ export interface ProxySessionRow {
   groupId: number | null;
   /** The token that created it (null: API_TOKEN, open local development, or before owners). */
   owner: string | null;
+  /** The registered task the session was opened for (null: an ordinary session). */
+  task: string | null;
 }
 
 interface RawRow {
@@ -28,10 +31,11 @@ interface RawRow {
   expires_at: number;
   group_id: number | null;
   owner: string | null;
+  task: string | null;
 }
 
 const COLUMNS =
-  "run, id, status, tracking, version, created_at, last_used_at, expires_at, group_id, owner";
+  "run, id, status, tracking, version, created_at, last_used_at, expires_at, group_id, owner, task";
 
 function fromRaw(row: RawRow): ProxySessionRow {
   return {
@@ -45,6 +49,7 @@ function fromRaw(row: RawRow): ProxySessionRow {
     expiresAt: row.expires_at,
     groupId: row.group_id,
     owner: row.owner,
+    task: row.task,
   };
 }
 
@@ -76,6 +81,7 @@ export async function createSession(
   now: number,
   ttlMs: number,
   owner: string | null,
+  task: string | null = null,
 ): Promise<ProxySessionRow> {
   const [, created] = await db.batch<RawRow>([
     db
@@ -83,10 +89,10 @@ export async function createSession(
       .bind(run, now - EXPIRED_KEPT_MS),
     db
       .prepare(
-        `INSERT INTO proxy_sessions (${COLUMNS}) VALUES (?1, ?2, 'open', ?3, 0, ?4, ?4, ?5, NULL, ?6)
+        `INSERT INTO proxy_sessions (${COLUMNS}) VALUES (?1, ?2, 'open', ?3, 0, ?4, ?4, ?5, NULL, ?6, ?7)
          ON CONFLICT (run, id) DO UPDATE SET run = run RETURNING ${COLUMNS}`,
       )
-      .bind(run, id, JSON.stringify(tracking), now, now + ttlMs, owner),
+      .bind(run, id, JSON.stringify(tracking), now, now + ttlMs, owner, task),
   ]);
   return fromRaw(created!.results[0]!);
 }
@@ -109,13 +115,17 @@ export async function saveTracking(
   return result.meta.changes > 0;
 }
 
-/** Marks the session finished with its group and stores its trajectories beside the group. */
+/**
+ * Marks the session finished with its group and stores its trajectories beside the group (and,
+ * for a task session, the group's task, contributor and mean score: `taskGroup`).
+ */
 export async function finishSession(
   db: D1Database,
   session: ProxySessionRow,
   groupId: number,
   trajectories: readonly Trajectory[],
   now: number,
+  taskGroup: { tokenId: string | null; scoreMean: number | null } | null = null,
 ): Promise<void> {
   await db.batch([
     db
@@ -124,6 +134,19 @@ export async function finishSession(
       )
       .bind(groupId, now, session.run, session.id),
     ...trajectoryInserts(db, session.run, groupId, trajectories, now),
+    ...(taskGroup && session.task !== null
+      ? [
+          taskGroupInsert(
+            db,
+            session.run,
+            groupId,
+            session.task,
+            taskGroup.tokenId,
+            taskGroup.scoreMean,
+            now,
+          ),
+        ]
+      : []),
   ]);
 }
 

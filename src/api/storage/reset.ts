@@ -22,6 +22,8 @@ import {
   runEvents,
   runInference,
   runs,
+  taskGroups,
+  tasks,
   trajectories,
   workerStats,
 } from "./schema";
@@ -61,6 +63,8 @@ export async function deleteRunRows(d1: D1Database, run: string): Promise<void> 
     d.delete(regressionGuards).where(eq(regressionGuards.run, run)),
     d.delete(evalBaselines).where(eq(evalBaselines.run, run)),
     d.delete(runEvents).where(eq(runEvents.run, run)),
+    d.delete(tasks).where(eq(tasks.run, run)),
+    d.delete(taskGroups).where(eq(taskGroups.run, run)),
     d.delete(runs).where(eq(runs.name, run)),
   ]);
 }

@@ -356,6 +356,8 @@ export const proxySessions = sqliteTable(
      * API_TOKEN or open local development (or before owners were recorded): admin only.
      */
     owner: text("owner"),
+    /** The registered task it was opened for (POST …/proxy/{session}/open); null otherwise. */
+    task: text("task"),
   },
   (t) => [primaryKey({ columns: [t.run, t.id] }), index("proxy_sessions_expiry").on(t.expiresAt)],
 );
@@ -443,4 +445,44 @@ export const runEvents = sqliteTable(
     createdAt: integer("created_at").notNull(),
   },
   (t) => [index("run_events_by_run").on(t.run, t.id)],
+);
+
+/** A run's registered task types (POST /v1/runs/{run}/tasks, src/core/task-registry.ts). */
+export const tasks = sqliteTable(
+  "tasks",
+  {
+    run: text("run").notNull(),
+    name: text("name").notNull(),
+    difficulty: integer("difficulty"),
+    /** JSON string[]. */
+    requiredTools: text("required_tools").notNull(),
+    description: text("description").notNull(),
+    /** The token that registered it (api_tokens.id); null for API_TOKEN and open local dev. */
+    tokenId: text("token_id"),
+    createdAt: integer("created_at").notNull(),
+    updatedAt: integer("updated_at").notNull(),
+  },
+  (t) => [primaryKey({ columns: [t.run, t.name] })],
+);
+
+/**
+ * Which task a group was contributed for (a finished task session), by whom, with its mean score:
+ * the tallies per task and per contributor survive the session's expiry and the group's
+ * retention, and groups' own rows stay as ingest writes them.
+ */
+export const taskGroups = sqliteTable(
+  "task_groups",
+  {
+    run: text("run").notNull(),
+    groupId: integer("group_id").notNull(),
+    task: text("task").notNull(),
+    /** api_tokens.id of the token that finished the session; null for API_TOKEN and open dev. */
+    tokenId: text("token_id"),
+    scoreMean: real("score_mean"),
+    createdAt: integer("created_at").notNull(),
+  },
+  (t) => [
+    primaryKey({ columns: [t.run, t.groupId] }),
+    index("task_groups_by_task").on(t.run, t.task),
+  ],
 );

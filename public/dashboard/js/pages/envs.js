@@ -1,12 +1,14 @@
 // @ts-check
 // Envs: every registered environment with liveness, scheduling weights, work counters, the score
-// distribution of its latest batch and evaluation results over steps (both from the metrics store).
+// distribution of its latest batch and evaluation results over steps (both from the metrics store),
+// and the tasks contributors registered with what they submitted.
 import { api } from "../api.js";
 import { createChart } from "../charts.js";
 import { h, pill, setChildren, setText } from "../dom.js";
 import { fmtDuration, fmtInt, fmtNum, fmtTime } from "../format.js";
 import { card, changeTracker, scroller, table, td } from "../page.js";
 import { hashFor } from "../router.js";
+import { tasksCard } from "./tasks-card.js";
 
 // Histograms and evals change slowly; fetch them every third poll (6 s).
 const DETAIL_EVERY_TICKS = 3;
@@ -281,10 +283,12 @@ export function mountEnvs(root) {
     "No environments registered on this run yet. Environments appear here after POST /register-env.",
   );
   const details = h("div", { class: "env-details" });
+  const tasks = tasksCard();
   setChildren(
     root,
     h("h1", { class: "page-title" }, "Environments"),
     card("Registered environments", [empty, scroller(summary.el, "Registered environments")]),
+    tasks.el,
     details,
   );
   /** @type {Map<number, ReturnType<typeof envDetail>>} */
@@ -295,7 +299,8 @@ export function mountEnvs(root) {
     title: "Envs",
     poll: true,
     async refresh({ run, signal, tick }) {
-      const stats = await api.stats(run, signal);
+      const [stats, taskList] = await Promise.all([api.stats(run, signal), api.tasks(run, signal)]);
+      tasks.update(taskList);
       empty.hidden = stats.envs.length > 0;
       summary.el.hidden = stats.envs.length === 0;
       if (tableChanged(stats.envs))

@@ -27,12 +27,15 @@ import { listEvals } from "./list-evals";
 import { listEvents } from "./list-events";
 import { listGroups } from "./list-groups";
 import { listRuns } from "./list-runs";
+import { listTasksRoute } from "./list-tasks";
 import { listTokensRoute } from "./list-tokens";
 import { proxyChatCompletions } from "./proxy-chat-completions";
 import { proxyCompletions } from "./proxy-completions";
 import { proxyFinish } from "./proxy-finish";
+import { proxyOpen } from "./proxy-open";
 import { proxyState } from "./proxy-state";
 import { putInference } from "./put-inference";
+import { registerTaskRoute } from "./register-task";
 import { reportEval } from "./report-eval";
 import { reportMetrics } from "./report-metrics";
 import { revokeTokenRoute } from "./revoke-token";
@@ -86,6 +89,9 @@ export const v1Routes: readonly ApiRoute[] = [
   proxyCompletions,
   proxyState,
   proxyFinish,
+  proxyOpen,
+  registerTaskRoute,
+  listTasksRoute,
   atroposProxyCreate,
   atroposProxyChat,
   atroposProxyNodes,
