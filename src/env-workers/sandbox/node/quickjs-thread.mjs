@@ -1,144 +1,240 @@
 // JavaScript runs in QuickJS (wasm), inside a worker thread that quickjs-pool.ts terminates at
 // the deadline: QuickJS's own interrupt handler is not consulted while the engine collects
-// garbage near its memory limit, so only the thread's termination bounds wall time. Every run
-// gets a fresh QuickJS runtime; a thread serves runs until one fails, then it retires (a failed
-// runtime may not free cleanly, and the engine's module is shared by the thread's runs).
+// garbage near its memory limit, so only the thread's termination bounds wall time.
+//
+// Memory: every run gets its own instance of the engine with its own wasm memory, whose
+// `maximum` is the engine's base plus `memory_mb`. QuickJS's own malloc limit does not hold in
+// this build (under Emscripten it counts 8 bytes per allocation, not the allocation's size), so
+// the wasm memory's maximum is what stops the code: growth past it fails and QuickJS throws
+// "out of memory". A run that grew its memory past the base retires the thread, so the memory
+// is released when the thread ends, not whenever a collector gets to it.
+//
+// Nothing leaves the engine unbounded: console output, the returned value, errors and the
+// collected files are formatted and cut inside QuickJS by functions made before the code runs
+// (the code cannot reach or replace them), so the host only ever copies capped strings.
+//
 // The code sees the language, `console` and a `files` object (the scratch files); no fetch,
 // timers, modules or host objects. Plain JavaScript so the thread starts without a loader.
 
-import { parentPort } from "node:worker_threads";
+import { parentPort, workerData } from "node:worker_threads";
 import variant from "@jitl/quickjs-wasmfile-release-sync";
-import { newQuickJSWASMModuleFromVariant } from "quickjs-emscripten-core";
+import { newQuickJSWASMModuleFromVariant, newVariant } from "quickjs-emscripten-core";
 
-const OUTPUT_CAP_CHARS = 64 * 1024;
+const PAGE_BYTES = 65_536;
+/** Emscripten's initial memory for this build (16 MiB: stack and static data). */
+const BASE_PAGES = 256;
+/** A run whose memory grew more than this past the base retires its thread. */
+const RETIRE_GROWTH_BYTES = 16 * 1024 * 1024;
 const STACK_BYTES = 512 * 1024;
+const ERROR_CAP_CHARS = 4000;
 
-const quickjs = await newQuickJSWASMModuleFromVariant(variant);
+const { wasmModule } = workerData;
+
+// Made inside each runtime before the code: console, and the only ways data leaves the engine.
+// Natives are captured here, so code that later replaces String.prototype.slice, JSON or
+// Reflect changes nothing for these functions.
+const PRELUDE = `(function (write, limits) {
+  "use strict";
+  const S = String, stringify = JSON.stringify, apply = Reflect.apply;
+  const slice = String.prototype.slice, keys = Object.keys, isObject = (x) => x !== null && typeof x === "object";
+  const cut = (s, n) => (s.length > n ? apply(slice, s, [0, n]) : s);
+  const text = (x) => {
+    if (typeof x === "string") return x;
+    try {
+      const json = stringify(x);
+      return json === undefined ? S(x) : json;
+    } catch {
+      try { return S(x); } catch { return "[unprintable]"; }
+    }
+  };
+  const room = { 1: limits.output_chars, 2: limits.output_chars };
+  const logger = (fd) => (...args) => {
+    if (room[fd] <= 0) return;
+    let line = "";
+    for (let i = 0; i < args.length && line.length < room[fd]; i++) {
+      line += (i > 0 ? " " : "") + cut(text(args[i]), room[fd]);
+    }
+    line = cut(line + "\\n", room[fd]);
+    room[fd] -= line.length;
+    write(fd, line);
+  };
+  globalThis.console = { log: logger(1), info: logger(1), error: logger(2), warn: logger(2) };
+  return {
+    value(v) {
+      if (v === undefined) return null;
+      let json;
+      try { json = stringify(v); } catch { json = text(v); }
+      if (json === undefined) return null;
+      return json.length > limits.value_chars ? json.length : json;
+    },
+    error(e) {
+      if (typeof e === "string") return cut(e, ${ERROR_CAP_CHARS});
+      let name = "Error", message;
+      try { if (isObject(e) && typeof e.name === "string") name = e.name; } catch {}
+      try { message = isObject(e) && typeof e.message === "string" ? e.message : text(e); } catch { message = "[unprintable]"; }
+      return cut(name + ": " + message, ${ERROR_CAP_CHARS});
+    },
+    files() {
+      const out = {};
+      let room = limits.collect_chars, count = 0, cutCount = 0;
+      try {
+        const all = globalThis.files;
+        for (const name of isObject(all) ? keys(all) : []) {
+          if (count >= limits.collect_files || room <= 0) { cutCount++; continue; }
+          let content;
+          try { content = text(all[name]); } catch { content = "[unreadable]"; }
+          if (content.length > room) cutCount++;
+          out[cut(name, 256)] = cut(content, room);
+          room -= Math.min(content.length, room);
+          count++;
+        }
+      } catch {
+        cutCount++;
+      }
+      return stringify({ files: out, cut: cutCount });
+    },
+  };
+})`;
+
 parentPort.postMessage({ ready: true });
-parentPort.on("message", (request) => {
-  parentPort.postMessage(run(request));
+parentPort.on("message", async (request) => {
+  parentPort.postMessage(await run(request));
 });
 
-function run(request) {
+async function run(request) {
   const deadline = Date.now() + request.timeout_ms;
+  const { limits } = request;
   const output = { stdout: "", stderr: "" };
+  const memory = new WebAssembly.Memory({
+    initial: BASE_PAGES,
+    maximum: BASE_PAGES + Math.ceil((request.memory_mb * 1024 * 1024) / PAGE_BYTES),
+  });
+  const grown = () => memory.buffer.byteLength > BASE_PAGES * PAGE_BYTES + RETIRE_GROWTH_BYTES;
+  // Emscripten grows the heap through this object: a refused growth means the run hit its cap
+  // (QuickJS then throws "out of memory", or `null` when it cannot even make that error).
+  let refused = false;
+  const grow = memory.grow.bind(memory);
+  memory.grow = (pages) => {
+    try {
+      return grow(pages);
+    } catch (err) {
+      refused = true;
+      throw err;
+    }
+  };
   let interrupted = false;
-  const runtime = quickjs.newRuntime();
-  runtime.setMemoryLimit(request.memory_mb * 1024 * 1024);
-  runtime.setMaxStackSize(STACK_BYTES);
-  runtime.setInterruptHandler(() => {
-    interrupted = Date.now() > deadline;
-    return interrupted;
-  });
-  const context = runtime.newContext();
-  const fail = (message) => ({
-    ...output,
-    error: { kind: classify(message, interrupted), message },
-    retire: true,
-  });
+  const fail = (message) => {
+    const kind = classify(message, interrupted);
+    if (refused && kind === "runtime") {
+      const thrown = message === "Error: null" ? "" : ` (${message})`;
+      return failure("memory", `InternalError: out of memory${thrown}`);
+    }
+    return failure(kind, message);
+  };
+  const failure = (kind, message) => ({ ...output, error: { kind, message }, retire: grown() });
   try {
-    installConsole(context, output);
+    const quickjs = await newQuickJSWASMModuleFromVariant(
+      newVariant(variant, { wasmModule, wasmMemory: memory }),
+    );
+    const runtime = quickjs.newRuntime();
+    runtime.setMaxStackSize(STACK_BYTES);
+    runtime.setInterruptHandler(() => {
+      interrupted = Date.now() > deadline;
+      return interrupted;
+    });
+    const context = runtime.newContext();
+    const helpers = installPrelude(context, output, limits);
     setGlobalJson(context, "files", request.files ?? {});
     // The code is a function body (as in the Worker Loader adapter): its `return` is the value.
     const evaluated = context.evalCode(
       `(function (files) {\n${request.code}\n})(files)`,
       "main.js",
     );
-    if (evaluated.error) return fail(dumpError(context, evaluated.error));
+    if (evaluated.error) return fail(readError(context, helpers, evaluated.error));
     let value = evaluated.value;
-    if (isPromise(context, value)) {
+    let state = context.getPromiseState(value);
+    if (!state.notAPromise) {
       runtime.executePendingJobs();
-      const state = context.getPromiseState(value);
-      value.dispose();
-      if (state.type === "rejected") return fail(dumpError(context, state.error));
+      state = context.getPromiseState(value);
+      if (state.type === "rejected") return fail(readError(context, helpers, state.error));
       if (state.type === "pending") return fail("the returned promise never settled");
       value = state.value;
     }
-    const result = { ...output, error: null, value: jsonOf(context, value) };
-    if (request.collect_files) result.files = readFiles(context);
-    value.dispose();
-    try {
-      context.dispose();
-      runtime.dispose();
-    } catch {
-      result.retire = true;
+    const json = callHelper(context, helpers, "value", value);
+    if (typeof json === "number") {
+      return failure(
+        "runtime",
+        `the returned value is ${json} characters as JSON, more than the cap of ${limits.value_chars}`,
+      );
+    }
+    const result = { ...output, error: null, value: json, retire: grown() };
+    if (request.collect_files) {
+      const collected = JSON.parse(callHelper(context, helpers, "files"));
+      result.files = collected.files;
+      if (collected.cut > 0) {
+        result.stderr += `\n[sandbox] collected files cut at ${limits.collect_files} files and ${limits.collect_chars} characters in all (${collected.cut} files cut or left out)\n`;
+      }
     }
     return result;
   } catch (err) {
     // QuickJS itself gave up (out of memory while building an error, a broken runtime).
     return fail(err instanceof Error ? err.message : String(err));
   }
-  // A failed run is not disposed: its thread retires and takes the wasm module with it.
+  // Nothing is disposed: the engine instance, its memory and every handle go with this scope.
 }
 
 function classify(message, interrupted) {
   if (interrupted || /interrupted/i.test(message)) return "timeout";
-  if (/out of memory|memory limit/i.test(message)) return "memory";
+  if (/out of memory|memory limit|memory access out of bounds/i.test(message)) return "memory";
   return "runtime";
 }
 
-function installConsole(context, output) {
-  const consoleObject = context.newObject();
-  for (const [name, stream] of [
-    ["log", "stdout"],
-    ["info", "stdout"],
-    ["error", "stderr"],
-    ["warn", "stderr"],
-  ]) {
-    const fn = context.newFunction(name, (...args) => {
-      const line = args
-        .map((arg) => {
-          const native = context.dump(arg);
-          return typeof native === "string" ? native : JSON.stringify(native);
-        })
-        .join(" ");
-      if (output[stream].length < OUTPUT_CAP_CHARS) {
-        output[stream] = `${output[stream]}${line}\n`.slice(0, OUTPUT_CAP_CHARS);
-      }
-    });
-    context.setProp(consoleObject, name, fn);
-    fn.dispose();
+/** Runs the prelude; console writes land in `output`, already cut to the limits. */
+function installPrelude(context, output, limits) {
+  const write = context.newFunction("write", (fd, line) => {
+    // Only the prelude holds `write`, and it passes strings already cut; checked all the same.
+    if (context.typeof(line) !== "string") return;
+    const stream = context.getNumber(fd) === 1 ? "stdout" : "stderr";
+    const room = limits.output_chars - output[stream].length;
+    if (room > 0) output[stream] += context.getString(line).slice(0, room);
+  });
+  const limitsHandle = jsonHandle(context, limits);
+  const factory = context.unwrapResult(context.evalCode(PRELUDE, "prelude.js"));
+  const helpers = context.unwrapResult(
+    context.callFunction(factory, context.undefined, write, limitsHandle),
+  );
+  return helpers;
+}
+
+/**
+ * Calls one of the prelude's helpers: a string or number comes back (null otherwise). They catch
+ * the code's throws themselves; what escapes them (out of memory, the deadline) is read as an
+ * error message, never dumped whole.
+ */
+function callHelper(context, helpers, name, ...args) {
+  const fn = context.getProp(helpers, name);
+  const called = context.callFunction(fn, context.undefined, ...args);
+  if (called.error) throw new Error(readError(context, helpers, called.error));
+  const type = context.typeof(called.value);
+  if (type === "string") return context.getString(called.value);
+  if (type === "number") return context.getNumber(called.value);
+  return null;
+}
+
+/** The error's `name: message`, cut by the prelude; the engine's own message if that fails. */
+function readError(context, helpers, handle) {
+  const fn = context.getProp(helpers, "error");
+  const called = context.callFunction(fn, context.undefined, handle);
+  if (!called.error && context.typeof(called.value) === "string") {
+    return context.getString(called.value);
   }
-  context.setProp(context.global, "console", consoleObject);
-  consoleObject.dispose();
+  return "InternalError: the error could not be read (out of memory or past the deadline)";
+}
+
+function jsonHandle(context, value) {
+  return context.unwrapResult(context.evalCode(`(${JSON.stringify(value)})`));
 }
 
 function setGlobalJson(context, name, value) {
-  const handle = context.unwrapResult(context.evalCode(`(${JSON.stringify(value)})`));
-  context.setProp(context.global, name, handle);
-  handle.dispose();
-}
-
-function isPromise(context, value) {
-  if (context.typeof(value) !== "object") return false;
-  const ctor = context.getProp(value, "constructor");
-  const name = context.getProp(ctor, "name");
-  const promise = context.dump(name) === "Promise";
-  name.dispose();
-  ctor.dispose();
-  return promise;
-}
-
-function jsonOf(context, value) {
-  if (context.typeof(value) === "undefined") return null;
-  const dumped = context.dump(value);
-  try {
-    return JSON.stringify(dumped) ?? null;
-  } catch {
-    return String(dumped);
-  }
-}
-
-function dumpError(context, handle) {
-  const error = context.dump(handle);
-  if (typeof error === "string") return error;
-  return `${error?.name ?? "Error"}: ${error?.message ?? JSON.stringify(error)}`;
-}
-
-function readFiles(context) {
-  const handle = context.getProp(context.global, "files");
-  const dumped = context.dump(handle);
-  handle.dispose();
-  if (!dumped || typeof dumped !== "object") return {};
-  return Object.fromEntries(Object.entries(dumped).map(([k, v]) => [k, String(v)]));
+  context.setProp(context.global, name, jsonHandle(context, value));
 }
