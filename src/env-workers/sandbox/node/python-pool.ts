@@ -75,6 +75,7 @@ export class PythonProcessPool implements Sandbox {
   private readonly warm: WarmChild[] = [];
   private readonly waiting: Array<(child: WarmChild | Error) => void> = [];
   private readonly live = new Set<ChildProcess>();
+  private readonly busy = new Set<ChildProcess>();
   private starting = 0;
   private running = 0;
   private readonly slotWaiters: Array<() => void> = [];
@@ -153,6 +154,11 @@ export class PythonProcessPool implements Sandbox {
   /** Processes alive now (warm, starting or running): for tests and the bench. */
   get processCount(): number {
     return this.live.size;
+  }
+
+  /** Process ids of the children running code now: for tests that kill one from outside. */
+  get runningPids(): number[] {
+    return [...this.busy].flatMap((child) => (child.pid === undefined ? [] : [child.pid]));
   }
 
   private async makeSnapshot(): Promise<void> {
@@ -332,9 +338,11 @@ export class PythonProcessPool implements Sandbox {
     return new Promise<SandboxRunResult>((resolve) => {
       let settled = false;
       let killedFor: "timeout" | "memory" | null = null;
+      this.busy.add(child.process);
       const finish = (result: SandboxRunResult) => {
         if (settled) return;
         settled = true;
+        this.busy.delete(child.process);
         clearTimeout(timer);
         clearInterval(watchdog);
         child.process.kill("SIGKILL");

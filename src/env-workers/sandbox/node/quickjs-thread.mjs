@@ -72,7 +72,7 @@ const PRELUDE = `(function (write, limits) {
       let name = "Error", message;
       try { if (isObject(e) && typeof e.name === "string") name = e.name; } catch {}
       try { message = isObject(e) && typeof e.message === "string" ? e.message : text(e); } catch { message = "[unprintable]"; }
-      return cut(name + ": " + message, ${ERROR_CAP_CHARS});
+      return cut(cut(name, 200) + ": " + cut(message, ${ERROR_CAP_CHARS}), ${ERROR_CAP_CHARS});
     },
     files() {
       const out = {};
