@@ -126,6 +126,11 @@ export const pythonCases: HostileCase[] = [
     ),
     { kinds: ["runtime"] },
   ),
+  py(
+    "patches the file collector to send 3 MiB",
+    'import json\njson.dumps = lambda o: \'{"files": {"a.txt": "\' + \'a\' * (3 << 20) + \'"}, "cut": 0}\'',
+    { input: { collect_files: true }, kinds: ["runtime"] },
+  ),
   py("exits the child from its realm", inChildRealm("process.exit(0)"), { kinds: ["runtime"] }),
 ];
 

@@ -8,6 +8,7 @@ import type { Readable } from "node:stream";
 import { z } from "zod";
 import {
   SANDBOX_COLLECT_MAX_CHARS,
+  SANDBOX_COLLECT_MAX_FILES,
   SANDBOX_OUTPUT_CAP_CHARS,
   sandboxErrorKindSchema,
 } from "../../../core/sandbox-schemas";
@@ -110,6 +111,12 @@ export function resultFromAnswer(line: string, wallMs: number): SandboxRunResult
   if (!parsed.success) return protocolFailure("an answer of the wrong shape", wallMs);
   const answer = parsed.data;
   if ("fatal" in answer) return failedRun("unavailable", answer.fatal.slice(0, 4000), wallMs);
+  // The child cuts collected files to the caps; code that patched its collector did not.
+  const files = Object.values(answer.files ?? {});
+  const chars = files.reduce((n, text) => n + text.length, 0);
+  if (files.length > SANDBOX_COLLECT_MAX_FILES || chars > SANDBOX_COLLECT_MAX_CHARS) {
+    return protocolFailure(`${files.length} files of ${chars} characters, over the caps`, wallMs);
+  }
   return {
     ok: answer.error === null,
     stdout: answer.stdout.slice(0, SANDBOX_OUTPUT_CAP_CHARS),

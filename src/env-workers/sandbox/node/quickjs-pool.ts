@@ -1,9 +1,9 @@
 /**
  * JavaScript in QuickJS inside worker threads (see quickjs-thread.mjs), a few kept started so a
- * run does not wait for the engine to load. Each run gets a fresh engine instance with its own
- * wasm memory capped at `memory_mb` past the engine's base; a thread is reused after runs that
- * stayed small and replaced after one that grew its memory (so that memory is released at once)
- * or timed out. Terminating the thread is what guarantees the deadline (a wasm engine collecting
+ * run does not wait for the engine to load. Each run gets a fresh QuickJS runtime in an engine
+ * whose wasm memory is capped at `memory_mb` past the engine's base; a thread is reused after
+ * runs that stayed small and replaced after one that grew its memory (so that memory is released
+ * at once) or timed out. Terminating the thread is what guarantees the deadline (a wasm engine collecting
  * garbage is not interruptible from inside). The wasm is compiled once per pool and shared.
  */
 import { readFileSync } from "node:fs";

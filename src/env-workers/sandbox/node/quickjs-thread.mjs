@@ -2,12 +2,15 @@
 // the deadline: QuickJS's own interrupt handler is not consulted while the engine collects
 // garbage near its memory limit, so only the thread's termination bounds wall time.
 //
-// Memory: every run gets its own instance of the engine with its own wasm memory, whose
-// `maximum` is the engine's base plus `memory_mb`. QuickJS's own malloc limit does not hold in
-// this build (under Emscripten it counts 8 bytes per allocation, not the allocation's size), so
-// the wasm memory's maximum is what stops the code: growth past it fails and QuickJS throws
-// "out of memory". A run that grew its memory past the base retires the thread, so the memory
-// is released when the thread ends, not whenever a collector gets to it.
+// Memory: the engine's wasm memory has a `maximum` of the engine's base plus the run's
+// `memory_mb`. QuickJS's own malloc limit does not hold in this build (under Emscripten it
+// counts 8 bytes per allocation, not the allocation's size), so the wasm memory's maximum is what
+// stops the code: growth past it fails and QuickJS throws "out of memory". Each run gets a fresh
+// QuickJS runtime; the engine instance (and its memory) serves the thread's next run only when
+// that asks for the same `memory_mb` and this run ended cleanly and was disposed; otherwise the
+// next run instantiates the engine afresh (a few ms). A run that grew the memory by more than
+// 16 MiB retires the thread, so that memory is released when the thread ends, not whenever a
+// collector gets to it.
 //
 // Nothing leaves the engine unbounded: console output, the returned value, errors and the
 // collected files are formatted and cut inside QuickJS by functions made before the code runs
@@ -18,7 +21,7 @@
 
 import { parentPort, workerData } from "node:worker_threads";
 import variant from "@jitl/quickjs-wasmfile-release-sync";
-import { newQuickJSWASMModuleFromVariant, newVariant } from "quickjs-emscripten-core";
+import { newQuickJSWASMModuleFromVariant, newVariant, Scope } from "quickjs-emscripten-core";
 
 const PAGE_BYTES = 65_536;
 /** Emscripten's initial memory for this build (16 MiB: stack and static data). */
@@ -101,86 +104,121 @@ parentPort.on("message", async (request) => {
   parentPort.postMessage(await run(request));
 });
 
-async function run(request) {
-  const deadline = Date.now() + request.timeout_ms;
-  const { limits } = request;
-  const output = { stdout: "", stderr: "" };
-  const memory = new WebAssembly.Memory({
-    initial: BASE_PAGES,
-    maximum: BASE_PAGES + Math.ceil((request.memory_mb * 1024 * 1024) / PAGE_BYTES),
-  });
-  const grown = () => memory.buffer.byteLength > BASE_PAGES * PAGE_BYTES + RETIRE_GROWTH_BYTES;
+/** The thread's engine instance: `{ quickjs, memory, maxPages, refused }`, or null. */
+let engine = null;
+
+async function engineFor(memoryMb) {
+  const maxPages = BASE_PAGES + Math.ceil((memoryMb * 1024 * 1024) / PAGE_BYTES);
+  if (engine?.maxPages === maxPages) return engine;
+  engine = null;
+  const memory = new WebAssembly.Memory({ initial: BASE_PAGES, maximum: maxPages });
+  const next = { quickjs: null, memory, maxPages, refused: false };
   // Emscripten grows the heap through this object: a refused growth means the run hit its cap
   // (QuickJS then throws "out of memory", or `null` when it cannot even make that error).
-  let refused = false;
   const grow = memory.grow.bind(memory);
   memory.grow = (pages) => {
     try {
       return grow(pages);
     } catch (err) {
-      refused = true;
+      next.refused = true;
       throw err;
     }
   };
+  next.quickjs = await newQuickJSWASMModuleFromVariant(
+    newVariant(variant, { wasmModule, wasmMemory: memory }),
+  );
+  engine = next;
+  return next;
+}
+
+async function run(request) {
+  const deadline = Date.now() + request.timeout_ms;
+  const output = { stdout: "", stderr: "" };
+  let current;
+  try {
+    current = await engineFor(request.memory_mb);
+  } catch (err) {
+    return { ...output, error: { kind: "runtime", message: String(err) }, retire: true };
+  }
+  current.refused = false;
+  const grown = () =>
+    current.memory.buffer.byteLength > BASE_PAGES * PAGE_BYTES + RETIRE_GROWTH_BYTES;
   let interrupted = false;
+  const failure = (kind, message) => ({ ...output, error: { kind, message }, retire: grown() });
   const fail = (message) => {
     const kind = classify(message, interrupted);
-    if (refused && kind === "runtime") {
+    if (current.refused && kind === "runtime") {
       const thrown = message === "Error: null" ? "" : ` (${message})`;
       return failure("memory", `InternalError: out of memory${thrown}`);
     }
     return failure(kind, message);
   };
-  const failure = (kind, message) => ({ ...output, error: { kind, message }, retire: grown() });
+  const scope = new Scope();
+  const runtime = current.quickjs.newRuntime();
+  const context = runtime.newContext();
+  let crashed = false;
   try {
-    const quickjs = await newQuickJSWASMModuleFromVariant(
-      newVariant(variant, { wasmModule, wasmMemory: memory }),
-    );
-    const runtime = quickjs.newRuntime();
     runtime.setMaxStackSize(STACK_BYTES);
     runtime.setInterruptHandler(() => {
       interrupted = Date.now() > deadline;
       return interrupted;
     });
-    const context = runtime.newContext();
-    const helpers = installPrelude(context, output, limits);
-    setGlobalJson(context, "files", request.files ?? {});
-    // The code is a function body (as in the Worker Loader adapter): its `return` is the value.
-    const evaluated = context.evalCode(
-      `(function (files) {\n${request.code}\n})(files)`,
-      "main.js",
-    );
-    if (evaluated.error) return fail(readError(context, helpers, evaluated.error));
-    let value = evaluated.value;
-    let state = context.getPromiseState(value);
-    if (!state.notAPromise) {
-      runtime.executePendingJobs();
-      state = context.getPromiseState(value);
-      if (state.type === "rejected") return fail(readError(context, helpers, state.error));
-      if (state.type === "pending") return fail("the returned promise never settled");
-      value = state.value;
-    }
-    const json = callHelper(context, helpers, "value", value);
-    if (typeof json === "number") {
-      return failure(
-        "runtime",
-        `the returned value is ${json} characters as JSON, more than the cap of ${limits.value_chars}`,
-      );
-    }
-    const result = { ...output, error: null, value: json, retire: grown() };
-    if (request.collect_files) {
-      const collected = JSON.parse(callHelper(context, helpers, "files"));
-      result.files = collected.files;
-      if (collected.cut > 0) {
-        result.stderr += `\n[sandbox] collected files cut at ${limits.collect_files} files and ${limits.collect_chars} characters in all (${collected.cut} files cut or left out)\n`;
-      }
-    }
-    return result;
+    return evaluate(request, context, runtime, scope.manage, output, { fail, failure, grown });
   } catch (err) {
     // QuickJS itself gave up (out of memory while building an error, a broken runtime).
+    crashed = true;
     return fail(err instanceof Error ? err.message : String(err));
+  } finally {
+    // Keep the engine for the next run only if this one ended cleanly and frees cleanly.
+    let kept = !crashed && !interrupted && !current.refused;
+    if (kept) {
+      try {
+        scope.dispose();
+        context.dispose();
+        runtime.dispose();
+      } catch {
+        kept = false;
+      }
+    }
+    if (!kept && engine === current) engine = null;
   }
-  // Nothing is disposed: the engine instance, its memory and every handle go with this scope.
+}
+
+function evaluate(request, context, runtime, manage, output, { fail, failure, grown }) {
+  const { limits } = request;
+  const helpers = installPrelude(context, output, limits, manage);
+  context.setProp(context.global, "files", jsonHandle(context, request.files ?? {}, manage));
+  // The code is a function body (as in the Worker Loader adapter): its `return` is the value.
+  const evaluated = context.evalCode(`(function (files) {\n${request.code}\n})(files)`, "main.js");
+  if (evaluated.error) return fail(readError(context, helpers, manage(evaluated.error), manage));
+  let value = manage(evaluated.value);
+  const state = context.getPromiseState(value);
+  if (!state.notAPromise) {
+    const jobs = runtime.executePendingJobs();
+    if (jobs.error) manage(jobs.error);
+    const settled = context.getPromiseState(value);
+    if (settled.type === "rejected") {
+      return fail(readError(context, helpers, manage(settled.error), manage));
+    }
+    if (settled.type === "pending") return fail("the returned promise never settled");
+    value = manage(settled.value);
+  }
+  const json = callHelper(context, helpers, "value", manage, value);
+  if (typeof json === "number") {
+    return failure(
+      "runtime",
+      `the returned value is ${json} characters as JSON, more than the cap of ${limits.value_chars}`,
+    );
+  }
+  const result = { ...output, error: null, value: json, retire: grown() };
+  if (request.collect_files) {
+    const collected = JSON.parse(callHelper(context, helpers, "files", manage));
+    result.files = collected.files;
+    if (collected.cut > 0) {
+      result.stderr += `\n[sandbox] collected files cut at ${limits.collect_files} files and ${limits.collect_chars} characters in all (${collected.cut} files cut or left out)\n`;
+    }
+  }
+  return result;
 }
 
 function classify(message, interrupted) {
@@ -190,20 +228,24 @@ function classify(message, interrupted) {
 }
 
 /** Runs the prelude; console writes land in `output`, already cut to the limits. */
-function installPrelude(context, output, limits) {
-  const write = context.newFunction("write", (fd, line) => {
-    // Only the prelude holds `write`, and it passes strings already cut; checked all the same.
-    if (context.typeof(line) !== "string") return;
-    const stream = context.getNumber(fd) === 1 ? "stdout" : "stderr";
-    const room = limits.output_chars - output[stream].length;
-    if (room > 0) output[stream] += context.getString(line).slice(0, room);
-  });
-  const limitsHandle = jsonHandle(context, limits);
-  const factory = context.unwrapResult(context.evalCode(PRELUDE, "prelude.js"));
-  const helpers = context.unwrapResult(
-    context.callFunction(factory, context.undefined, write, limitsHandle),
+function installPrelude(context, output, limits, manage) {
+  const write = manage(
+    context.newFunction("write", (fd, line) => {
+      // Only the prelude holds `write`, and it passes strings already cut; checked all the same.
+      if (context.typeof(line) !== "string") return;
+      const stream = context.getNumber(fd) === 1 ? "stdout" : "stderr";
+      const room = limits.output_chars - output[stream].length;
+      if (room > 0) output[stream] += context.getString(line).slice(0, room);
+    }),
   );
-  return helpers;
+  const factory = manage(context.unwrapResult(context.evalCode(PRELUDE, "prelude.js")));
+  const called = context.callFunction(
+    factory,
+    context.undefined,
+    write,
+    jsonHandle(context, limits, manage),
+  );
+  return manage(context.unwrapResult(called));
 }
 
 /**
@@ -211,30 +253,26 @@ function installPrelude(context, output, limits) {
  * the code's throws themselves; what escapes them (out of memory, the deadline) is read as an
  * error message, never dumped whole.
  */
-function callHelper(context, helpers, name, ...args) {
-  const fn = context.getProp(helpers, name);
+function callHelper(context, helpers, name, manage, ...args) {
+  const fn = manage(context.getProp(helpers, name));
   const called = context.callFunction(fn, context.undefined, ...args);
-  if (called.error) throw new Error(readError(context, helpers, called.error));
-  const type = context.typeof(called.value);
-  if (type === "string") return context.getString(called.value);
-  if (type === "number") return context.getNumber(called.value);
+  if (called.error) throw new Error(readError(context, helpers, manage(called.error), manage));
+  const result = manage(called.value);
+  const type = context.typeof(result);
+  if (type === "string") return context.getString(result);
+  if (type === "number") return context.getNumber(result);
   return null;
 }
 
 /** The error's `name: message`, cut by the prelude; the engine's own message if that fails. */
-function readError(context, helpers, handle) {
-  const fn = context.getProp(helpers, "error");
+function readError(context, helpers, handle, manage) {
+  const fn = manage(context.getProp(helpers, "error"));
   const called = context.callFunction(fn, context.undefined, handle);
-  if (!called.error && context.typeof(called.value) === "string") {
-    return context.getString(called.value);
-  }
+  const result = manage(called.error ?? called.value);
+  if (!called.error && context.typeof(result) === "string") return context.getString(result);
   return "InternalError: the error could not be read (out of memory or past the deadline)";
 }
 
-function jsonHandle(context, value) {
-  return context.unwrapResult(context.evalCode(`(${JSON.stringify(value)})`));
-}
-
-function setGlobalJson(context, name, value) {
-  context.setProp(context.global, name, jsonHandle(context, value));
+function jsonHandle(context, value, manage) {
+  return manage(context.unwrapResult(context.evalCode(`(${JSON.stringify(value)})`)));
 }
