@@ -7,7 +7,7 @@
 // counts 8 bytes per allocation, not the allocation's size), so the wasm memory's maximum is what
 // stops the code: growth past it fails and QuickJS throws "out of memory". Each run gets a fresh
 // QuickJS runtime; the engine instance (and its memory) serves the thread's next run only when
-// that asks for the same `memory_mb` and this run ended cleanly and was disposed; otherwise the
+// that asks for the same `memory_mb` after this one succeeded and was disposed; otherwise the
 // next run instantiates the engine afresh (a few ms). A run that grew the memory by more than
 // 16 MiB retires the thread, so that memory is released when the thread ends, not whenever a
 // collector gets to it.
@@ -154,28 +154,32 @@ async function run(request) {
     return failure(kind, message);
   };
   const scope = new Scope();
-  const runtime = current.quickjs.newRuntime();
-  const context = runtime.newContext();
-  let crashed = false;
+  let runtime = null;
+  let context = null;
+  let result = null;
   try {
+    runtime = current.quickjs.newRuntime();
+    context = runtime.newContext();
     runtime.setMaxStackSize(STACK_BYTES);
     runtime.setInterruptHandler(() => {
       interrupted = Date.now() > deadline;
       return interrupted;
     });
-    return evaluate(request, context, runtime, scope.manage, output, { fail, failure, grown });
+    result = evaluate(request, context, runtime, scope.manage, output, { fail, failure, grown });
+    return result;
   } catch (err) {
     // QuickJS itself gave up (out of memory while building an error, a broken runtime).
-    crashed = true;
     return fail(err instanceof Error ? err.message : String(err));
   } finally {
-    // Keep the engine for the next run only if this one ended cleanly and frees cleanly.
-    let kept = !crashed && !interrupted && !current.refused;
+    // Keep the engine for the next run only after a run that succeeded and frees cleanly: a
+    // failed one (out of memory, interrupted, a stack overflow) may leave it in a state that
+    // a new instance costs only milliseconds to rule out.
+    let kept = result?.error === null && !interrupted && !current.refused;
     if (kept) {
       try {
         scope.dispose();
-        context.dispose();
-        runtime.dispose();
+        context?.dispose();
+        runtime?.dispose();
       } catch {
         kept = false;
       }
