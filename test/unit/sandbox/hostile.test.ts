@@ -40,7 +40,7 @@ function runHost(engine: "python" | "javascript"): Promise<HostRun> {
     execFile(
       process.execPath,
       ["--expose-gc", "--import", "tsx", HOST, engine],
-      { timeout: 170_000, maxBuffer: 16 * 1024 * 1024 },
+      { timeout: 280_000, maxBuffer: 16 * 1024 * 1024 },
       (error, stdout, stderr) => {
         const last = stdout.trim().split("\n").at(-1) ?? "";
         let report: HostReport | null = null;
@@ -63,7 +63,7 @@ for (const engine of ["python", "javascript"] as const) {
     let run: HostRun;
     beforeAll(async () => {
       run = await hosts[engine];
-    }, 180_000);
+    }, 300_000);
 
     it("leaves its host running: every run ends as a result, and the next run works", () => {
       expect(run.stderr).not.toMatch(/SyntaxError|Unhandled|Uncaught/);
