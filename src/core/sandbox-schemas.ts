@@ -13,6 +13,26 @@ export const SANDBOX_MAX_TIMEOUT_MS = 60_000;
 export const SANDBOX_MAX_MEMORY_MB = 1024;
 export const SANDBOX_MAX_FILE_BYTES = 1_048_576;
 
+/**
+ * What a run may send back, whatever the code does: the engines cut output and collected files
+ * here before anything leaves the sandbox, so a run's answer (and the host's memory for it) stays
+ * small. Sizes count characters (UTF-16 code units), as `files` does.
+ */
+export const SANDBOX_OUTPUT_CAP_CHARS = 65_536;
+/** `value` (JavaScript): a returned value longer than this as JSON fails the run. */
+export const SANDBOX_VALUE_CAP_CHARS = 1_048_576;
+/** `collect_files`: at most this many files and characters in all; the rest is cut, noted on stderr. */
+export const SANDBOX_COLLECT_MAX_FILES = 256;
+export const SANDBOX_COLLECT_MAX_CHARS = 1_048_576;
+/** Limits handed to the engines with each run (their scripts are plain JavaScript). */
+export const SANDBOX_ANSWER_LIMITS = {
+  output_chars: SANDBOX_OUTPUT_CAP_CHARS,
+  value_chars: SANDBOX_VALUE_CAP_CHARS,
+  collect_files: SANDBOX_COLLECT_MAX_FILES,
+  collect_chars: SANDBOX_COLLECT_MAX_CHARS,
+} as const;
+export type SandboxAnswerLimits = typeof SANDBOX_ANSWER_LIMITS;
+
 export const sandboxRunRequestSchema = z.object({
   language: sandboxLanguageSchema,
   code: z.string().max(256 * 1024, "code must be at most 256 KiB"),

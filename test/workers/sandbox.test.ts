@@ -5,6 +5,10 @@
  */
 import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
+import {
+  SANDBOX_COLLECT_MAX_CHARS,
+  SANDBOX_OUTPUT_CAP_CHARS,
+} from "../../src/core/sandbox-schemas";
 import { getSandbox, setSandboxProvider } from "../../src/env-workers/sandbox/registry";
 import { handleSandboxRequest, SandboxServiceClient } from "../../src/env-workers/sandbox/service";
 import { createSandboxService } from "../../src/worker/sandbox/service-worker";
@@ -42,6 +46,38 @@ describe("WorkerLoaderSandbox", () => {
     expect(thrown.error).toEqual({ kind: "runtime", message: "TypeError: x" });
     const python = await sandbox.run({ language: "python", code: "print(1)" });
     expect(python.error?.kind).toBe("unavailable");
+  });
+
+  it("cuts output, errors and collected files to the caps, and refuses an oversized value", async () => {
+    const flood = await sandbox.run({
+      language: "javascript",
+      code: "String.prototype.slice = () => 'x'.repeat(1 << 22); const s = 'y'.repeat(1 << 20); for (let i = 0; i < 8; i++) { console.log(s); console.error(s); } for (let i = 0; i < 400; i++) files['f' + i] = s; return 1;",
+      collect_files: true,
+    });
+    expect(flood.ok).toBe(true);
+    expect([flood.stdout.length, flood.stderr.length < SANDBOX_OUTPUT_CAP_CHARS + 200]).toEqual([
+      SANDBOX_OUTPUT_CAP_CHARS,
+      true,
+    ]);
+    expect(flood.stderr.slice(-200)).toMatch(/\[sandbox\] collected files cut at 256 files/);
+    const collected = Object.values(flood.files ?? {});
+    expect(collected.reduce((n, text) => n + text.length, 0)).toBe(SANDBOX_COLLECT_MAX_CHARS);
+    // The code shares the child module's scope: reaching its output buffer changes nothing.
+    const reached = await sandbox.run({
+      language: "javascript",
+      code: "out.stdout = 'z'.repeat(1 << 22); return 1;",
+    });
+    expect(reached.stdout.length).toBe(SANDBOX_OUTPUT_CAP_CHARS);
+    const value = await sandbox.run({
+      language: "javascript",
+      code: "return 'v'.repeat(4 << 20);",
+    });
+    expect(value.error?.message).toMatch(/more than the cap of 1048576/);
+    const thrown = await sandbox.run({
+      language: "javascript",
+      code: "throw new Error('e'.repeat(1 << 20));",
+    });
+    expect(thrown.error?.message.length).toBe(4000);
   });
 
   it("is reachable as a service with the same interface", async () => {

@@ -12,6 +12,11 @@
  * account, so nothing in this repository's test suite executes it; it type-checks here.
  */
 import {
+  SANDBOX_COLLECT_MAX_CHARS,
+  SANDBOX_COLLECT_MAX_FILES,
+  SANDBOX_OUTPUT_CAP_CHARS,
+} from "../../core/sandbox-schemas";
+import {
   failedRun,
   parseSandboxRequest,
   type Sandbox,
@@ -39,7 +44,6 @@ export interface CloudflareContainerSandboxOptions {
 
 const EXIT_KILLED = 137;
 const EXIT_TIMEOUT = 124;
-const COLLECT_MAX_FILES = 64;
 
 export class CloudflareContainerSandbox implements Sandbox {
   private next = 0;
@@ -73,7 +77,10 @@ export class CloudflareContainerSandbox implements Sandbox {
       const wall = Date.now() - started;
       const files = request.collect_files ? await collect(sandbox, dir, main) : undefined;
       await sandbox.exec(`rm -rf ${dir}`).catch(() => undefined);
-      const output = { stdout: result.stdout, stderr: result.stderr };
+      const output = {
+        stdout: result.stdout.slice(0, SANDBOX_OUTPUT_CAP_CHARS),
+        stderr: result.stderr.slice(-SANDBOX_OUTPUT_CAP_CHARS),
+      };
       if (result.exitCode === EXIT_KILLED || result.exitCode === EXIT_TIMEOUT) {
         return failedRun("timeout", `timed out after ${request.timeout_ms} ms`, wall, output);
       }
@@ -97,14 +104,19 @@ export class CloudflareContainerSandbox implements Sandbox {
 }
 
 async function collect(sandbox: ContainerSandboxStub, dir: string, main: string) {
+  // At most SANDBOX_COLLECT_MAX_FILES files of under 1 MiB, cut to SANDBOX_COLLECT_MAX_CHARS in all.
   const listing = await sandbox.exec(
-    `cd ${dir} && find . -type f -size -1024k | head -${COLLECT_MAX_FILES}`,
+    `cd ${dir} && find . -type f -size -1024k | sort | head -${SANDBOX_COLLECT_MAX_FILES + 1}`,
   );
   const files: Record<string, string> = {};
+  let room = SANDBOX_COLLECT_MAX_CHARS;
   for (const line of listing.stdout.split("\n")) {
     const name = line.trim().replace(/^\.\//, "");
     if (!name || name === main) continue;
-    files[name] = (await sandbox.readFile(`${dir}/${name}`)).content;
+    if (room <= 0 || Object.keys(files).length >= SANDBOX_COLLECT_MAX_FILES) break;
+    const content = (await sandbox.readFile(`${dir}/${name}`)).content.slice(0, room);
+    files[name] = content;
+    room -= content.length;
   }
   return files;
 }

@@ -14,10 +14,10 @@ console.info = toStderr;
 console.warn = toStderr;
 console.debug = toStderr;
 
-const send = (message) => protocolOut.write(`${JSON.stringify(message)}\n`);
+/** Writes one protocol line; resolves once it has left the process (a pipe write can be async). */
+const send = (message) =>
+  new Promise((resolve) => protocolOut.write(`${JSON.stringify(message)}\n`, () => resolve()));
 const SCRATCH = "/scratch";
-const OUTPUT_CAP_BYTES = 64 * 1024;
-const COLLECT_CAP_BYTES = 1024 * 1024;
 
 // wasm linear memory lies outside V8's heap limit: refuse growth past the request's cap so
 // Python gets a MemoryError instead of taking the host's memory.
@@ -54,18 +54,30 @@ sys.meta_path.insert(0, _BlockBridges())
 del _BlockBridges, _name
 `;
 
+// Walks the scratch directory in a fixed order and keeps at most MAX_FILES files and MAX_CHARS
+// characters in all (the limits come with the request); what is cut is counted, not read.
 const COLLECT = `
 import os, json
-_out = {}
-for _root, _dirs, _names in os.walk(${JSON.stringify(SCRATCH)}):
-    for _n in _names:
-        _p = os.path.join(_root, _n)
-        try:
-            with open(_p, encoding="utf-8", errors="replace") as _f:
-                _out[os.path.relpath(_p, ${JSON.stringify(SCRATCH)})] = _f.read(${COLLECT_CAP_BYTES})
-        except OSError:
-            pass
-json.dumps(_out)
+def _collect(max_files, max_chars):
+    out, room, cut = {}, max_chars, 0
+    for root, dirs, names in os.walk(${JSON.stringify(SCRATCH)}):
+        dirs.sort()
+        for n in sorted(names):
+            p = os.path.join(root, n)
+            if len(out) >= max_files or room <= 0:
+                cut += 1
+                continue
+            try:
+                with open(p, encoding="utf-8", errors="replace") as f:
+                    text = f.read(room + 1)
+            except OSError:
+                continue
+            if len(text) > room:
+                text = text[:room]
+                cut += 1
+            out[os.path.relpath(p, ${JSON.stringify(SCRATCH)})] = text
+            room -= len(text)
+    return json.dumps({"files": out, "cut": cut})
 `;
 
 async function load(options) {
@@ -78,15 +90,15 @@ async function makeSnapshot(path) {
   writeFileSync(path, pyodide.makeMemorySnapshot());
 }
 
-function capturedStream() {
+function capturedStream(capBytes) {
   const decoder = new TextDecoder();
   const parts = [];
   let bytes = 0;
   return {
     parts,
     write(chunk) {
-      if (bytes < OUTPUT_CAP_BYTES) {
-        const piece = chunk.subarray(0, OUTPUT_CAP_BYTES - bytes);
+      if (bytes < capBytes) {
+        const piece = chunk.subarray(0, capBytes - bytes);
         bytes += piece.length;
         parts.push(decoder.decode(piece, { stream: true }));
       }
@@ -104,16 +116,20 @@ async function serveOne() {
   };
   pyodide.FS.filesystems.NODEFS = undefined;
   pyodide.runPython(SEAL);
-  const stdout = capturedStream();
-  const stderr = capturedStream();
-  pyodide.setStdout(stdout);
-  pyodide.setStderr(stderr);
-  send({ ready: true });
+  pyodide.runPython(COLLECT);
+  const collect = pyodide.globals.get("_collect");
+  await send({ ready: true });
 
   const lines = createInterface({ input: process.stdin })[Symbol.asyncIterator]();
   const { value: line } = await lines.next();
   if (!line) return;
   const request = JSON.parse(line);
+  const { limits } = request;
+  // Output past the cap is dropped as it is written: bytes, so never more characters than that.
+  const stdout = capturedStream(limits.output_chars);
+  const stderr = capturedStream(limits.output_chars);
+  pyodide.setStdout(stdout);
+  pyodide.setStderr(stderr);
   memoryLimitBytes = request.memory_mb * 1024 * 1024;
   pyodide.FS.mkdirTree(SCRATCH);
   pyodide.FS.chdir(SCRATCH);
@@ -132,19 +148,25 @@ async function serveOne() {
       : { kind: "runtime", message: userTraceback(message) };
   }
   let files;
+  let note = "";
   if (request.collect_files) {
     memoryLimitBytes = 0;
     try {
-      files = JSON.parse(pyodide.runPython(COLLECT));
+      const collected = JSON.parse(collect(limits.collect_files, limits.collect_chars));
+      files = collected.files;
+      if (collected.cut > 0) {
+        note = `\n[sandbox] collected files cut at ${limits.collect_files} files and ${limits.collect_chars} characters in all (${collected.cut} files cut or left out)\n`;
+      }
     } catch {
       files = {};
     }
   }
-  send({ stdout: stdout.text(), stderr: stderr.text(), error, ...(files ? { files } : {}) });
+  const answer = { stdout: stdout.text(), stderr: stderr.text() + note, error };
+  await send(files ? { ...answer, files } : answer);
 }
 
 function lastLine(text) {
-  return text.trim().split("\n").at(-1) ?? text;
+  return (text.trim().split("\n").at(-1) ?? text).slice(0, 4000);
 }
 
 /** The traceback from the user's first frame on, without Pyodide's own frames. */
@@ -157,10 +179,10 @@ function userTraceback(text) {
 
 const snapshotFlag = process.argv.indexOf("--make-snapshot");
 const task = snapshotFlag >= 0 ? makeSnapshot(process.argv[snapshotFlag + 1]) : serveOne();
+// Exit only once the answer has been written out: a pipe takes a large line in several writes,
+// and exiting earlier cut it off.
 task.then(
   () => process.exit(0),
-  (err) => {
-    send({ fatal: err instanceof Error ? err.message : String(err) });
-    process.exit(1);
-  },
+  (err) =>
+    send({ fatal: err instanceof Error ? err.message : String(err) }).then(() => process.exit(1)),
 );

@@ -11,8 +11,8 @@ import { mkdtempSync, readFileSync, realpathSync, rmSync } from "node:fs";
 import { createRequire } from "node:module";
 import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
-import { createInterface } from "node:readline";
 import { fileURLToPath } from "node:url";
+import { SANDBOX_ANSWER_LIMITS } from "../../../core/sandbox-schemas";
 import {
   failedRun,
   parseSandboxRequest,
@@ -21,6 +21,12 @@ import {
   type SandboxRunRequest,
   type SandboxRunResult,
 } from "../types";
+import {
+  BoundedLineReader,
+  MAX_ANSWER_LINE_BYTES,
+  protocolFailure,
+  resultFromAnswer,
+} from "./child-protocol";
 
 export interface PythonPoolOptions {
   /** Children kept loaded and waiting (default 2). */
@@ -39,19 +45,12 @@ export interface PythonPoolOptions {
 
 interface WarmChild {
   process: ChildProcess;
-  lines: AsyncIterator<string>;
-}
-
-interface ChildAnswer {
-  stdout?: string;
-  stderr?: string;
-  error?: { kind: "runtime" | "memory"; message: string } | null;
-  files?: Record<string, string>;
-  fatal?: string;
+  lines: BoundedLineReader;
 }
 
 const CHILD_SCRIPT = fileURLToPath(new URL("./pyodide-child.mjs", import.meta.url));
 const STARTUP_TIMEOUT_MS = 30_000;
+const READY_LINE = '{"ready":true}';
 const MAX_STARTUP_FAILURES = 3;
 
 /** Whether this machine can start a process without network (`unshare -n`, user namespaces). */
@@ -76,6 +75,7 @@ export class PythonProcessPool implements Sandbox {
   private readonly warm: WarmChild[] = [];
   private readonly waiting: Array<(child: WarmChild | Error) => void> = [];
   private readonly live = new Set<ChildProcess>();
+  private readonly busy = new Set<ChildProcess>();
   private starting = 0;
   private running = 0;
   private readonly slotWaiters: Array<() => void> = [];
@@ -154,6 +154,11 @@ export class PythonProcessPool implements Sandbox {
   /** Processes alive now (warm, starting or running): for tests and the bench. */
   get processCount(): number {
     return this.live.size;
+  }
+
+  /** Process ids of the children running code now: for tests that kill one from outside. */
+  get runningPids(): number[] {
+    return [...this.busy].flatMap((child) => (child.pid === undefined ? [] : [child.pid]));
   }
 
   private async makeSnapshot(): Promise<void> {
@@ -250,7 +255,7 @@ export class PythonProcessPool implements Sandbox {
 
   private startOne(): Promise<WarmChild> {
     const child = this.spawnChild([]);
-    const lines = createInterface({ input: child.stdout! })[Symbol.asyncIterator]();
+    const lines = new BoundedLineReader(child.stdout!, MAX_ANSWER_LINE_BYTES);
     let stderr = "";
     child.stderr?.on("data", (chunk: Buffer) => {
       stderr = (stderr + chunk.toString()).slice(-2000);
@@ -265,16 +270,17 @@ export class PythonProcessPool implements Sandbox {
         reject(new Error(`child exited (${code}) before it was ready: ${stderr.trim()}`));
       };
       child.once("exit", exitedEarly);
-      lines.next().then(({ value }) => {
+      void lines.next().then((event) => {
         clearTimeout(timer);
         child.off("exit", exitedEarly);
-        if (value && JSON.parse(value).ready === true) {
+        const line = event.kind === "line" ? event.line : "";
+        if (line.trim() === READY_LINE) {
           resolve({ process: child, lines });
         } else {
           child.kill("SIGKILL");
-          reject(new Error(`unexpected first line from child: ${String(value).slice(0, 200)}`));
+          reject(new Error(`unexpected first line from child: ${line.slice(0, 200)}`));
         }
-      }, reject);
+      });
     });
   }
 
@@ -332,9 +338,11 @@ export class PythonProcessPool implements Sandbox {
     return new Promise<SandboxRunResult>((resolve) => {
       let settled = false;
       let killedFor: "timeout" | "memory" | null = null;
+      this.busy.add(child.process);
       const finish = (result: SandboxRunResult) => {
         if (settled) return;
         settled = true;
+        this.busy.delete(child.process);
         clearTimeout(timer);
         clearInterval(watchdog);
         child.process.kill("SIGKILL");
@@ -357,7 +365,8 @@ export class PythonProcessPool implements Sandbox {
           finish(memoryFailure(rss));
         }
       }, this.rssPollMs);
-      child.process.once("exit", (code, signal) => {
+      // "close", not "exit": the answer may still be in the pipe when the process has exited.
+      child.process.once("close", (code, signal) => {
         if (killedFor) return;
         finish(
           failedRun(
@@ -367,28 +376,19 @@ export class PythonProcessPool implements Sandbox {
           ),
         );
       });
-      child.lines.next().then(
-        ({ value }) => {
-          if (!value) return;
-          const answer = JSON.parse(value) as ChildAnswer;
-          const wallMs = Math.round(performance.now() - started);
-          if (answer.fatal) {
-            finish(failedRun("unavailable", answer.fatal, wallMs));
-            return;
-          }
-          finish({
-            ok: !answer.error,
-            stdout: answer.stdout ?? "",
-            stderr: answer.stderr ?? "",
-            value: null,
-            error: answer.error ?? null,
-            wall_ms: wallMs,
-            ...(answer.files ? { files: answer.files } : {}),
-          });
-        },
-        () => undefined,
+      // Whatever the child sends (it runs the code, which can write to this stream) ends the run
+      // as a result: a cut-off, oversized or malformed answer is a `runtime` failure of this run.
+      void child.lines.next().then((event) => {
+        const wallMs = performance.now() - started;
+        if (event.kind === "line") finish(resultFromAnswer(event.line, wallMs));
+        else if (event.kind === "too-long") {
+          finish(protocolFailure(`a line of over ${MAX_ANSWER_LINE_BYTES} bytes`, wallMs));
+        }
+        // "end": the exit handler reports the run.
+      });
+      child.process.stdin?.write(
+        `${JSON.stringify({ ...request, limits: SANDBOX_ANSWER_LIMITS })}\n`,
       );
-      child.process.stdin?.write(`${JSON.stringify(request)}\n`);
     });
   }
 }

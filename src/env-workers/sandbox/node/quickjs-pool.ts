@@ -1,11 +1,15 @@
 /**
  * JavaScript in QuickJS inside worker threads (see quickjs-thread.mjs), a few kept started so a
- * run does not wait for the engine to load. Each run gets a fresh QuickJS runtime; a thread is
- * reused after clean runs and replaced after a failed, timed-out or over-limit one. The engine
- * enforces the heap and stack limits and interrupts at the deadline; terminating the thread is
- * what guarantees the deadline (a wasm engine collecting garbage is not interruptible from inside).
+ * run does not wait for the engine to load. Each run gets a fresh QuickJS runtime in an engine
+ * whose wasm memory is capped at `memory_mb` past the engine's base; a thread is reused after
+ * runs that stayed small and replaced after one that grew its memory (so that memory is released
+ * at once) or timed out. Terminating the thread is what guarantees the deadline (a wasm engine collecting
+ * garbage is not interruptible from inside). The wasm is compiled once per pool and shared.
  */
+import { readFileSync } from "node:fs";
+import { createRequire } from "node:module";
 import { Worker } from "node:worker_threads";
+import { SANDBOX_ANSWER_LIMITS } from "../../../core/sandbox-schemas";
 import {
   failedRun,
   parseSandboxRequest,
@@ -22,7 +26,7 @@ interface ThreadAnswer {
   value?: string | null;
   error: { kind: "timeout" | "memory" | "runtime"; message: string } | null;
   files?: Record<string, string>;
-  /** The thread's engine may be unusable after this run: do not reuse the thread. */
+  /** The run grew the thread's memory: end the thread rather than reuse it. */
   retire?: boolean;
 }
 
@@ -79,7 +83,7 @@ export class QuickJsThreadPool implements Sandbox {
       const onMessage = (answer: ThreadAnswer) => {
         const wall = Math.round(elapsed());
         if (answer.error) {
-          finish({ ...failedRun(answer.error.kind, answer.error.message, wall, answer) });
+          finish(failedRun(answer.error.kind, answer.error.message, wall, answer), !answer.retire);
           return;
         }
         finish(
@@ -102,7 +106,7 @@ export class QuickJsThreadPool implements Sandbox {
       worker.on("message", onMessage);
       worker.on("error", onError);
       worker.on("exit", onExit);
-      worker.postMessage(request);
+      worker.postMessage({ ...request, limits: SANDBOX_ANSWER_LIMITS });
     }).finally(() => this.refill());
   }
 
@@ -128,8 +132,25 @@ export class QuickJsThreadPool implements Sandbox {
   }
 }
 
+let compiled: WebAssembly.Module | null = null;
+
+/** The engine's wasm, compiled once for every thread (a Module is shared, not copied). */
+function engineModule(): WebAssembly.Module {
+  if (!compiled) {
+    const require = createRequire(import.meta.url);
+    compiled = new WebAssembly.Module(
+      readFileSync(require.resolve("@jitl/quickjs-wasmfile-release-sync/wasm")),
+    );
+  }
+  return compiled;
+}
+
 function startThread(): Promise<Worker> {
-  const worker = new Worker(THREAD_SCRIPT, { resourceLimits: { maxOldGenerationSizeMb: 256 } });
+  // The thread's own JavaScript heap holds only capped strings; the engine lives in wasm memory.
+  const worker = new Worker(THREAD_SCRIPT, {
+    workerData: { wasmModule: engineModule() },
+    resourceLimits: { maxOldGenerationSizeMb: 64 },
+  });
   worker.unref();
   return new Promise((resolve, reject) => {
     worker.once("message", (message: { ready?: boolean }) => {
