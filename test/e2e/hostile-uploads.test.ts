@@ -31,7 +31,12 @@ async function send(
   const res = await fetch(`${server.url}${path}`, {
     method: "POST",
     headers: { authorization: `Bearer ${token}`, "content-type": "application/json", ...headers },
-    body: typeof body === "string" || body instanceof Uint8Array ? body : JSON.stringify(body),
+    body:
+      typeof body === "string"
+        ? body
+        : body instanceof Uint8Array
+          ? new Uint8Array(body) // a copy on its own ArrayBuffer, which BodyInit wants
+          : JSON.stringify(body),
     signal: AbortSignal.timeout(20_000),
   });
   return { status: res.status, text: await res.text() };
