@@ -52,10 +52,43 @@ function bodyTimeout(idleMs: number): ApiError {
 }
 
 /**
- * Reads a stream to its end, at most `limit` bytes (413 past it) and never waiting more than
- * `idleMs` for the next chunk (408). Only bytes that arrived are held: nothing is allocated from a
- * declared length.
+ * The chunks of a stream, at most `limit` bytes in all (413 past it), never waiting more than
+ * `idleMs` for the next one (408). Only bytes that arrived are held: nothing is allocated from a
+ * declared length. Stopping early cancels the stream.
  */
+export async function* chunksOf(
+  stream: ReadableStream<Uint8Array>,
+  limit: number,
+  idleMs: number,
+  what: string,
+): AsyncGenerator<Uint8Array> {
+  let total = 0;
+  const reader = stream.getReader();
+  try {
+    for (;;) {
+      let next: ReadableStreamReadResult<Uint8Array>;
+      try {
+        next = await readWithin(reader, idleMs);
+      } catch (error) {
+        if (error instanceof BodyIdle) throw bodyTimeout(idleMs);
+        throw error;
+      }
+      if (next.done) return;
+      total += next.value.byteLength;
+      if (total > limit) {
+        throw new ApiError(
+          "PAYLOAD_TOO_LARGE",
+          `${what} exceeds the limit of ${limit} bytes; split the submission (e.g. fewer groups per /scored_data_list call) or raise the server's limit`,
+        );
+      }
+      yield next.value;
+    }
+  } finally {
+    reader.cancel().catch(() => {});
+  }
+}
+
+/** A stream read to its end within `chunksOf`'s limits, as one array. */
 export async function collect(
   stream: ReadableStream<Uint8Array>,
   limit: number,
@@ -64,27 +97,9 @@ export async function collect(
 ): Promise<Uint8Array<ArrayBuffer>> {
   const chunks: Uint8Array[] = [];
   let total = 0;
-  const reader = stream.getReader();
-  for (;;) {
-    let next: ReadableStreamReadResult<Uint8Array>;
-    try {
-      next = await readWithin(reader, idleMs);
-    } catch (error) {
-      if (!(error instanceof BodyIdle)) throw error;
-      reader.cancel().catch(() => {});
-      throw bodyTimeout(idleMs);
-    }
-    const { done, value } = next;
-    if (done) break;
-    total += value.byteLength;
-    if (total > limit) {
-      await reader.cancel().catch(() => {});
-      throw new ApiError(
-        "PAYLOAD_TOO_LARGE",
-        `${what} exceeds the limit of ${limit} bytes; split the submission (e.g. fewer groups per /scored_data_list call) or raise the server's limit`,
-      );
-    }
-    chunks.push(value);
+  for await (const chunk of chunksOf(stream, limit, idleMs, what)) {
+    chunks.push(chunk);
+    total += chunk.byteLength;
   }
   if (chunks.length === 1 && chunks[0]!.buffer instanceof ArrayBuffer) {
     return chunks[0] as Uint8Array<ArrayBuffer>;

@@ -1,28 +1,29 @@
 /**
  * Reading a list of groups (/scored_data_list, replay imports) one group at a time: the body is
- * inflated as a stream and split into its elements (src/core/json-array-split.ts), and each
- * element is parsed, validated and turned into its ingest item before the next is read. Memory
- * holds the items (each group's stored form) and one element's text, never the whole list's
- * object graph; a list with more than MAX_LIST_GROUPS groups is refused with 413 as soon as its
- * next group starts, however much of it is left.
+ * split into its elements as it arrives (a plain body) or as it inflates (a gzip body, read first:
+ * its compressed bytes are the small part), and each element is parsed, validated and turned into
+ * its ingest item before the next is read. Memory holds the items (each group's stored form) and
+ * one element's text, never the whole list's text or object graph; a list with more than
+ * MAX_LIST_GROUPS groups is refused with 413 as soon as its next group starts, however much of it
+ * is left to send. The memory budget is charged by what arrived: a gzip body's size before it is
+ * inflated, a plain body's element by element.
  */
 import { ArraySyntaxError, JsonArraySplitter, NotAnArray } from "../core/json-array-split";
 import { sha256Hasher } from "../core/sha256";
 import { numberVar } from "./bindings";
-import { inflateBody, parseJson } from "./body";
+import { chunksOf, inflateBody, isGzipEncoded, parseJson } from "./body";
 import type { AppContext } from "./context";
 import { ApiError } from "./errors";
 import { fail, validateGroup } from "./group-validation";
 import { type IngestItem, ingestItemOf, submissionDedupeKey } from "./ingest";
+import { memoryCost, withMemory } from "./memory-budget";
 import { submitterOf } from "./middleware/auth";
+import { chargeBytes } from "./middleware/quotas";
 import { bodyLimits } from "./request";
-import type { SubmissionBody } from "./submission-body";
+import { readSubmissionBody, refuseBeforeReading } from "./submission-body";
 
 /** Default MAX_LIST_GROUPS. */
 export const MAX_LIST_GROUPS = 1024;
-
-/** Plain bodies are split in slices this large (a gzip body in the pieces it inflates to). */
-const SLICE_BYTES = 1 << 20;
 
 export interface GroupList {
   items: IngestItem[];
@@ -30,15 +31,12 @@ export interface GroupList {
   hash: string;
 }
 
-/** The inflated body's pieces, in order. */
-async function* piecesOf(body: SubmissionBody, maxInflated: number): AsyncGenerator<Uint8Array> {
-  if (!body.gzip) {
-    for (let at = 0; at < body.raw.byteLength; at += SLICE_BYTES) {
-      yield body.raw.subarray(at, at + SLICE_BYTES);
-    }
-    return;
-  }
-  const stream = new Response(body.raw).body!.pipeThrough(new DecompressionStream("gzip"));
+/** A gzip body's inflated pieces, in order. */
+async function* inflatedPieces(
+  raw: Uint8Array<ArrayBuffer>,
+  maxInflated: number,
+): AsyncGenerator<Uint8Array> {
+  const stream = new Response(raw).body!.pipeThrough(new DecompressionStream("gzip"));
   const reader = stream.getReader();
   let total = 0;
   try {
@@ -85,7 +83,6 @@ function parseElement(text: Uint8Array, index: number): unknown {
  */
 export async function readGroupList(
   c: AppContext,
-  body: SubmissionBody,
   options: { key: string | undefined; nullEnv?: boolean },
 ): Promise<GroupList> {
   const limits = bodyLimits(c);
@@ -94,27 +91,73 @@ export async function readGroupList(
   const hasher = sha256Hasher();
   const splitter = new JsonArraySplitter();
   const items: IngestItem[] = [];
+  const elements: Uint8Array[] = [];
   const onElement = (text: Uint8Array) => {
-    const i = splitter.count;
-    if (i >= maxGroups) {
+    if (splitter.count >= maxGroups) {
       throw new ApiError(
         "PAYLOAD_TOO_LARGE",
         `a list may carry at most ${maxGroups} groups (MAX_LIST_GROUPS); this one has more: split it into several calls`,
       );
     }
-    const json = parseElement(text, i);
-    const group = validateGroup(json, ["body", i]);
-    if (options.nullEnv) group.env_id = null;
-    items.push(ingestItemOf(group, json, { dedupeKey: "", tokenId, loc: ["body", i] }));
+    elements.push(text);
+  };
+  const build = () => {
+    for (const text of elements.splice(0)) {
+      const i = items.length;
+      const json = parseElement(text, i);
+      const group = validateGroup(json, ["body", i]);
+      if (options.nullEnv) group.env_id = null;
+      items.push(ingestItemOf(group, json, { dedupeKey: "", tokenId, loc: ["body", i] }));
+    }
+  };
+  /** Feeds one piece of the list's text; `charged`: its parsing runs under the memory budget. */
+  const feed = async (piece: Uint8Array, charged: boolean) => {
+    hasher.update(piece);
+    splitter.push(piece, onElement);
+    if (elements.length === 0) return;
+    if (charged) build();
+    else {
+      const bytes = elements.reduce((sum, e) => sum + e.byteLength, 0);
+      await withMemory(c.env, memoryCost(bytes, false), async () => build());
+    }
   };
   try {
-    for await (const piece of piecesOf(body, limits.maxInflatedBytes)) {
-      hasher.update(piece);
-      splitter.push(piece, onElement);
+    if (isGzipEncoded(c.req.raw)) {
+      const body = await readSubmissionBody(c);
+      await withMemory(c.env, memoryCost(body.raw.byteLength, body.gzip), async () => {
+        const pieces = body.gzip ? inflatedPieces(body.raw, limits.maxInflatedBytes) : [body.raw];
+        try {
+          for await (const piece of pieces) await feed(piece, true);
+        } catch (error) {
+          if (error instanceof NotAnArray) notAList(inflateBody(body.raw, limits.maxInflatedBytes));
+          throw error;
+        }
+      });
+    } else {
+      await refuseBeforeReading(c);
+      let arrived = 0;
+      // Set when the body turns out not to be a list: the rest is kept to say what it is.
+      const notArray: Uint8Array[] = [];
+      const body = c.req.raw.body;
+      const pieces = body
+        ? chunksOf(body, limits.maxBodyBytes, limits.idleTimeoutMs, "request body")
+        : [];
+      for await (const piece of pieces) {
+        arrived += piece.byteLength;
+        if (notArray.length > 0) notArray.push(piece);
+        else {
+          await feed(piece, false).catch((error: unknown) => {
+            if (!(error instanceof NotAnArray)) throw error;
+            notArray.push(piece);
+          });
+        }
+      }
+      await chargeBytes(c, arrived);
+      if (notArray.length > 0) notAList(concat(notArray));
     }
     splitter.end();
   } catch (error) {
-    if (error instanceof NotAnArray) notAList(body, limits.maxInflatedBytes);
+    if (error instanceof NotAnArray) notAList(new Uint8Array(0));
     if (error instanceof ArraySyntaxError) {
       throw new ApiError("VALIDATION_FAILED", `request body is not valid JSON: ${error.message}`, [
         { type: "json_invalid", loc: ["body", 0], msg: "JSON decode error", input: {} },
@@ -129,9 +172,18 @@ export async function readGroupList(
   return { items, hash };
 }
 
+function concat(pieces: Uint8Array[]): Uint8Array {
+  const out = new Uint8Array(pieces.reduce((sum, p) => sum + p.byteLength, 0));
+  let offset = 0;
+  for (const p of pieces) {
+    out.set(p, offset);
+    offset += p.byteLength;
+  }
+  return out;
+}
+
 /** A body that is not a JSON array: 422 as the schema says (or json_invalid when not JSON). */
-function notAList(body: SubmissionBody, maxInflated: number): never {
-  const bytes = body.gzip ? inflateBody(body.raw, maxInflated) : body.raw;
+function notAList(bytes: Uint8Array): never {
   const json = parseJson(bytes);
   fail([
     {

@@ -17,12 +17,16 @@ export interface SubmissionBody {
   gzip: boolean;
 }
 
-export async function readSubmissionBody(c: AppContext): Promise<SubmissionBody> {
-  const limits = bodyLimits(c);
-  refuseDeclaredLength(c.req.raw, limits);
+/** 413 / 429 from the declared length, before a byte of the body is read. */
+export async function refuseBeforeReading(c: AppContext): Promise<void> {
+  refuseDeclaredLength(c.req.raw, bodyLimits(c));
   const declared = declaredLength(c.req.raw);
   if (declared !== null) await refuseDeclaredOverQuota(c, declared);
-  const raw = await readRawBody(c.req.raw, limits);
+}
+
+export async function readSubmissionBody(c: AppContext): Promise<SubmissionBody> {
+  await refuseBeforeReading(c);
+  const raw = await readRawBody(c.req.raw, bodyLimits(c));
   await chargeBytes(c, raw.byteLength);
   return { raw, gzip: isGzipEncoded(c.req.raw) && raw.byteLength > 0 };
 }

@@ -3,9 +3,7 @@ import { scoredDataListSchema } from "../../../core/schemas";
 import { coordinator, keepAliveOf, runOf } from "../../context";
 import { readGroupList } from "../../group-list";
 import { ingestGroups } from "../../ingest";
-import { memoryCost, withMemory } from "../../memory-budget";
 import { validIdempotencyKey } from "../../storage/idempotency";
-import { readSubmissionBody } from "../../submission-body";
 import { bodyErrors, defineRoute, jsonContent, jsonRequest } from "../define";
 import { idempotencyKeyHeader, idempotent } from "./idempotent";
 
@@ -38,12 +36,7 @@ export const scoredDataList = defineRoute(
   async (c) => {
     const run = runOf(c);
     const key = validIdempotencyKey(c.req.header("idempotency-key"));
-    const body = await readSubmissionBody(c);
-    const { items, hash } = await withMemory(
-      c.env,
-      memoryCost(body.raw.byteLength, body.gzip),
-      () => readGroupList(c, body, { key }),
-    );
+    const { items, hash } = await readGroupList(c, { key });
     return idempotent(c, run, "scored_data_list", hash, key, async () => {
       const outcomes = items.length
         ? await ingestGroups(c.env, run, items, c.get("timings"), keepAliveOf(c))

@@ -4,11 +4,9 @@ import { keepAliveOf, runOf } from "../../context";
 import { ApiError } from "../../errors";
 import { readGroupList } from "../../group-list";
 import { ingestGroups } from "../../ingest";
-import { memoryCost, withMemory } from "../../memory-budget";
 import { validIdempotencyKey } from "../../storage/idempotency";
 import { adoptIntoReplay } from "../../storage/replay";
 import { getRun } from "../../storage/runs";
-import { readSubmissionBody } from "../../submission-body";
 import { idempotencyKeyHeader, idempotent } from "../atropos/idempotent";
 import { bodyErrors, defineRoute, errors, jsonContent, jsonRequest, runParams } from "../define";
 
@@ -47,13 +45,8 @@ export const importReplay = defineRoute(
     if (!(await getRun(c.env.DB, run))) {
       throw new ApiError("NOT_FOUND", `run '${run}' does not exist; register a trainer first`);
     }
-    const body = await readSubmissionBody(c);
     // Offline groups belong to no registered env here: env_id would buffer partial groups.
-    const { items, hash } = await withMemory(
-      c.env,
-      memoryCost(body.raw.byteLength, body.gzip),
-      () => readGroupList(c, body, { key, nullEnv: true }),
-    );
+    const { items, hash } = await readGroupList(c, { key, nullEnv: true });
     return idempotent(c, run, "replay_import", hash, key, async () => {
       const outcomes = items.length
         ? await ingestGroups(c.env, run, items, c.get("timings"), keepAliveOf(c))
