@@ -9,7 +9,12 @@
  *   427 KB gzip list of many small groups, a list at MAX_LIST_GROUPS and a 60 MB plain list of
  *   small groups are posted, with their status and time, and the worst latency another client
  *   sees meanwhile.
- * Loopback only; every loop is bounded; the whole run takes about a minute.
+ * Loopback only; every loop is bounded; the whole run takes about a minute. NO_HEAP=1: no
+ * inspector; DEV_LOGS=1: print the dev server's log tail at the end.
+ *
+ * Seen on the shared dev machine: right after the stalled sockets are dropped, the next pooled
+ * keep-alive request can fail on the client with "other side closed" while the server log shows
+ * it answered; such a request is retried once on a new connection and reported as retried.
  */
 import { mkdtempSync } from "node:fs";
 import { connect } from "node:net";
@@ -27,11 +32,16 @@ const port = 20_000 + Math.floor(Math.random() * 20_000);
 const dev = await startDevProcess({
   port,
   persistTo: mkdtempSync(join(tmpdir(), "hostile-bench-")),
-  inspectorPort: port + 1,
+  inspectorPort: process.env.NO_HEAP ? undefined : port + 1,
   vars: { API_TOKEN: ADMIN },
   entry: entryAt >= 0 ? args[entryAt + 1] : undefined,
 });
-const heap = await IsolateHeapSampler.start(port + 1);
+const heap = process.env.NO_HEAP
+  ? {
+      takePeak: () => ({ max_used_mib: Number.NaN, max_used_with_buffers_mib: Number.NaN }),
+      stop() {},
+    }
+  : await IsolateHeapSampler.start(port + 1);
 
 async function post(path: string, body: string | Uint8Array, token = ADMIN, gzip = false) {
   const started = performance.now();
@@ -121,9 +131,16 @@ try {
     let worst = 0;
     let other = 0;
     let done = false;
-    const list = post("/runs/beta/scored_data_list", body, beta, gzip).finally(() => {
-      done = true;
-    });
+    let retried = false;
+    const list = post("/runs/beta/scored_data_list", body, beta, gzip)
+      .then(async (first) => {
+        if (first.status !== 0) return first;
+        retried = true;
+        return post("/runs/beta/scored_data_list", body, beta, gzip);
+      })
+      .finally(() => {
+        done = true;
+      });
     // Another client submits meanwhile (bounded: 200 at most).
     while (!done && other < 200) {
       const res = await post(
@@ -138,10 +155,11 @@ try {
     await new Promise((resolve) => setTimeout(resolve, 500)); // one more heap sample
     const peak = heap.takePeak();
     console.log(
-      `${name}: ${body.length} bytes → ${res.status} in ${ms(res.ms)}; API isolate heap max ${peak.max_used_mib} MiB (with buffers ${peak.max_used_with_buffers_mib} MiB); another client's worst latency ${ms(worst)} over ${other} submissions; ${res.text.slice(0, 120)}`,
+      `${name}: ${body.length} bytes → ${res.status}${retried ? " (retried once after a connection error)" : ""} in ${ms(res.ms)}; API isolate heap max ${peak.max_used_mib} MiB (with buffers ${peak.max_used_with_buffers_mib} MiB); another client's worst latency ${ms(worst)} over ${other} submissions; ${res.text.slice(0, 120)}`,
     );
   }
 } finally {
+  if (process.env.DEV_LOGS) console.log(dev.logs().slice(-4000));
   heap.stop();
   await dev.stop();
 }
