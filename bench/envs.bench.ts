@@ -23,7 +23,7 @@ import { mkdtempSync } from "node:fs";
 import { cpus, tmpdir } from "node:os";
 import { join } from "node:path";
 import { performance } from "node:perf_hooks";
-import { validateGroup } from "../src/api/ingest";
+import { validateGroup } from "../src/api/group-validation";
 import { startDevProcess } from "../src/cli/dev-process";
 import { canonicalGroupJson } from "../src/core/canonical-group";
 import { groupsOf, type JsonValue } from "../src/env-workers/base-env";

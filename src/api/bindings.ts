@@ -28,6 +28,10 @@ interface OptionalSettings {
   CORS_ORIGINS?: string;
   /** Memory (MiB) that whole-group work (ingest parsing, delivery) may hold at once per isolate. */
   MEMORY_BUDGET_MB?: string;
+  /** A request body that sends nothing for this many ms is answered 408 (default 30000). */
+  BODY_IDLE_TIMEOUT_MS?: string;
+  /** Most groups one /scored_data_list (or replay import) may carry; more get 413 (default 1024). */
+  MAX_LIST_GROUPS?: string;
   /** How often an env worker's feeder ticks, in ms (default 500). */
   FEEDER_TICK_MS?: string;
   /** Encrypts the API keys of runs' inference servers at rest (`wrangler secret put`). */

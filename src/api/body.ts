@@ -1,6 +1,8 @@
 /**
- * Bounded request-body reading: a size cap on the wire and on gzip inflation (zip bombs),
- * both answered with a clear 413 before anything is stored.
+ * Bounded request-body reading: a size cap on the wire and on gzip inflation (zip bombs), both
+ * answered with a clear 413 before anything is stored, and an idle limit: a body that stops
+ * arriving is answered 408 instead of holding its request open (workerd never times out a
+ * pending request body; it closes only idle connections and slow headers).
  */
 import { gunzipBounded, InflateLimitError } from "../core/gzip";
 import { ApiError } from "./errors";
@@ -8,6 +10,8 @@ import { ApiError } from "./errors";
 export interface BodyLimits {
   maxBodyBytes: number;
   maxInflatedBytes: number;
+  /** A read that waits longer than this for the next bytes ends with 408. */
+  idleTimeoutMs: number;
 }
 
 export interface ReadBody {
@@ -18,26 +22,84 @@ export interface ReadBody {
   gzip: boolean;
 }
 
-async function collect(
+/** Thrown by `readWithin` when no bytes arrived within the idle limit. */
+class BodyIdle extends Error {}
+
+/** The next chunk of `reader`, or BodyIdle when none arrives within `idleMs`. */
+export async function readWithin<T>(
+  reader: ReadableStreamDefaultReader<T>,
+  idleMs: number,
+): Promise<ReadableStreamReadResult<T>> {
+  let timer: ReturnType<typeof setTimeout> | undefined;
+  const idle = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => reject(new BodyIdle()), idleMs);
+  });
+  const read = reader.read();
+  // A read left behind by the timer settles when the stream is cancelled: never unhandled.
+  read.catch(() => {});
+  try {
+    return await Promise.race([read, idle]);
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
+function bodyTimeout(idleMs: number): ApiError {
+  return new ApiError(
+    "REQUEST_TIMEOUT",
+    `request body stopped arriving: no bytes for ${idleMs} ms (the body idle limit); send the whole body without pausing`,
+  );
+}
+
+/**
+ * The chunks of a stream, at most `limit` bytes in all (413 past it), never waiting more than
+ * `idleMs` for the next one (408). Only bytes that arrived are held: nothing is allocated from a
+ * declared length. Stopping early cancels the stream.
+ */
+export async function* chunksOf(
   stream: ReadableStream<Uint8Array>,
   limit: number,
+  idleMs: number,
+  what: string,
+): AsyncGenerator<Uint8Array> {
+  let total = 0;
+  const reader = stream.getReader();
+  try {
+    for (;;) {
+      let next: ReadableStreamReadResult<Uint8Array>;
+      try {
+        next = await readWithin(reader, idleMs);
+      } catch (error) {
+        if (error instanceof BodyIdle) throw bodyTimeout(idleMs);
+        throw error;
+      }
+      if (next.done) return;
+      total += next.value.byteLength;
+      if (total > limit) {
+        throw new ApiError(
+          "PAYLOAD_TOO_LARGE",
+          `${what} exceeds the limit of ${limit} bytes; split the submission (e.g. fewer groups per /scored_data_list call) or raise the server's limit`,
+        );
+      }
+      yield next.value;
+    }
+  } finally {
+    reader.cancel().catch(() => {});
+  }
+}
+
+/** A stream read to its end within `chunksOf`'s limits, as one array. */
+export async function collect(
+  stream: ReadableStream<Uint8Array>,
+  limit: number,
+  idleMs: number,
   what: string,
 ): Promise<Uint8Array<ArrayBuffer>> {
   const chunks: Uint8Array[] = [];
   let total = 0;
-  const reader = stream.getReader();
-  for (;;) {
-    const { done, value } = await reader.read();
-    if (done) break;
-    total += value.byteLength;
-    if (total > limit) {
-      await reader.cancel().catch(() => {});
-      throw new ApiError(
-        "PAYLOAD_TOO_LARGE",
-        `${what} exceeds the limit of ${limit} bytes; split the submission (e.g. fewer groups per /scored_data_list call) or raise the server's limit`,
-      );
-    }
-    chunks.push(value);
+  for await (const chunk of chunksOf(stream, limit, idleMs, what)) {
+    chunks.push(chunk);
+    total += chunk.byteLength;
   }
   if (chunks.length === 1 && chunks[0]!.buffer instanceof ArrayBuffer) {
     return chunks[0] as Uint8Array<ArrayBuffer>;
@@ -63,52 +125,62 @@ export function declaredLength(request: Request): number | null {
 }
 
 /**
- * Reads and drops a request body nobody read, up to `maxBytes`. workerd closes a keep-alive
- * connection whose request body was left unread, without saying so, and the client's next request
- * on it fails with a connection reset (docs/API.md). Bodies declared larger are left alone: reading
- * them would cost more than a new connection.
+ * Reads and drops a request body nobody read, up to `maxBytes`, giving up when no bytes arrive
+ * for `idleMs`. workerd closes a keep-alive connection whose request body was left unread, without
+ * saying so, and the client's next request on it fails with a connection reset (docs/API.md).
+ * Bodies declared larger are left alone: reading them would cost more than a new connection.
  */
-export async function discardUnreadBody(request: Request, maxBytes: number): Promise<void> {
+export async function discardUnreadBody(
+  request: Request,
+  maxBytes: number,
+  idleMs: number,
+): Promise<void> {
   const body = request.body;
   if (!body || request.bodyUsed || body.locked) return;
   const declared = declaredLength(request);
   if (declared !== null && declared > maxBytes) return;
   let total = 0;
+  const reader = body.getReader();
   try {
-    const reader = body.getReader();
     for (;;) {
-      const { done, value } = await reader.read();
+      const { done, value } = await readWithin(reader, idleMs);
       if (done) return;
       total += value.byteLength;
-      if (total > maxBytes) {
-        await reader.cancel();
-        return;
-      }
+      if (total > maxBytes) break;
     }
   } catch {
-    // The client went away or the stream broke: nothing left to keep alive.
+    // The client stalled, went away or the stream broke: nothing left to keep alive.
   }
+  reader.cancel().catch(() => {});
 }
 
-export async function readBody(request: Request, limits: BodyLimits): Promise<ReadBody> {
+/**
+ * Refuses a body by its declared length before a byte of it is read: 413 above `maxBodyBytes`.
+ */
+export function refuseDeclaredLength(request: Request, limits: BodyLimits): void {
   const declared = declaredLength(request);
   if (declared !== null && declared > limits.maxBodyBytes) {
     throw new ApiError(
       "PAYLOAD_TOO_LARGE",
-      `request body of ${declared} bytes exceeds the limit of ${limits.maxBodyBytes} bytes`,
+      `request body of ${declared} bytes exceeds the limit of ${limits.maxBodyBytes} bytes (MAX_BODY_BYTES); split the submission or raise the server's limit`,
     );
   }
-  // A declared length is enforced by the runtime, so the body can be read in one piece.
-  const raw = !request.body
-    ? new Uint8Array(new ArrayBuffer(0))
-    : declared !== null
-      ? new Uint8Array(await request.arrayBuffer())
-      : await collect(request.body, limits.maxBodyBytes, "request body");
-  const gzip = isGzipEncoded(request);
-  if (!gzip || raw.byteLength === 0) return { raw, bytes: raw, gzip: false };
-  let bytes: Uint8Array<ArrayBuffer>;
+}
+
+/** Reads the raw body (as sent, gzip or not) within the limits: 413 over size, 408 when idle. */
+export function readRawBody(
+  request: Request,
+  limits: BodyLimits,
+): Promise<Uint8Array<ArrayBuffer>> {
+  refuseDeclaredLength(request, limits);
+  if (!request.body) return Promise.resolve(new Uint8Array(new ArrayBuffer(0)));
+  return collect(request.body, limits.maxBodyBytes, limits.idleTimeoutMs, "request body");
+}
+
+/** Inflates a gzip body within `maxInflatedBytes` (413 past it, 400 for data that is not gzip). */
+export function inflateBody(raw: Uint8Array, maxInflatedBytes: number): Uint8Array<ArrayBuffer> {
   try {
-    bytes = gunzipBounded(raw, limits.maxInflatedBytes);
+    return gunzipBounded(raw, maxInflatedBytes);
   } catch (error) {
     if (error instanceof InflateLimitError) {
       throw new ApiError(
@@ -118,7 +190,13 @@ export async function readBody(request: Request, limits: BodyLimits): Promise<Re
     }
     throw new ApiError("INVALID_GZIP", "Invalid gzip payload");
   }
-  return { raw, bytes, gzip: true };
+}
+
+export async function readBody(request: Request, limits: BodyLimits): Promise<ReadBody> {
+  const raw = await readRawBody(request, limits);
+  const gzip = isGzipEncoded(request);
+  if (!gzip || raw.byteLength === 0) return { raw, bytes: raw, gzip: false };
+  return { raw, bytes: inflateBody(raw, limits.maxInflatedBytes), gzip: true };
 }
 
 const decoder = new TextDecoder();

@@ -3,8 +3,8 @@
  * sends), write large payloads to R2, then record the group in D1 in one statement that also
  * dedupes retries, picks the buffered/queued state and stamps the policy version (the SQL is in
  * src/api/storage/groups.ts; a payload kept in D1 goes into group_payloads in the same
- * transaction). A 200 is only sent after both writes, so an acknowledged group survives any
- * restart.
+ * transaction, and so do its trajectories and token texts). A 200 is only sent after both
+ * writes, so an acknowledged group, and everything it carried, survives any restart.
  *
  * Retries are recognised per submission, never per group content: each group carries a dedupe
  * key naming its request (Idempotency-Key, else the SHA-256 of the whole body) and its position
@@ -15,19 +15,19 @@
 
 import { canonicalGroupJson } from "../core/canonical-group";
 import { GroupCommit } from "../core/group-commit";
-import { checkGroupShape, type GroupStats, groupStats } from "../core/group-stats";
+import { checkSequenceLength } from "../core/group-rules";
+import { type GroupStats, groupStats } from "../core/group-stats";
 import { deflatePiece } from "../core/gzip-pieces";
-import { type ScoredDataInput, scoredDataListSchema, scoredDataSchema } from "../core/schemas";
+import type { ScoredDataInput } from "../core/schemas";
 import { sha256Hex } from "../core/sha256";
-import { groupTrajectoriesOf, type Trajectory } from "../core/trajectory";
-import { summarizeDetails, toValidationDetails, type ValidationDetail } from "../core/validation";
+import type { Trajectory } from "../core/trajectory";
 import { type Bindings, numberVar } from "./bindings";
-import { ApiError } from "./errors";
+import { fail, trajectoriesOfSubmission, validateGroup } from "./group-validation";
 import {
   groupInsertStatements,
   itemKeyAnswer,
   recentSubmission,
-  registeredEnvIds,
+  runIngestLimits,
   touchEnvStatement,
 } from "./storage/groups";
 import {
@@ -37,8 +37,8 @@ import {
   putPayload,
   toBase64,
 } from "./storage/payloads";
-import { tokenTextsInsert } from "./storage/token-texts";
-import { trajectoryInserts } from "./storage/trajectories";
+import { submissionTokenTextsInsert } from "./storage/token-texts";
+import { submissionTrajectoryInserts } from "./storage/trajectories";
 import { Timings } from "./timings";
 
 /** What D1 records about a group: the parsed group itself is not held while a commit waits. */
@@ -115,6 +115,8 @@ export interface IngestItem {
   idempotencyKey?: string;
   /** The API token that submitted it (null: API_TOKEN, open local dev, env workers in process). */
   tokenId?: string | null;
+  /** Trajectories and token texts, written in the group's own commit. */
+  beside?: BesideGroup;
 }
 
 export interface IngestOutcome {
@@ -124,44 +126,6 @@ export interface IngestOutcome {
   envId: number | null;
 }
 
-function fail(details: ValidationDetail[]): never {
-  throw new ApiError("VALIDATION_FAILED", summarizeDetails(details), details);
-}
-
-export function validateGroup(json: unknown): ScoredDataInput {
-  if (json === null || typeof json !== "object" || Array.isArray(json)) {
-    fail([
-      {
-        type: "model_attributes_type",
-        loc: ["body"],
-        msg: "Input should be a valid dictionary or object to extract fields from",
-        input: Array.isArray(json) ? "<list>" : json,
-      },
-    ]);
-  }
-  const parsed = scoredDataSchema.safeParse(json);
-  if (!parsed.success) fail(toValidationDetails(parsed.error, json));
-  const shape = checkGroupShape(parsed.data);
-  if (shape.length) fail(shape);
-  return parsed.data;
-}
-
-/**
- * The trajectories a submitted group carries beside its 14 keys (agent envs), checked against the
- * group: null when it has none; 422 when they are invalid or name a sequence it does not have.
- */
-export function trajectoriesOfSubmission(json: unknown, sequences: number): Trajectory[] | null {
-  const invalid = (msg: string) =>
-    fail([{ type: "value_error", loc: ["body", "trajectories"], msg }]);
-  const result = groupTrajectoriesOf(json);
-  if (!result.ok) return invalid(result.message);
-  const outside = result.trajectories?.find((t) => t.sequence >= sequences);
-  if (outside) {
-    return invalid(`a trajectory names sequence ${outside.sequence}; the group has ${sequences}`);
-  }
-  return result.trajectories;
-}
-
 /** What a submission carries beside its 14 keys, stored next to the group it became. */
 export interface BesideGroup {
   trajectories: readonly Trajectory[] | null;
@@ -169,53 +133,33 @@ export interface BesideGroup {
 }
 
 /**
- * Stores a group's trajectories and token texts beside it (replacing any stored before), so its
- * canonical bytes stay exactly what a batch serves.
+ * The one ingest item of a validated group: its stored form, summary and what it carries beside.
+ * `json` is the group as submitted (its trajectories are read from it); `contentHash` the SHA-256
+ * of its JSON text when known, else computed here.
  */
-export async function storeBeside(
-  env: Bindings,
-  run: string,
-  groupId: number,
-  beside: BesideGroup,
-): Promise<void> {
-  const now = Date.now();
-  const statements: D1PreparedStatement[] = beside.trajectories
-    ? trajectoryInserts(env.DB, run, groupId, beside.trajectories, now)
-    : [];
-  const texts = beside.tokenTexts
-    ? tokenTextsInsert(env.DB, run, groupId, beside.tokenTexts, now)
-    : null;
-  if (texts) statements.push(texts);
-  if (statements.length > 0) await env.DB.batch(statements);
-}
-
-/** The ingest items of a validated group list sent as one body (`bodyHash`: that body's hash). */
-export function ingestItemsOf(
-  groups: readonly ScoredDataInput[],
-  bodyHash: string,
-  idempotencyKey: string | undefined,
-  tokenId: string | null,
-): Promise<IngestItem[]> {
-  return Promise.all(
-    groups.map(async (group, i): Promise<IngestItem> => {
-      const { sha256, ...stored } = canonicalPayloadOf(group, { hash: true });
-      return {
-        summary: summarizeGroup(group),
-        ...stored,
-        contentHash: sha256,
-        dedupeKey: submissionDedupeKey(bodyHash, idempotencyKey, i),
-        tokenId,
-      };
-    }),
-  );
-}
-
-export function validateGroupList(json: unknown): ScoredDataInput[] {
-  const parsed = scoredDataListSchema.safeParse(json);
-  if (!parsed.success) fail(toValidationDetails(parsed.error, json));
-  const issues = parsed.data.flatMap((g, i) => checkGroupShape(g, ["body", i]));
-  if (issues.length) fail(issues);
-  return parsed.data;
+export function ingestItemOf(
+  group: ScoredDataInput,
+  json: unknown,
+  options: {
+    dedupeKey: string;
+    contentHash?: string;
+    tokenId?: string | null;
+    loc?: (string | number)[];
+  },
+): IngestItem {
+  const trajectories = trajectoriesOfSubmission(json, group.tokens.length, options.loc);
+  const { sha256, ...stored } =
+    options.contentHash === undefined
+      ? canonicalPayloadOf(group, { hash: true })
+      : { ...canonicalPayloadOf(group), sha256: options.contentHash };
+  return {
+    summary: summarizeGroup(group),
+    ...stored,
+    contentHash: sha256,
+    dedupeKey: options.dedupeKey,
+    tokenId: options.tokenId ?? null,
+    beside: { trajectories, tokenTexts: group.token_texts ?? null },
+  };
 }
 
 /**
@@ -304,6 +248,7 @@ async function writeCommit(env: Bindings, run: string, items: IngestItem[]) {
         now,
         dedupeCutoff: cutoff,
       }),
+      ...besideStatements(env.DB, run, item, cutoff, now),
     );
   }
   const touched = new Set(items.map((it) => it.summary.envId).filter((e) => e !== null));
@@ -317,6 +262,30 @@ async function writeCommit(env: Bindings, run: string, items: IngestItem[]) {
     await env.PAYLOADS.delete(key);
   }
   return rows.map((row): CommittedItem => ({ row, r2Ms, d1Ms }));
+}
+
+/**
+ * What an item carries beside its group, written for the group its dedupe key names: the one
+ * just inserted, or (a retry) the one an earlier copy stored, so a retry of a submission whose
+ * answer was lost writes it again instead of skipping it.
+ */
+function besideStatements(
+  d1: D1Database,
+  run: string,
+  item: IngestItem,
+  dedupeCutoff: number,
+  now: number,
+): D1PreparedStatement[] {
+  const submission = { dedupeKey: item.dedupeKey, dedupeCutoff };
+  const { trajectories, tokenTexts } = item.beside ?? { trajectories: null, tokenTexts: null };
+  const statements = trajectories
+    ? submissionTrajectoryInserts(d1, run, submission, trajectories, now)
+    : [];
+  const texts = tokenTexts
+    ? submissionTokenTextsInsert(d1, run, submission, tokenTexts, now)
+    : null;
+  if (texts) statements.push(texts);
+  return statements;
 }
 
 // One group commit per run per isolate (keyed by the D1 binding, so separate test environments
@@ -361,7 +330,7 @@ export async function ingestGroups(
       ]);
     }
   }
-  if (items.length > 1) await requireRegisteredEnvs(env, run, items);
+  await requireRunLimits(env, run, items);
   const { results, info } = await timings.measure("commit", () =>
     groupCommitFor(env, run).submit(
       items,
@@ -416,12 +385,24 @@ export async function ingestGroups(
   return outcomes;
 }
 
-/** Lists are all-or-nothing: check every env id before anything is written. */
-async function requireRegisteredEnvs(env: Bindings, run: string, items: IngestItem[]) {
-  const wanted = [...new Set(items.map((it) => it.summary.envId).filter((e) => e !== null))];
-  if (wanted.length === 0) return;
-  const known = await registeredEnvIds(env.DB, run, wanted);
-  const i = items.findIndex((it) => it.summary.envId !== null && !known.has(it.summary.envId));
+/**
+ * Checks what needs the run before anything is written: every sequence within the trainer's
+ * registered max_token_len, and (lists are all-or-nothing) every env id registered. One read.
+ */
+async function requireRunLimits(env: Bindings, run: string, items: IngestItem[]) {
+  const loc = (i: number) => (items.length > 1 ? ["body", i] : ["body"]);
+  const wanted =
+    items.length > 1
+      ? [...new Set(items.map((it) => it.summary.envId).filter((e) => e !== null))]
+      : [];
+  const limits = await runIngestLimits(env.DB, run, wanted);
+  for (const [i, item] of items.entries()) {
+    const tooLong = checkSequenceLength(item.summary.stats, limits.maxTokenLen, loc(i));
+    if (tooLong) fail([tooLong]);
+  }
+  const i = items.findIndex(
+    (it) => it.summary.envId !== null && wanted.length > 0 && !limits.envIds.has(it.summary.envId),
+  );
   if (i >= 0) {
     const envId = items[i]!.summary.envId;
     fail([
@@ -447,25 +428,11 @@ export async function submitGroupInProcess(
   idempotencyKey: string,
   tokenId: string | null = null,
 ): Promise<{ status: "received" | "buffered" | "duplicate"; groupId?: number }> {
-  const validated = validateGroup(group);
-  const trajectories = trajectoriesOfSubmission(group, validated.tokens.length);
-  const { sha256: hash, ...stored } = canonicalPayloadOf(validated, { hash: true });
-  const [outcome] = await ingestGroups(env, run, [
-    {
-      summary: summarizeGroup(validated),
-      ...stored,
-      contentHash: hash,
-      dedupeKey: submissionDedupeKey(hash, idempotencyKey, 0),
-      idempotencyKey,
-      tokenId,
-    },
-  ]);
-  if (!outcome!.duplicate) {
-    await storeBeside(env, run, outcome!.groupId, {
-      trajectories,
-      tokenTexts: validated.token_texts ?? null,
-    });
-  }
+  const item = ingestItemOf(validateGroup(group), group, {
+    dedupeKey: submissionDedupeKey("", idempotencyKey, 0),
+    tokenId,
+  });
+  const [outcome] = await ingestGroups(env, run, [{ ...item, idempotencyKey }]);
   if (outcome!.status === "buffered" && outcome!.envId !== null) {
     await env.RUN_COORDINATOR.get(env.RUN_COORDINATOR.idFromName(run)).releaseBuffered(
       run,

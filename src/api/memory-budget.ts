@@ -7,10 +7,13 @@
  * group (or a few small ones) be parsed at a time: on this runtime that is also faster than
  * interleaving many parses (A/B on the bench machine: ingest 1.7× higher for 2k- and 8k-token
  * groups, same end-to-end; docs/BENCHMARKS.md). Set MEMORY_BUDGET_MB to change it.
+ *
+ * A request body is charged once it has arrived, by its real size (src/api/submission-body.ts):
+ * a body still on the wire holds nothing here, so a client that stalls its upload cannot make
+ * every other submission wait.
  */
 import { ByteBudget } from "../core/byte-budget";
 import { type Bindings, numberVar } from "./bindings";
-import { declaredLength, isGzipEncoded } from "./body";
 
 let budget: ByteBudget | null = null;
 
@@ -25,9 +28,4 @@ export function memoryCost(bytes: number, gzip: boolean): number {
 export function withMemory<T>(env: Bindings, cost: number, work: () => Promise<T>): Promise<T> {
   budget ??= new ByteBudget(numberVar(env.MEMORY_BUDGET_MB, 8) * 2 ** 20);
   return budget.run(cost, work);
-}
-
-/** For a request: its declared length (8 MiB when unknown) and its content encoding. */
-export function requestMemoryCost(request: Request): number {
-  return memoryCost(declaredLength(request) ?? 8 * 2 ** 20, isGzipEncoded(request));
 }

@@ -5,7 +5,7 @@
 import { z } from "zod";
 import { summarizeDetails, toValidationDetails } from "../core/validation";
 import { numberVar } from "./bindings";
-import { parseJson, readBody } from "./body";
+import { type BodyLimits, parseJson, readBody } from "./body";
 import type { AppContext } from "./context";
 import { ApiError } from "./errors";
 
@@ -23,10 +23,14 @@ export function acceptsGzip(request: Request): boolean {
   return /\bgzip\b/i.test(value);
 }
 
-export function bodyLimits(c: AppContext) {
+/** Default body idle limit (BODY_IDLE_TIMEOUT_MS): a body pausing this long gets 408. */
+export const BODY_IDLE_TIMEOUT_MS = 30_000;
+
+export function bodyLimits(c: AppContext): BodyLimits {
   return {
     maxBodyBytes: numberVar(c.env.MAX_BODY_BYTES, 64 * 1024 * 1024),
     maxInflatedBytes: numberVar(c.env.MAX_INFLATED_BYTES, 64 * 1024 * 1024),
+    idleTimeoutMs: numberVar(c.env.BODY_IDLE_TIMEOUT_MS, BODY_IDLE_TIMEOUT_MS),
   };
 }
 

@@ -18,6 +18,7 @@ export const errorCodeSchema = z.enum([
   "METHOD_NOT_ALLOWED",
   "CONFLICT",
   "PAYLOAD_TOO_LARGE",
+  "REQUEST_TIMEOUT",
   "UNSUPPORTED_MEDIA_TYPE",
   "TOO_MANY_REQUESTS",
   "UNAVAILABLE",

@@ -1,10 +1,5 @@
-/**
- * Cross-field checks and summary numbers of a validated group. Trainers index tokens, masks,
- * scores and logprobs together, so shapes that disagree are rejected (Atropos stored them and
- * let the trainer crash later).
- */
+/** Summary numbers of a validated group (what D1 records beside it). */
 import type { ScoredDataInput } from "./schemas";
-import type { ValidationDetail } from "./validation";
 
 export interface GroupStats {
   numSeqs: number;
@@ -13,75 +8,23 @@ export interface GroupStats {
   scoreMean: number | null;
   scoreMin: number | null;
   scoreMax: number | null;
-}
-
-export function checkGroupShape(
-  group: ScoredDataInput,
-  loc: (string | number)[] = ["body"],
-): ValidationDetail[] {
-  const issues: ValidationDetail[] = [];
-  const n = group.tokens.length;
-  if (n === 0) {
-    issues.push({
-      type: "value_error",
-      loc: [...loc, "tokens"],
-      msg: "a group must contain at least one sequence",
-      input: [],
-    });
-    return issues;
-  }
-  const sameShape = (
-    name: "masks" | "inference_logprobs" | "token_texts",
-    value: unknown[][] | null | undefined,
-  ) => {
-    if (value === null || value === undefined) return;
-    if (value.length !== n) {
-      issues.push({
-        type: "value_error",
-        loc: [...loc, name],
-        msg: `${name} has ${value.length} sequence(s) but tokens has ${n}`,
-      });
-      return;
-    }
-    for (let i = 0; i < n; i++) {
-      if (value[i]!.length !== group.tokens[i]!.length) {
-        issues.push({
-          type: "value_error",
-          loc: [...loc, name, i],
-          msg: `${name}[${i}] has ${value[i]!.length} entries but tokens[${i}] has ${group.tokens[i]!.length}`,
-        });
-        return;
-      }
-    }
-  };
-  sameShape("masks", group.masks);
-  sameShape("inference_logprobs", group.inference_logprobs);
-  sameShape("token_texts", group.token_texts);
-  if (group.scores.length !== n) {
-    issues.push({
-      type: "value_error",
-      loc: [...loc, "scores"],
-      msg: `scores has ${group.scores.length} value(s) but tokens has ${n} sequence(s); send one score per sequence`,
-    });
-  }
-  for (let i = 0; i < group.scores.length; i++) {
-    if (!Number.isFinite(group.scores[i])) {
-      issues.push({
-        type: "finite_number",
-        loc: [...loc, "scores", i],
-        msg: "Input should be a finite number",
-      });
-      break;
-    }
-  }
-  return issues;
+  /** Tokens in the longest sequence (checked against the run's max_token_len). */
+  longestSeq: number;
+  /** Which sequence that is. */
+  longestSeqAt: number;
 }
 
 export function groupStats(group: ScoredDataInput): GroupStats {
   let totalTokens = 0;
   let completionTokens = 0;
+  let longestSeq = 0;
+  let longestSeqAt = 0;
   for (let s = 0; s < group.tokens.length; s++) {
     totalTokens += group.tokens[s]!.length;
+    if (group.tokens[s]!.length > longestSeq) {
+      longestSeq = group.tokens[s]!.length;
+      longestSeqAt = s;
+    }
     const mask = group.masks[s] ?? [];
     for (let i = 0; i < mask.length; i++) if (mask[i] !== -100) completionTokens++;
   }
@@ -101,5 +44,7 @@ export function groupStats(group: ScoredDataInput): GroupStats {
     scoreMean: scores.length ? sum / scores.length : null,
     scoreMin: scores.length ? min : null,
     scoreMax: scores.length ? max : null,
+    longestSeq,
+    longestSeqAt,
   };
 }

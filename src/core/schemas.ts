@@ -128,7 +128,12 @@ export type Registration = z.infer<typeof registrationSchema>;
 export const registerEnvSchema = z.object({
   max_token_length: laxInt,
   desired_name: z.string().min(1, "desired_name must not be empty"),
-  weight: laxFloat,
+  weight: laxFloat.pipe(
+    z
+      .number()
+      .min(0, "weight must be between 0 and 1e6")
+      .max(1e6, "weight must be between 0 and 1e6"),
+  ),
   group_size: laxInt.pipe(z.number().int().min(1, "group_size must be at least 1")),
   min_batch_allocation: laxFloat
     .pipe(z.number().min(0).max(1, "min_batch_allocation is a fraction between 0 and 1"))

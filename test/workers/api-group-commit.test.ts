@@ -17,7 +17,7 @@ async function objectsUnder(prefix: string): Promise<number> {
 describe("group commit", () => {
   it("writes concurrent submissions together, answers each one, and delivers each group intact", async () => {
     const run = uniqueRun("commit");
-    const { base, envIds } = await setupRun(run, 48, [4]);
+    const { base, envIds } = await setupRun(run, 48, [4], { maxTokenLen: 16_384 });
     // Groups too large to be kept in D1 even compressed, so their payloads go to R2.
     const groups = Array.from({ length: 12 }, (_, i) => group(7000 + i, 4, envIds[0]!, 12_000 + i));
     const responses = await Promise.all([

@@ -56,7 +56,7 @@ describe("reset", () => {
   it("removes every piece of the run's data, and only that run's", async () => {
     const run = uniqueRun("reset-all");
     const keep = uniqueRun("reset-keep");
-    const { base, envIds } = await setupRun(run, 4, [4]);
+    const { base, envIds } = await setupRun(run, 4, [4], { maxTokenLen: 16_384 });
     await setupRun(keep, 4, [4]);
     const envId = envIds[0]!;
     expect(envId).toBe(0);

@@ -38,7 +38,7 @@ async function storedRows(run: string): Promise<StoredRow[]> {
 describe("canonical storage", () => {
   it("stores each group's canonical JSON once: small as text, larger compressed, in D1 or R2", async () => {
     const run = uniqueRun("canon");
-    const { base, envIds } = await setupRun(run, 6, [2]);
+    const { base, envIds } = await setupRun(run, 6, [2], { maxTokenLen: 32_768 });
     const envId = envIds[0]!;
     const small = { ...group(1, 2, envId), scores: [1, 0], seed: 7 };
     const medium = group(2, 2, envId, 4000);

@@ -70,10 +70,22 @@ export function group(seed: number, size: number, envId: number | null, length =
   };
 }
 
-/** Registers a trainer (batch size `batchSize`) and one env per group size; returns env ids. */
-export async function setupRun(run: string, batchSize: number, groupSizes: number[]) {
+/**
+ * Registers a trainer (batch size `batchSize`, sequences up to `maxTokenLen`) and one env per
+ * group size; returns env ids.
+ */
+export async function setupRun(
+  run: string,
+  batchSize: number,
+  groupSizes: number[],
+  { maxTokenLen = REGISTRATION.max_token_len }: { maxTokenLen?: number } = {},
+) {
   const base = `/runs/${run}`;
-  const reg = await post(`${base}/register`, { ...REGISTRATION, batch_size: batchSize });
+  const reg = await post(`${base}/register`, {
+    ...REGISTRATION,
+    batch_size: batchSize,
+    max_token_len: maxTokenLen,
+  });
   if (reg.status !== 200) throw new Error(await reg.text());
   const envIds: number[] = [];
   for (const [i, gs] of groupSizes.entries()) {

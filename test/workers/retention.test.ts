@@ -41,7 +41,7 @@ describe("retention", () => {
   it("removes delivered groups after the retention time, and a shared payload only when unreferenced", async () => {
     const run = uniqueRun("retain");
     // Batches of one group of two sequences, each group too large to be stored inline.
-    const { base, envIds } = await setupRun(run, 2, [2]);
+    const { base, envIds } = await setupRun(run, 2, [2], { maxTokenLen: LARGE });
     const envId = envIds[0]!;
     const large = (seed: number) => group(seed, 2, envId, LARGE);
     // One request, one commit: both groups in ONE R2 object.

@@ -44,6 +44,46 @@ ON CONFLICT (token_id, day) DO UPDATE SET bytes = bytes + excluded.bytes
   WHERE token_usage.bytes + excluded.bytes <= ?4
 RETURNING bytes`;
 
+function utcDay(now: number): string {
+  return new Date(now).toISOString().slice(0, 10);
+}
+
+function overBytesQuota(token: StoredToken, bytes: number, day: string, now: number): ApiError {
+  const retryAfter = retryAfterDay(day, now);
+  return new ApiError(
+    "TOO_MANY_REQUESTS",
+    `token '${token.name}' is over its bytes-per-day quota (${token.bytesPerDay} bytes of submissions per UTC day; this body is ${bytes}); retry after ${retryAfter} s`,
+    undefined,
+    { "Retry-After": String(retryAfter) },
+  );
+}
+
+/**
+ * Refuses a body before a byte of it is read when its declared length is more than the caller's
+ * bytes-per-day quota has left today (429 naming the quota). Nothing is charged: what arrives is
+ * charged by `chargeBytes`.
+ */
+export async function refuseDeclaredOverQuota(
+  c: AppContext,
+  declared: number,
+  now = Date.now(),
+): Promise<void> {
+  const principal = c.get("principal");
+  if (principal.kind !== "token" || principal.token.bytesPerDay === null) return;
+  const { token } = principal;
+  const quota = principal.token.bytesPerDay;
+  const day = utcDay(now);
+  if (declared <= quota) {
+    const row = await c.env.DB.prepare(
+      "SELECT bytes FROM token_usage WHERE token_id = ?1 AND day = ?2",
+    )
+      .bind(token.id, day)
+      .first<{ bytes: number }>();
+    if ((row?.bytes ?? 0) + declared <= quota) return;
+  }
+  throw overBytesQuota(token, declared, day, now);
+}
+
 /**
  * Counts `bytes` of submitted body against the caller's bytes-per-day quota (one D1 row per token
  * per UTC day, updated only while under the limit), or refuses with 429 until the next UTC day.
@@ -52,18 +92,12 @@ export async function chargeBytes(c: AppContext, bytes: number, now = Date.now()
   const principal = c.get("principal");
   if (principal.kind !== "token" || principal.token.bytesPerDay === null) return;
   const { token } = principal;
-  const day = new Date(now).toISOString().slice(0, 10);
+  const day = utcDay(now);
   const row = await c.env.DB.prepare(CHARGE_BYTES)
     .bind(token.id, day, bytes, token.bytesPerDay)
     .first<{ bytes: number }>();
   if (row) return;
-  const retryAfter = retryAfterDay(day, now);
-  throw new ApiError(
-    "TOO_MANY_REQUESTS",
-    `token '${token.name}' is over its bytes-per-day quota (${token.bytesPerDay} bytes of submissions per UTC day; this body is ${bytes}); retry after ${retryAfter} s`,
-    undefined,
-    { "Retry-After": String(retryAfter) },
-  );
+  throw overBytesQuota(token, bytes, day, now);
 }
 
 function retryAfterDay(day: string, now: number): number {

@@ -57,7 +57,11 @@ export function bodyErrors(
         "A gzip body that does not inflate (plain text `Invalid gzip payload`, as Atropos answers), or another malformed request.",
       content: { ...errorContent, "text/plain": { schema: z.string() } },
     },
-    ...errors({ 413: "The body (or its inflated size) is over the limit.", 422: validation }),
+    ...errors({
+      408: "The body stopped arriving for BODY_IDLE_TIMEOUT_MS (default 30 s).",
+      413: "The body (or its inflated size, or a list's group count) is over the limit.",
+      422: validation,
+    }),
   };
 }
 

@@ -142,17 +142,25 @@ export function recentSubmission(
     .first<{ id: number; status: string }>();
 }
 
-/** Which of `envIds` are registered in the run. */
-export async function registeredEnvIds(
+/**
+ * What ingest checks against the run before writing: the trainer's registered max_token_len (-1
+ * when none registered) and which of `envIds` are registered in the run. One read.
+ */
+export async function runIngestLimits(
   d1: D1Database,
   run: string,
   envIds: readonly number[],
-): Promise<Set<number>> {
-  const { results } = await d1
+): Promise<{ maxTokenLen: number; envIds: Set<number> }> {
+  const row = await d1
     .prepare(
-      "SELECT env_id FROM envs WHERE run = ?1 AND env_id IN (SELECT value FROM json_each(?2))",
+      `SELECT (SELECT max_token_len FROM runs WHERE name = ?1) AS max_token_len,
+  (SELECT json_group_array(env_id) FROM envs
+    WHERE run = ?1 AND env_id IN (SELECT value FROM json_each(?2))) AS env_ids`,
     )
     .bind(run, JSON.stringify(envIds))
-    .all<{ env_id: number }>();
-  return new Set(results.map((r) => r.env_id));
+    .first<{ max_token_len: number | null; env_ids: string }>();
+  return {
+    maxTokenLen: row?.max_token_len ?? -1,
+    envIds: new Set(JSON.parse(row?.env_ids ?? "[]") as number[]),
+  };
 }

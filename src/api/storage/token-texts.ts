@@ -9,11 +9,14 @@ import { groupTokenTexts } from "./schema";
  */
 export const TOKEN_TEXTS_MAX_BYTES = 1_000_000;
 
-/** The insert for a group's token texts, or null when they are too large to keep. */
-export function tokenTextsInsert(
+/**
+ * The insert for the token texts of the group a submission stored (found by its dedupe key), in
+ * the group's own commit (see submissionTrajectoryInserts), or null when they are too large.
+ */
+export function submissionTokenTextsInsert(
   d1: D1Database,
   run: string,
-  groupId: number,
+  submission: { dedupeKey: string; dedupeCutoff: number },
   texts: string[][],
   now: number,
 ): D1PreparedStatement | null {
@@ -21,9 +24,11 @@ export function tokenTextsInsert(
   if (body.length > TOKEN_TEXTS_MAX_BYTES) return null;
   return d1
     .prepare(
-      "INSERT OR REPLACE INTO group_token_texts (run, group_id, body, created_at) VALUES (?1, ?2, ?3, ?4)",
+      `INSERT OR REPLACE INTO group_token_texts (run, group_id, body, created_at)
+SELECT ?1, id, ?3, ?4 FROM groups WHERE run = ?1 AND dedupe_key = ?2 AND created_at > ?5
+ORDER BY id LIMIT 1`,
     )
-    .bind(run, groupId, body, now);
+    .bind(run, submission.dedupeKey, body, now, submission.dedupeCutoff);
 }
 
 export async function groupTokenTextsOf(

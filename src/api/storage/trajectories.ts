@@ -17,6 +17,36 @@ export function trajectoryInserts(
   );
 }
 
+/**
+ * The same inserts for the group a submission stored (found by its dedupe key, as a retry finds
+ * it), so they go into the group's own commit and a retry writes them again, idempotently: side
+ * data is never lost between two transactions. Nothing is written when no such group exists.
+ */
+export function submissionTrajectoryInserts(
+  db: D1Database,
+  run: string,
+  submission: { dedupeKey: string; dedupeCutoff: number },
+  trajectories: readonly Trajectory[],
+  now: number,
+): D1PreparedStatement[] {
+  return trajectories.map((trajectory) =>
+    db
+      .prepare(
+        `INSERT OR REPLACE INTO trajectories (run, group_id, sequence, body, created_at)
+SELECT ?1, id, ?3, ?4, ?5 FROM groups WHERE run = ?1 AND dedupe_key = ?2 AND created_at > ?6
+ORDER BY id LIMIT 1`,
+      )
+      .bind(
+        run,
+        submission.dedupeKey,
+        trajectory.sequence,
+        JSON.stringify(trajectory),
+        now,
+        submission.dedupeCutoff,
+      ),
+  );
+}
+
 export async function groupTrajectories(
   db: D1Database,
   run: string,

@@ -1,20 +1,8 @@
 import { z } from "zod";
 import { scoredDataListSchema } from "../../../core/schemas";
-import { sha256Hex } from "../../../core/sha256";
-import { parseJson, readBody } from "../../body";
 import { coordinator, keepAliveOf, runOf } from "../../context";
-import {
-  type BesideGroup,
-  ingestGroups,
-  ingestItemsOf,
-  storeBeside,
-  trajectoriesOfSubmission,
-  validateGroupList,
-} from "../../ingest";
-import { requestMemoryCost, withMemory } from "../../memory-budget";
-import { submitterOf } from "../../middleware/auth";
-import { chargeBytes } from "../../middleware/quotas";
-import { bodyLimits } from "../../request";
+import { readGroupList } from "../../group-list";
+import { ingestGroups } from "../../ingest";
 import { validIdempotencyKey } from "../../storage/idempotency";
 import { bodyErrors, defineRoute, jsonContent, jsonRequest } from "../define";
 import { idempotencyKeyHeader, idempotent } from "./idempotent";
@@ -26,7 +14,7 @@ export const scoredDataList = defineRoute(
     "x-scope": "contributor",
     summary: "Submit several scored groups, all or nothing",
     description:
-      "The body is documented by the ScoredData list schema; the handler reads it itself on the fast ingest path (src/api/ingest.ts validates with the same schema).",
+      "The body is documented by the ScoredData list schema; the handler reads it itself, one group at a time (src/api/group-list.ts validates each with the same schema). A list of more than MAX_LIST_GROUPS groups (default 1024) is refused with 413.",
     request: { body: jsonRequest(scoredDataListSchema), headers: idempotencyKeyHeader },
     responses: {
       200: {
@@ -48,30 +36,11 @@ export const scoredDataList = defineRoute(
   async (c) => {
     const run = runOf(c);
     const key = validIdempotencyKey(c.req.header("idempotency-key"));
-    const { items, hash, beside } = await withMemory(
-      c.env,
-      requestMemoryCost(c.req.raw),
-      async () => {
-        const body = await readBody(c.req.raw, bodyLimits(c));
-        await chargeBytes(c, body.raw.byteLength);
-        const hash = sha256Hex(body.bytes);
-        const json = parseJson(body.bytes);
-        const groups = validateGroupList(json);
-        const beside: BesideGroup[] = groups.map((group, i) => ({
-          trajectories: trajectoriesOfSubmission((json as unknown[])[i], group.tokens.length),
-          tokenTexts: group.token_texts ?? null,
-        }));
-        const items = await ingestItemsOf(groups, hash, key, submitterOf(c));
-        return { items, hash, beside };
-      },
-    );
+    const { items, hash } = await readGroupList(c, { key });
     return idempotent(c, run, "scored_data_list", hash, key, async () => {
       const outcomes = items.length
         ? await ingestGroups(c.env, run, items, c.get("timings"), keepAliveOf(c))
         : [];
-      for (const [i, outcome] of outcomes.entries()) {
-        if (!outcome.duplicate) await storeBeside(c.env, run, outcome.groupId, beside[i]!);
-      }
       // The answer counts what this request stored; groups of an earlier copy are duplicates.
       const stored = outcomes.filter((o) => !o.duplicate);
       const duplicates = outcomes.length - stored.length;

@@ -1,23 +1,15 @@
 import { z } from "zod";
 import { scoredDataSchema } from "../../../core/schemas";
 import { sha256Hex } from "../../../core/sha256";
-import { parseJson, readBody } from "../../body";
+import { inflateBody, parseJson } from "../../body";
 import { coordinator, keepAliveOf, runOf } from "../../context";
-import {
-  canonicalPayloadOf,
-  type IngestItem,
-  ingestGroups,
-  storeBeside,
-  submissionDedupeKey,
-  summarizeGroup,
-  trajectoriesOfSubmission,
-  validateGroup,
-} from "../../ingest";
-import { requestMemoryCost, withMemory } from "../../memory-budget";
+import { validateGroup } from "../../group-validation";
+import { ingestGroups, ingestItemOf, submissionDedupeKey } from "../../ingest";
+import { memoryCost, withMemory } from "../../memory-budget";
 import { submitterOf } from "../../middleware/auth";
-import { chargeBytes } from "../../middleware/quotas";
 import { bodyLimits } from "../../request";
 import { validIdempotencyKey } from "../../storage/idempotency";
+import { readSubmissionBody } from "../../submission-body";
 import { bodyErrors, defineRoute, jsonContent, jsonRequest } from "../define";
 import { idempotencyKeyHeader, idempotent } from "./idempotent";
 
@@ -41,39 +33,37 @@ export const scoredData = defineRoute(
       ...bodyErrors(),
     },
   },
-  // Reading, inflating, parsing and validating a body is what holds a whole group in memory, so
-  // it runs under the isolate's memory budget; the commit that follows (waiting on R2 and D1)
-  // holds only the stored bytes and a summary, so other bodies can be parsed meanwhile.
+  // Inflating, parsing and validating a body is what holds a whole group in memory, so it runs
+  // under the isolate's memory budget, charged by the body that arrived (a body still on the wire
+  // holds nothing, so a stalled upload delays no one); the commit that follows (waiting on R2 and
+  // D1) holds only the stored bytes and a summary, so other bodies can be parsed meanwhile.
   async (c) => {
     const run = runOf(c);
     const timings = c.get("timings");
     const key = validIdempotencyKey(c.req.header("idempotency-key"));
-    const { item, hash, beside } = await withMemory(
+    const body = await timings.measure("read", () => readSubmissionBody(c));
+    const { item, hash } = await withMemory(
       c.env,
-      requestMemoryCost(c.req.raw),
+      memoryCost(body.raw.byteLength, body.gzip),
       async () => {
-        const body = await timings.measure("read", () => readBody(c.req.raw, bodyLimits(c)));
-        await chargeBytes(c, body.raw.byteLength);
-        const hash = await timings.measure("hash", () => sha256Hex(body.bytes));
-        const json = await timings.measure("parse", () => parseJson(body.bytes));
+        const bytes = body.gzip ? inflateBody(body.raw, bodyLimits(c).maxInflatedBytes) : body.raw;
+        const hash = await timings.measure("hash", () => sha256Hex(bytes));
+        const json = await timings.measure("parse", () => parseJson(bytes));
         const group = await timings.measure("validate", () => validateGroup(json));
-        const trajectories = trajectoriesOfSubmission(json, group.tokens.length);
-        const stored = await timings.measure("canonical", () => canonicalPayloadOf(group));
-        const item: IngestItem = {
-          summary: summarizeGroup(group),
-          ...stored,
-          contentHash: hash,
-          dedupeKey: submissionDedupeKey(hash, key, 0),
-          tokenId: submitterOf(c),
-        };
-        return { item, hash, beside: { trajectories, tokenTexts: group.token_texts ?? null } };
+        const item = await timings.measure("canonical", () =>
+          ingestItemOf(group, json, {
+            contentHash: hash,
+            dedupeKey: submissionDedupeKey(hash, key, 0),
+            tokenId: submitterOf(c),
+          }),
+        );
+        return { item, hash };
       },
     );
     return idempotent(c, run, "scored_data", hash, key, async () => {
       const [outcome] = await ingestGroups(c.env, run, [item], timings, keepAliveOf(c));
       // A retry of a stored submission: say so rather than claim a second group.
       if (outcome!.duplicate) return { status: "received", duplicate: true };
-      await storeBeside(c.env, run, outcome!.groupId, beside);
       if (outcome!.status !== "buffered") return { status: "received" };
       const { bufferedSequences } = await coordinator(c, run).releaseBuffered(run, outcome!.envId!);
       return { status: "buffered", buffer_size: bufferedSequences };

@@ -1,14 +1,9 @@
 import { z } from "zod";
 import { scoredDataListSchema } from "../../../core/schemas";
-import { sha256Hex } from "../../../core/sha256";
-import { parseJson, readBody } from "../../body";
 import { keepAliveOf, runOf } from "../../context";
 import { ApiError } from "../../errors";
-import { ingestGroups, ingestItemsOf, validateGroupList } from "../../ingest";
-import { requestMemoryCost, withMemory } from "../../memory-budget";
-import { submitterOf } from "../../middleware/auth";
-import { chargeBytes } from "../../middleware/quotas";
-import { bodyLimits } from "../../request";
+import { readGroupList } from "../../group-list";
+import { ingestGroups } from "../../ingest";
 import { validIdempotencyKey } from "../../storage/idempotency";
 import { adoptIntoReplay } from "../../storage/replay";
 import { getRun } from "../../storage/runs";
@@ -50,15 +45,8 @@ export const importReplay = defineRoute(
     if (!(await getRun(c.env.DB, run))) {
       throw new ApiError("NOT_FOUND", `run '${run}' does not exist; register a trainer first`);
     }
-    const { items, hash } = await withMemory(c.env, requestMemoryCost(c.req.raw), async () => {
-      const body = await readBody(c.req.raw, bodyLimits(c));
-      await chargeBytes(c, body.raw.byteLength);
-      const hash = sha256Hex(body.bytes);
-      // Offline groups belong to no registered env here: env_id would buffer partial groups.
-      const groups = validateGroupList(parseJson(body.bytes)).map((g) => ({ ...g, env_id: null }));
-      const items = await ingestItemsOf(groups, hash, key, submitterOf(c));
-      return { items, hash };
-    });
+    // Offline groups belong to no registered env here: env_id would buffer partial groups.
+    const { items, hash } = await readGroupList(c, { key, nullEnv: true });
     return idempotent(c, run, "replay_import", hash, key, async () => {
       const outcomes = items.length
         ? await ingestGroups(c.env, run, items, c.get("timings"), keepAliveOf(c))

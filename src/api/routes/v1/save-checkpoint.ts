@@ -2,7 +2,7 @@ import { z } from "zod";
 import { parseJson, readBody } from "../../body";
 import { type AppContext, runOf } from "../../context";
 import { ApiError } from "../../errors";
-import { intParam, intPathParam } from "../../request";
+import { bodyLimits, intParam, intPathParam } from "../../request";
 import { bodyErrors, defineRoute, errors, jsonContent, runParams } from "../define";
 
 export function envSession(c: AppContext, run: string, envId: number) {
@@ -43,6 +43,7 @@ export const saveCheckpoint = defineRoute(
     const { bytes } = await readBody(c.req.raw, {
       maxBodyBytes: MAX_CHECKPOINT_BYTES,
       maxInflatedBytes: MAX_CHECKPOINT_BYTES,
+      idleTimeoutMs: bodyLimits(c).idleTimeoutMs,
     });
     const state = parseJson(bytes);
     if (state === null || typeof state !== "object") {

@@ -1,0 +1,196 @@
+/**
+ * Reading a list of groups (/scored_data_list, replay imports) one group at a time: the body is
+ * split into its elements as it arrives (a plain body) or as it inflates (a gzip body, read first:
+ * its compressed bytes are the small part), and each element is parsed, validated and turned into
+ * its ingest item before the next is read. Memory holds the items (each group's stored form) and
+ * one element's text, never the whole list's text or object graph; a list with more than
+ * MAX_LIST_GROUPS groups is refused with 413 as soon as its next group starts, however much of it
+ * is left to send. The memory budget is charged by what arrived: a gzip body's size before it is
+ * inflated, a plain body's element by element.
+ */
+import { ArraySyntaxError, JsonArraySplitter, NotAnArray } from "../core/json-array-split";
+import { sha256Hasher } from "../core/sha256";
+import { numberVar } from "./bindings";
+import { chunksOf, inflateBody, isGzipEncoded, parseJson } from "./body";
+import type { AppContext } from "./context";
+import { ApiError } from "./errors";
+import { fail, validateGroup } from "./group-validation";
+import { type IngestItem, ingestItemOf, submissionDedupeKey } from "./ingest";
+import { memoryCost, withMemory } from "./memory-budget";
+import { submitterOf } from "./middleware/auth";
+import { chargeBytes } from "./middleware/quotas";
+import { bodyLimits } from "./request";
+import { readSubmissionBody, refuseBeforeReading } from "./submission-body";
+
+/** Default MAX_LIST_GROUPS. */
+export const MAX_LIST_GROUPS = 1024;
+
+export interface GroupList {
+  items: IngestItem[];
+  /** SHA-256 of the list's JSON text (the body, inflated). */
+  hash: string;
+}
+
+/** A gzip body's inflated pieces, in order. */
+async function* inflatedPieces(
+  raw: Uint8Array<ArrayBuffer>,
+  maxInflated: number,
+): AsyncGenerator<Uint8Array> {
+  const stream = new Response(raw).body!.pipeThrough(new DecompressionStream("gzip"));
+  const reader = stream.getReader();
+  let total = 0;
+  try {
+    for (;;) {
+      let next: ReadableStreamReadResult<Uint8Array>;
+      try {
+        next = await reader.read();
+      } catch {
+        throw new ApiError("INVALID_GZIP", "Invalid gzip payload");
+      }
+      if (next.done) return;
+      total += next.value.byteLength;
+      if (total > maxInflated) {
+        throw new ApiError(
+          "PAYLOAD_TOO_LARGE",
+          `decompressed request body exceeds the limit of ${maxInflated} bytes (MAX_INFLATED_BYTES); split the submission (fewer groups per call) or raise the server's limit`,
+        );
+      }
+      yield next.value;
+    }
+  } finally {
+    reader.cancel().catch(() => {});
+  }
+}
+
+const decoder = new TextDecoder();
+
+function parseElement(text: Uint8Array, index: number): unknown {
+  try {
+    return JSON.parse(decoder.decode(text));
+  } catch (error) {
+    const reason = error instanceof Error ? error.message : "JSON decode error";
+    throw new ApiError(
+      "VALIDATION_FAILED",
+      `group ${index} of the list is not valid JSON: ${reason}`,
+      [{ type: "json_invalid", loc: ["body", index], msg: "JSON decode error", input: {} }],
+    );
+  }
+}
+
+/**
+ * Reads, validates and builds the ingest items of a list body. `nullEnv`: the groups belong to no
+ * env (replay imports). `key`: the request's Idempotency-Key.
+ */
+export async function readGroupList(
+  c: AppContext,
+  options: { key: string | undefined; nullEnv?: boolean },
+): Promise<GroupList> {
+  const limits = bodyLimits(c);
+  const maxGroups = numberVar(c.env.MAX_LIST_GROUPS, MAX_LIST_GROUPS);
+  const tokenId = submitterOf(c);
+  const hasher = sha256Hasher();
+  const splitter = new JsonArraySplitter();
+  const items: IngestItem[] = [];
+  const elements: Uint8Array[] = [];
+  const onElement = (text: Uint8Array) => {
+    if (splitter.count >= maxGroups) {
+      throw new ApiError(
+        "PAYLOAD_TOO_LARGE",
+        `a list may carry at most ${maxGroups} groups (MAX_LIST_GROUPS); this one has more: split it into several calls`,
+      );
+    }
+    elements.push(text);
+  };
+  const build = () => {
+    for (const text of elements.splice(0)) {
+      const i = items.length;
+      const json = parseElement(text, i);
+      const group = validateGroup(json, ["body", i]);
+      if (options.nullEnv) group.env_id = null;
+      items.push(ingestItemOf(group, json, { dedupeKey: "", tokenId, loc: ["body", i] }));
+    }
+  };
+  /** Feeds one piece of the list's text; `charged`: its parsing runs under the memory budget. */
+  const feed = async (piece: Uint8Array, charged: boolean) => {
+    hasher.update(piece);
+    splitter.push(piece, onElement);
+    if (elements.length === 0) return;
+    if (charged) build();
+    else {
+      const bytes = elements.reduce((sum, e) => sum + e.byteLength, 0);
+      await withMemory(c.env, memoryCost(bytes, false), async () => build());
+    }
+  };
+  try {
+    if (isGzipEncoded(c.req.raw)) {
+      const body = await readSubmissionBody(c);
+      await withMemory(c.env, memoryCost(body.raw.byteLength, body.gzip), async () => {
+        const pieces = body.gzip ? inflatedPieces(body.raw, limits.maxInflatedBytes) : [body.raw];
+        try {
+          for await (const piece of pieces) await feed(piece, true);
+        } catch (error) {
+          if (error instanceof NotAnArray) notAList(inflateBody(body.raw, limits.maxInflatedBytes));
+          throw error;
+        }
+      });
+    } else {
+      await refuseBeforeReading(c);
+      let arrived = 0;
+      // Set when the body turns out not to be a list: the rest is kept to say what it is.
+      const notArray: Uint8Array[] = [];
+      const body = c.req.raw.body;
+      const pieces = body
+        ? chunksOf(body, limits.maxBodyBytes, limits.idleTimeoutMs, "request body")
+        : [];
+      for await (const piece of pieces) {
+        arrived += piece.byteLength;
+        if (notArray.length > 0) notArray.push(piece);
+        else {
+          await feed(piece, false).catch((error: unknown) => {
+            if (!(error instanceof NotAnArray)) throw error;
+            notArray.push(piece);
+          });
+        }
+      }
+      await chargeBytes(c, arrived);
+      if (notArray.length > 0) notAList(concat(notArray));
+    }
+    splitter.end();
+  } catch (error) {
+    if (error instanceof NotAnArray) notAList(new Uint8Array(0));
+    if (error instanceof ArraySyntaxError) {
+      throw new ApiError("VALIDATION_FAILED", `request body is not valid JSON: ${error.message}`, [
+        { type: "json_invalid", loc: ["body", 0], msg: "JSON decode error", input: {} },
+      ]);
+    }
+    throw error;
+  }
+  const hash = hasher.hex();
+  for (const [i, item] of items.entries()) {
+    item.dedupeKey = submissionDedupeKey(hash, options.key, i);
+  }
+  return { items, hash };
+}
+
+function concat(pieces: Uint8Array[]): Uint8Array {
+  const out = new Uint8Array(pieces.reduce((sum, p) => sum + p.byteLength, 0));
+  let offset = 0;
+  for (const p of pieces) {
+    out.set(p, offset);
+    offset += p.byteLength;
+  }
+  return out;
+}
+
+/** A body that is not a JSON array: 422 as the schema says (or json_invalid when not JSON). */
+function notAList(bytes: Uint8Array): never {
+  const json = parseJson(bytes);
+  fail([
+    {
+      type: "list_type",
+      loc: ["body"],
+      msg: "Input should be a valid list",
+      input: json !== null && typeof json === "object" ? "<object>" : json,
+    },
+  ]);
+}

@@ -1,0 +1,144 @@
+/**
+ * The rules a scored group must meet beyond its schema, checked before anything is stored.
+ * Trainers index tokens, masks, scores, advantages and logprobs together and feed token ids to an
+ * embedding table, so a group that breaks them would be stored, delivered and crash the trainer
+ * later (Atropos stored them; docs/COMPATIBILITY.md):
+ * - token ids (`tokens`, `distill_token_ids`) are integers in [0, 2^31);
+ * - every sequence has at least one token, and a group at least one sequence;
+ * - per-token fields (masks, advantages, ref_logprobs, inference_logprobs, token_texts) have the
+ *   shape of `tokens`; `scores` has one finite value per sequence.
+ * The run's `max_token_len` needs the run, so it is checked at ingest (src/api/ingest.ts).
+ */
+import type { ScoredDataInput } from "./schemas";
+import type { ValidationDetail } from "./validation";
+
+/** Token ids are below this (or below a known tokenizer's vocabulary size). */
+export const MAX_TOKEN_ID = 2 ** 31;
+
+type Loc = (string | number)[];
+
+const PER_TOKEN = [
+  "masks",
+  "advantages",
+  "ref_logprobs",
+  "inference_logprobs",
+  "token_texts",
+] as const;
+
+/** The first token id outside [0, MAX_TOKEN_ID) in `ids`, as a 422 detail, or null. */
+function badTokenId(ids: readonly number[], loc: Loc): ValidationDetail | null {
+  for (let i = 0; i < ids.length; i++) {
+    const id = ids[i]!;
+    if (id >= 0 && id < MAX_TOKEN_ID) continue;
+    return {
+      type: "value_error",
+      loc: [...loc, i],
+      msg: `token ids must be integers in [0, 2^31); got ${id}`,
+      input: id,
+    };
+  }
+  return null;
+}
+
+function checkTokenIds(group: ScoredDataInput, loc: Loc, issues: ValidationDetail[]): void {
+  for (let s = 0; s < group.tokens.length; s++) {
+    const bad = badTokenId(group.tokens[s]!, [...loc, "tokens", s]);
+    if (bad) return void issues.push(bad);
+  }
+  const distill = group.distill_token_ids;
+  if (!distill) return;
+  for (let s = 0; s < distill.length; s++) {
+    for (let p = 0; p < distill[s]!.length; p++) {
+      const bad = badTokenId(distill[s]![p]!, [...loc, "distill_token_ids", s, p]);
+      if (bad) return void issues.push(bad);
+    }
+  }
+}
+
+function checkPerTokenShape(
+  group: ScoredDataInput,
+  name: (typeof PER_TOKEN)[number],
+  loc: Loc,
+  issues: ValidationDetail[],
+): void {
+  const value = group[name] as readonly unknown[][] | null | undefined;
+  if (value === null || value === undefined) return;
+  const n = group.tokens.length;
+  if (value.length !== n) {
+    issues.push({
+      type: "value_error",
+      loc: [...loc, name],
+      msg: `${name} has ${value.length} sequence(s) but tokens has ${n}; it must have the shape of tokens`,
+    });
+    return;
+  }
+  for (let i = 0; i < n; i++) {
+    if (value[i]!.length === group.tokens[i]!.length) continue;
+    issues.push({
+      type: "value_error",
+      loc: [...loc, name, i],
+      msg: `${name}[${i}] has ${value[i]!.length} entries but tokens[${i}] has ${group.tokens[i]!.length}; it must have the shape of tokens`,
+    });
+    return;
+  }
+}
+
+export function checkGroupShape(group: ScoredDataInput, loc: Loc = ["body"]): ValidationDetail[] {
+  const issues: ValidationDetail[] = [];
+  const n = group.tokens.length;
+  if (n === 0) {
+    issues.push({
+      type: "value_error",
+      loc: [...loc, "tokens"],
+      msg: "a group must contain at least one sequence",
+      input: [],
+    });
+    return issues;
+  }
+  const empty = group.tokens.findIndex((seq) => seq.length === 0);
+  if (empty >= 0) {
+    issues.push({
+      type: "value_error",
+      loc: [...loc, "tokens", empty],
+      msg: `sequences must not be empty: tokens[${empty}] has no tokens`,
+      input: [],
+    });
+  }
+  checkTokenIds(group, loc, issues);
+  for (const name of PER_TOKEN) checkPerTokenShape(group, name, loc, issues);
+  if (group.scores.length !== n) {
+    issues.push({
+      type: "value_error",
+      loc: [...loc, "scores"],
+      msg: `scores has ${group.scores.length} value(s) but tokens has ${n} sequence(s); send one score per sequence`,
+    });
+  }
+  for (let i = 0; i < group.scores.length; i++) {
+    if (!Number.isFinite(group.scores[i])) {
+      issues.push({
+        type: "finite_number",
+        loc: [...loc, "scores", i],
+        msg: "Input should be a finite number",
+      });
+      break;
+    }
+  }
+  return issues;
+}
+
+/**
+ * The 422 detail for a group whose longest sequence (from its stats) is over the run's registered
+ * `max_token_len`, or null (also when no trainer registered one: -1).
+ */
+export function checkSequenceLength(
+  stats: { longestSeq: number; longestSeqAt: number },
+  maxTokenLen: number,
+  loc: Loc = ["body"],
+): ValidationDetail | null {
+  if (maxTokenLen < 0 || stats.longestSeq <= maxTokenLen) return null;
+  return {
+    type: "value_error",
+    loc: [...loc, "tokens", stats.longestSeqAt],
+    msg: `sequences must be at most max_token_len (${maxTokenLen}, registered by the trainer) tokens; tokens[${stats.longestSeqAt}] has ${stats.longestSeq}`,
+  };
+}
