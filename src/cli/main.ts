@@ -334,6 +334,12 @@ export function buildProgram(dotted: DottedFlags = { env: {}, openai: {} }): Com
         "write the per-step learning curve as JSON",
         undefined,
       ),
+      opt(
+        "--output <dir>",
+        "output",
+        "write the run's trajectories, metrics, summary, judge calibration and the toy policy's weights here",
+        undefined,
+      ),
       opt("--sim-latency-ms <ms>", "simLatencyMs", "simulator latency per request", 0),
       opt("--sim-seed <n>", "simSeed", "simulator seed", 0),
     ],
@@ -349,6 +355,7 @@ export function buildProgram(dotted: DottedFlags = { env: {}, openai: {} }): Com
         port: str(o.port) === undefined ? undefined : Number(o.port),
         maxSeconds: Number(o.maxSeconds),
         summaryJson: str(o.summaryJson),
+        output: str(o.output),
         simLatencyMs: Number(o.simLatencyMs),
         simSeed: Number(o.simSeed),
       });
