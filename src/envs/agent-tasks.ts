@@ -22,6 +22,7 @@ import {
   defineEnv,
   difficultyLevels,
   type EnvDefinition,
+  type EvalResult,
   getSandbox,
   hashString,
   type JsonObject,
@@ -47,6 +48,7 @@ import {
   type TrajectoryStep,
   z,
 } from "../sdk/env";
+import { AGENT_EVAL_CONFIG, evaluateAgentTasks } from "./agent-tasks-eval";
 import {
   AGENT_TOOL_CONFIG,
   type AgentToolDeps,
@@ -64,6 +66,7 @@ export const AgentTasksConfigSchema = BaseEnvConfigSchema.extend({
   tools: z.array(z.string()).default(["calculator", "kv_get", "kv_set"]),
   max_steps_per_trajectory: z.number().int().positive().default(6),
   ...AGENT_TOOL_CONFIG,
+  ...AGENT_EVAL_CONFIG,
   /** Limits of one answer's hidden-test run in the sandbox. */
   test_timeout_ms: z.number().int().positive().max(60_000).default(5000),
   test_memory_mb: z.number().int().positive().max(1024).default(128),
@@ -503,6 +506,11 @@ export class AgentTasksEnv extends BaseEnv<AgentTaskItem, AgentTasksConfig> {
       this.level = higher;
       this.window = [];
     }
+  }
+
+  /** Every served task, eval_samples_per_item episodes each (src/envs/agent-tasks-eval.ts). */
+  override async evaluateWithSamples(): Promise<EvalResult> {
+    return evaluateAgentTasks(this, (items, fn) => this.mapEval(items, fn));
   }
 
   override saveCheckpoint(): JsonObject {
