@@ -44,6 +44,7 @@ export {
 } from "../env-workers/base-env";
 export {
   type BaseEnvConfig,
+  type EnvConfigInit,
   type BaseEnvConfigInput,
   BaseEnvConfigSchema,
   parseEnvConfig,
