@@ -44,9 +44,9 @@ export {
 } from "../env-workers/base-env";
 export {
   type BaseEnvConfig,
-  type EnvConfigInit,
   type BaseEnvConfigInput,
   BaseEnvConfigSchema,
+  type EnvConfigInit,
   parseEnvConfig,
 } from "../env-workers/config";
 export * from "../env-workers/datasets/index";
