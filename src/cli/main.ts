@@ -630,15 +630,22 @@ export function buildProgram(dotted: DottedFlags = { env: {}, openai: {} }): Com
     ],
     async (o) => {
       const apiKey = process.env.WANDB_API_KEY;
-      if (!apiKey) throw new Error("set WANDB_API_KEY (your W&B API key) to log to W&B");
+      // As the wandb SDK: WANDB_MODE=offline (or dryrun) writes run directories, no key needed.
+      const offline = ["offline", "dryrun"].includes(process.env.WANDB_MODE ?? "");
+      if (!apiKey && !offline) {
+        throw new Error(
+          "set WANDB_API_KEY (your W&B API key) to log to W&B, or WANDB_MODE=offline to write run directories for `wandb sync`",
+        );
+      }
       const { runWandb } = await import("./metrics-command");
       return runWandb({
         api: String(o.api),
         run: String(o.run),
         token: str(o.token),
         wandbBaseUrl: String(o.wandbBaseUrl),
-        wandbApiKey: apiKey,
+        wandbApiKey: apiKey ?? "",
         entity: str(o.wandbEntity),
+        offlineDir: offline ? (process.env.WANDB_DIR ?? process.cwd()) : undefined,
         intervalS: Number(o.interval),
         once: Boolean(o.once),
       });
