@@ -9,6 +9,9 @@ import { mkdtempSync, readFileSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { withInitServers } from "../../../src/cli/config-init";
+import type { InferenceFlags } from "../../../src/cli/inference";
+import type { EnvDefinition } from "../../../src/env-workers/define-env";
 import { type Simulator, startSimulator } from "../../../src/sim/server";
 
 const ROOT = resolve(import.meta.dirname, "../../..");
@@ -162,4 +165,40 @@ describe("config_init (static configInit)", () => {
     expect(sizes(join(dir, "b.jsonl"))).toEqual([2]);
     expect(fromFlags.stdout).toContain(`openai server at ${sim.url}/v1 (model flag-model)`);
   }, 90_000);
+});
+
+describe("withInitServers (the layering itself)", () => {
+  const def = {
+    configInit: () => ({
+      servers: [
+        { base_url: "http://a:1/v1", model_name: "m-a", tokenizer_name: "none" },
+        { base_url: "http://b:1/v1", model_name: "m-b" },
+      ],
+    }),
+  } as unknown as EnvDefinition;
+  const flags: InferenceFlags = {
+    serverType: "openai",
+    model: "sim-policy",
+    tokenizer: "qwen3",
+    simLatencyMs: 0,
+    simSeed: 0,
+  };
+
+  it("fills only what the user left unset from the first server; tokenizer 'none' means unset", () => {
+    const out = withInitServers(def, flags, (key) => key === "model");
+    expect(out).toMatchObject({
+      inferenceUrl: "http://a:1/v1",
+      model: "sim-policy",
+      tokenizer: "qwen3",
+    });
+    expect(out.servers).toHaveLength(2);
+  });
+
+  it("a list of servers from the user replaces the declared ones", () => {
+    const mine = [{ base_url: "http://x:1/v1" }, { base_url: "http://y:1/v1" }];
+    expect(withInitServers(def, { ...flags, servers: mine }, () => false)).toEqual({
+      ...flags,
+      servers: mine,
+    });
+  });
 });
