@@ -23,6 +23,7 @@ import {
   withDottedFlags,
 } from "./atropos-config";
 import { loadConfigFile, type OptionDefaults, type Resolved, resolveOptions } from "./config";
+import { withInitConfig, withInitServers } from "./config-init";
 import { PROJECT_ROOT } from "./dev-process";
 import { isEnvPath, loadEnvDefinition } from "./env-loader";
 import { registerGuardCommand } from "./guard-command";
@@ -102,6 +103,8 @@ interface EnvContext {
   /** The --config file as the loader read it (train parses its own layout from it). */
   configFile: { path: string; contents: Record<string, unknown> } | null;
   atropos: AtroposInput;
+  /** Whether the user set this option (flag, env var or config file), by option key. */
+  userSet(optionKey: string): boolean;
   /** Loads `--env` values (names or paths) with the `env.*` config each one gets. */
   loadEnvs(namesOrPaths: string[]): Promise<LoadedEnv[]>;
   loadEnv(nameOrPath: string): Promise<LoadedEnv>;
@@ -166,12 +169,13 @@ function withOptions<S extends OptionSpec[]>(
     const atropos = runsEnv ? withDottedFlags(file.atropos, dotted) : emptyAtroposInput();
     const scope: OptionScope = { command: name, optionKeys: specs.map((s) => s.key) };
     const mapped = atroposOptions(atropos, scope, dotted);
-    const resolved = resolveOptions(defaultsOf(specs), {
+    const sources = {
       flags: { ...mapped.flags, ...flags },
       env: process.env,
       file: { ...file.rest, ...mapped.file },
       command: name,
-    });
+    };
+    const resolved = resolveOptions(defaultsOf(specs), sources);
     for (const w of atropos.warnings) warn(w);
     const loadEnvs = async (namesOrPaths: string[]): Promise<LoadedEnv[]> => {
       const defs: EnvDefinition[] = [];
@@ -179,9 +183,10 @@ function withOptions<S extends OptionSpec[]>(
       const warnings: string[] = [];
       const configs = envConfigsFor(defs, atropos, scope, warnings);
       for (const w of warnings) warn(w);
-      return defs.map((def, i) => ({ def, config: configs[i] ?? {} }));
+      return defs.map((def, i) => ({ def, config: withInitConfig(def, configs[i] ?? {}) }));
     };
     const envContext: EnvContext = {
+      userSet: (key) => resolveOptions({ [key]: undefined }, sources)[key] !== undefined,
       configFile: configPath ? { path: configPath, contents: loaded } : null,
       atropos,
       loadEnvs,
@@ -199,8 +204,9 @@ function withOptions<S extends OptionSpec[]>(
 const str = (v: unknown): string | undefined =>
   v === undefined || v === "" ? undefined : String(v);
 
-function inferenceFlags(o: Resolved<OptionDefaults>, env: EnvContext) {
-  return {
+/** The inference options, under which the env's config_init servers fill what the user left unset. */
+function inferenceFlags(o: Resolved<OptionDefaults>, env: EnvContext, def?: EnvDefinition) {
+  const flags = {
     servers: env.atropos.openai,
     inferenceUrl: str(o.inferenceUrl),
     serverType: String(o.serverType),
@@ -210,6 +216,7 @@ function inferenceFlags(o: Resolved<OptionDefaults>, env: EnvContext) {
     simLatencyMs: Number(o.simLatencyMs),
     simSeed: Number(o.simSeed),
   };
+  return def ? withInitServers(def, flags, env.userSet) : flags;
 }
 
 function need(o: Resolved<OptionDefaults>, key: string, flag: string): string {
@@ -299,7 +306,7 @@ export function buildProgram(dotted: DottedFlags = { env: {}, openai: {} }): Com
       const entries = startEnvEntries(str(o.env), str(o.envs));
       const loaded = await env.loadEnvs(entries);
       return runStart({
-        ...inferenceFlags(o, env),
+        ...inferenceFlags(o, env, loaded[0]?.def),
         envDefinitions: loaded.map((l) => l.def),
         envModules: entries.map((e) => (isEnvPath(e) ? resolve(e) : null)),
         envConfigs: loaded.map((l) => l.config),
@@ -334,6 +341,12 @@ export function buildProgram(dotted: DottedFlags = { env: {}, openai: {} }): Com
         "write the per-step learning curve as JSON",
         undefined,
       ),
+      opt(
+        "--output <dir>",
+        "output",
+        "write the run's trajectories, metrics, summary, judge calibration and the toy policy's weights here",
+        undefined,
+      ),
       opt("--sim-latency-ms <ms>", "simLatencyMs", "simulator latency per request", 0),
       opt("--sim-seed <n>", "simSeed", "simulator seed", 0),
     ],
@@ -349,6 +362,7 @@ export function buildProgram(dotted: DottedFlags = { env: {}, openai: {} }): Com
         port: str(o.port) === undefined ? undefined : Number(o.port),
         maxSeconds: Number(o.maxSeconds),
         summaryJson: str(o.summaryJson),
+        output: str(o.output),
         simLatencyMs: Number(o.simLatencyMs),
         simSeed: Number(o.simSeed),
       });
@@ -449,7 +463,7 @@ export function buildProgram(dotted: DottedFlags = { env: {}, openai: {} }): Com
       const { runProcess } = await import("./process-command");
       const { def, config } = await envContext.loadEnv(need(o, "env", "--env"));
       return runProcess({
-        ...inferenceFlags(o, envContext),
+        ...inferenceFlags(o, envContext, def),
         env: def,
         envConfig: config,
         groups: Number(o.groups),
@@ -474,7 +488,7 @@ export function buildProgram(dotted: DottedFlags = { env: {}, openai: {} }): Com
       const { runEvaluate } = await import("./evaluate-command");
       const { def, config } = await envContext.loadEnv(need(o, "env", "--env"));
       return runEvaluate({
-        ...inferenceFlags(o, envContext),
+        ...inferenceFlags(o, envContext, def),
         env: def,
         envConfig: config,
         out: String(o.out),
@@ -616,15 +630,22 @@ export function buildProgram(dotted: DottedFlags = { env: {}, openai: {} }): Com
     ],
     async (o) => {
       const apiKey = process.env.WANDB_API_KEY;
-      if (!apiKey) throw new Error("set WANDB_API_KEY (your W&B API key) to log to W&B");
+      // As the wandb SDK: WANDB_MODE=offline (or dryrun) writes run directories, no key needed.
+      const offline = ["offline", "dryrun"].includes(process.env.WANDB_MODE ?? "");
+      if (!apiKey && !offline) {
+        throw new Error(
+          "set WANDB_API_KEY (your W&B API key) to log to W&B, or WANDB_MODE=offline to write run directories for `wandb sync`",
+        );
+      }
       const { runWandb } = await import("./metrics-command");
       return runWandb({
         api: String(o.api),
         run: String(o.run),
         token: str(o.token),
         wandbBaseUrl: String(o.wandbBaseUrl),
-        wandbApiKey: apiKey,
+        wandbApiKey: apiKey ?? "",
         entity: str(o.wandbEntity),
+        offlineDir: offline ? (process.env.WANDB_DIR ?? process.cwd()) : undefined,
         intervalS: Number(o.interval),
         once: Boolean(o.once),
       });
@@ -648,7 +669,7 @@ export function buildProgram(dotted: DottedFlags = { env: {}, openai: {} }): Com
       const { runServe } = await import("./serve-command");
       const { def, config } = await envContext.loadEnv(need(o, "env", "--env"));
       return runServe({
-        ...inferenceFlags(o, envContext),
+        ...inferenceFlags(o, envContext, def),
         env: def,
         envConfig: config,
         api: String(o.api),

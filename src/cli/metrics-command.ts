@@ -77,6 +77,8 @@ export interface WandbCommandOptions {
   wandbBaseUrl: string;
   wandbApiKey: string;
   entity?: string;
+  /** W&B offline: run directories under DIR/wandb, uploaded later by `wandb sync`. */
+  offlineDir?: string;
   intervalS: number;
   once: boolean;
 }
@@ -91,6 +93,7 @@ export async function runWandb(
     run: options.run,
     token: options.token,
     wandb: { baseUrl: options.wandbBaseUrl, apiKey: options.wandbApiKey, entity: options.entity },
+    offlineDir: options.offlineDir,
   });
   const abort = new AbortController();
   const stop = () => abort.abort();
@@ -110,6 +113,8 @@ export async function runWandb(
     }
     await sync.finish();
     log(`W&B runs of ${options.run} finished`);
+    for (const dir of sync.offlineRunDirs)
+      log(`W&B offline run: ${dir} (upload it with: wandb sync ${dir})`);
     return 0;
   } finally {
     process.off("SIGINT", stop);

@@ -85,7 +85,13 @@ export async function runServe(options: ServeCommandOptions, log = console.log):
     let lastWaitLog = 0;
     const summary = await serveEnvExplained(env, api, options.api, {
       signal: abort.signal,
+      // The env's state (iterator, curriculum) survives a restart of serve.
+      checkpointStore: "api",
       onEvent: (e) => {
+        if (e.type === "checkpoint") log(`checkpoint saved at step ${e.step}`);
+        if (e.type === "checkpoint_loaded")
+          log(`resumed the env's state from its checkpoint at or before step ${e.step}`);
+        if (e.type === "checkpoint_error") log(`checkpoint: ${e.message}`);
         if (e.type === "registered") log(`registered as env_id ${e.envId} (${e.name})`);
         if (e.type !== "waiting_for_trainer") waitingSince = null;
         else {

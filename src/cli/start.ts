@@ -30,6 +30,7 @@ import {
   type TrainerProgress,
 } from "./progress";
 import { registerItemsAhead } from "./simulated-env";
+import type { FinishedRun } from "./train-output";
 
 export interface StartOptions extends InferenceFlags {
   /** The command the summary names (default: start). */
@@ -69,6 +70,8 @@ export interface StartOptions extends InferenceFlags {
    */
   trainerCommand?: string;
   trainerEnv?: Record<string, string>;
+  /** Once the run is over, while the API still answers (train --output); lines it returns are printed. */
+  onFinished?: (run: FinishedRun) => Promise<string[]>;
 }
 
 interface EnvRun {
@@ -629,6 +632,18 @@ export async function runStart(
       stats = await trainer.stats().catch(() => stats);
       printer.draw(block());
       printer.release();
+      if (options.onFinished && dev) {
+        const finished = {
+          apiUrl: dev.url,
+          run: trainer.run,
+          policyWeights: policyTrainer?.weights ?? null,
+        };
+        const lines = await options.onFinished(finished).catch((err: unknown) => {
+          failure ??= `writing the run's outputs: ${err instanceof Error ? err.message : String(err)}`;
+          return [];
+        });
+        for (const line of lines) out.write(`${line}\n`);
+      }
     }
     await inference?.close().catch(() => {});
     await dev?.stop().catch(() => {});

@@ -3,6 +3,7 @@
  * tasks file, resolves the judges (on the simulator when no inference url is set), fits or reads
  * their calibrations, and runs `start` with the agent_tasks env and the configured trainer.
  */
+import { join, resolve } from "node:path";
 import { getEnvDefinition } from "../envs/index";
 import { runStart } from "./start";
 import {
@@ -13,6 +14,12 @@ import {
   readTasks,
   trainPlanLines,
 } from "./train-config";
+import {
+  prepareOutputDir,
+  TRAIN_OUTPUT_FILES,
+  writeCalibration,
+  writeRunOutputs,
+} from "./train-output";
 
 export interface TrainOptions {
   configPath: string;
@@ -23,6 +30,8 @@ export interface TrainOptions {
   port?: number;
   maxSeconds: number;
   summaryJson?: string;
+  /** Write what the run produces here (src/cli/train-output.ts lists the files). */
+  output?: string;
   simLatencyMs: number;
   simSeed: number;
 }
@@ -45,6 +54,8 @@ export async function runTrain(
     );
   }
   for (const line of trainPlanLines(config)) out.write(`${line}\n`);
+  const output = options.output === undefined ? undefined : resolve(options.output);
+  if (output) prepareOutputDir(output);
   const base = agentTasksConfig(config, tasks, [], {});
   return runStart(
     {
@@ -67,7 +78,9 @@ export async function runTrain(
       persistTo: config.api.persist_to,
       leaseSeconds: config.training.lease_seconds,
       maxSeconds: options.maxSeconds,
-      summaryJson: options.summaryJson,
+      summaryJson:
+        options.summaryJson ?? (output ? join(output, TRAIN_OUTPUT_FILES.summary) : undefined),
+      ...(output ? { onFinished: (finished) => writeRunOutputs(output, finished) } : {}),
       prepareEnvConfigs: async (inference) => {
         const judges = judgeEndpoints(
           config,
@@ -75,6 +88,8 @@ export async function runTrain(
         );
         const { calibration, lines } = await judgeCalibrations(config, options.configPath, judges);
         const names = judges.map((j) => `${j.name} (${j.model_name} at ${j.base_url})`);
+        if (output)
+          lines.push(`output: judge calibration → ${writeCalibration(output, calibration)}`);
         return {
           envConfigs: [agentTasksConfig(config, tasks, judges, calibration)],
           lines: [
@@ -91,6 +106,7 @@ export async function runTrain(
               ATROPOS_EDGE_TRAIN_CONFIG: JSON.stringify(config),
               ATROPOS_EDGE_BATCH_SIZE: String(config.training.batch_size),
               ATROPOS_EDGE_MAX_STEPS: String(options.steps ?? config.training.max_steps),
+              ...(output ? { ATROPOS_EDGE_OUTPUT_DIR: output } : {}),
             },
           }),
     },

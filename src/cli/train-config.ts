@@ -280,21 +280,37 @@ export function agentTasksConfig(
   };
 }
 
-/** What `train` says before it starts: who does what. */
+/** Why a model / training field the edge does not use is accepted, one line per field. */
+function unusedFieldLine(config: TrainConfig, key: string, value: unknown): string {
+  const shown = `${key} (${typeof value === "string" ? value : JSON.stringify(value)})`;
+  const demo = config.training.trainer === "demo";
+  const passedOn = demo ? "" : "; your trainer command gets it in ATROPOS_EDGE_TRAIN_CONFIG";
+  if (key === "model.base_model") {
+    return config.inference.url === undefined
+      ? `${shown}: not loaded: the policy is the inference simulator, a test double (set inference.url to a server that serves this model)${passedOn}`
+      : `${shown}: the policy is what ${config.inference.url} serves (inference.model names it)${passedOn}`;
+  }
+  if (key === "model.quantization") {
+    return `${shown}: atropos-edge loads no weights; quantization is the inference server's setting (a GGUF file for llama.cpp, a vLLM flag)${passedOn}`;
+  }
+  if (key === "training.learning_rate" && demo) {
+    return `${shown}: the demo trainer's toy policy takes its own step size (start --learning-rate, default 0.3); a trainer command gets it in ATROPOS_EDGE_TRAIN_CONFIG`;
+  }
+  return `${shown}: a setting for the trainer; atropos-edge does not use it${passedOn}`;
+}
+
+/** What `train` says before it starts: who does what, and why unused fields are accepted. */
 export function trainPlanLines(config: TrainConfig): string[] {
   const trainer = config.training.trainer;
   const lines = [
     "atropos-edge train: collection (agent_tasks env), judging and the rollout API run here;",
     `gradient updates are the trainer's job (${trainer === "demo" ? "the demo trainer: GRPO advantages and a toy policy on the simulator, no model weights" : `your command: ${trainer.command}`}).`,
   ];
-  const ignored = [
-    ...Object.keys(config.model ?? {}).map((k) => `model.${k}`),
-    ...(config.training.learning_rate !== undefined ? ["training.learning_rate"] : []),
-  ];
-  if (ignored.length > 0) {
-    lines.push(
-      `${ignored.join(", ")}: settings for the trainer; atropos-edge passes them on in ATROPOS_EDGE_TRAIN_CONFIG and does not use them.`,
-    );
+  for (const [k, v] of Object.entries(config.model ?? {})) {
+    lines.push(unusedFieldLine(config, `model.${k}`, v));
+  }
+  if (config.training.learning_rate !== undefined) {
+    lines.push(unusedFieldLine(config, "training.learning_rate", config.training.learning_rate));
   }
   return lines;
 }

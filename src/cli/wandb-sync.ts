@@ -12,12 +12,15 @@
 import type { MetricSeries } from "../core/api-schemas";
 import { HttpClient, parseJsonAnswer } from "../core/http-client";
 import { WandbRun, type WandbValue } from "./wandb-client";
+import { OfflineWandbRun } from "./wandb-offline";
 
 export interface WandbSyncOptions {
   api: string;
   run: string;
   token?: string;
   wandb: { baseUrl: string; apiKey: string; entity?: string | null };
+  /** W&B offline (WANDB_MODE=offline): write run directories under DIR/wandb instead. */
+  offlineDir?: string;
   /** Steps the trainer must be past a step before it is logged (default 2). */
   settleSteps?: number;
   /** Rows kept in `train/rollouts` (Atropos' num_rollouts_to_keep, default 32). */
@@ -27,8 +30,11 @@ export interface WandbSyncOptions {
   random?: () => number;
 }
 
+/** What WandbSync needs of a W&B run: online (WandbRun) or offline (OfflineWandbRun). */
+type WandbSink = Pick<WandbRun, "id" | "start" | "log" | "table" | "flush" | "finish">;
+
 interface EnvRun {
-  wandb: WandbRun;
+  wandb: WandbSink;
   prefix: string;
   /** Last step logged. */
   logged: number;
@@ -149,19 +155,22 @@ export class WandbSync {
     const now = (this.options.now ?? Date.now)();
     const random = this.options.random ?? Math.random;
     const name = atroposRunName(env.name, now, random);
-    const wandb = new WandbRun({
-      ...this.options.wandb,
+    const runId = Array.from(
+      { length: 8 },
+      () => "abcdefghijklmnopqrstuvwxyz0123456789"[Math.floor(random() * 36)],
+    ).join("");
+    const common = {
       project,
       group,
-      runId: Array.from(
-        { length: 8 },
-        () => "abcdefghijklmnopqrstuvwxyz0123456789"[Math.floor(random() * 36)],
-      ).join(""),
+      runId,
       displayName: name,
       config: { run: this.options.run, env_id: env.env_id, wandb_name: env.name },
-      fetch: this.options.fetch,
       now: this.options.now,
-    });
+    };
+    const wandb: WandbSink =
+      this.options.offlineDir !== undefined
+        ? new OfflineWandbRun({ ...common, dir: this.options.offlineDir })
+        : new WandbRun({ ...this.options.wandb, ...common, fetch: this.options.fetch });
     await wandb.start();
     const state: EnvRun = { wandb, prefix: env.name, logged: -1, lastGroupId: -1, rollouts: [] };
     this.envs.set(env.env_id, state);
@@ -192,6 +201,13 @@ export class WandbSync {
       ["text", "score"],
       state.rollouts,
     ) as Promise<Record<string, WandbValue>>;
+  }
+
+  /** The offline run directories written so far (empty when online). */
+  get offlineRunDirs(): string[] {
+    return [...this.envs.values()].flatMap((e) =>
+      e.wandb instanceof OfflineWandbRun ? [e.wandb.runDir] : [],
+    );
   }
 
   /** Logs every remaining step and finishes each env's W&B run. */

@@ -110,7 +110,7 @@ export class HttpClient {
 
   /** One request with retries; the body (a value to JSON-encode, or bytes) and headers as given. */
   async send(
-    method: "GET" | "POST",
+    method: "GET" | "POST" | "PUT",
     url: string,
     init: {
       json?: unknown;

@@ -16,7 +16,7 @@
  * change state that saveCheckpoint() captures.
  */
 import type { ScoredDataGroup, ScoredDataItem } from "../core/group-types";
-import type { BaseEnvConfig } from "./config";
+import type { BaseEnvConfig, EnvConfigInit } from "./config";
 import { samplesPerItemMetrics } from "./evaluation";
 import type { InferenceClient, Tokenizer } from "./inference/types";
 
@@ -57,6 +57,11 @@ export abstract class BaseEnv<
 > {
   /** Registry name; also the default `desired_name` at registration. */
   static envName = "base_env";
+
+  /** Atropos' config_init: default env config and inference servers (the CLI's lowest layer). */
+  static configInit(): EnvConfigInit {
+    return {};
+  }
 
   readonly config: Config;
   readonly inference: InferenceClient;

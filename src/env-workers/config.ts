@@ -6,6 +6,16 @@
  */
 import { z } from "zod";
 
+/**
+ * An env's own defaults, as Atropos' `config_init()` returns them: env config fields and the
+ * inference servers it expects (APIServerConfig fields, as under `openai:`). The lowest layer:
+ * config files and flags override them.
+ */
+export interface EnvConfigInit {
+  env?: Record<string, unknown>;
+  servers?: Record<string, unknown>[];
+}
+
 export const EVAL_HANDLING = ["STOP_TRAIN", "LIMIT_TRAIN", "NONE"] as const;
 
 export const BaseEnvConfigSchema = z

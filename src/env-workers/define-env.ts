@@ -4,7 +4,7 @@
  */
 import type { z } from "zod";
 import { BaseEnv, type JsonValue } from "./base-env";
-import { type BaseEnvConfig, parseEnvConfig } from "./config";
+import { type BaseEnvConfig, type EnvConfigInit, parseEnvConfig } from "./config";
 import type { InferenceClient, Tokenizer } from "./inference/types";
 import type { SimulateFn } from "./simulate";
 
@@ -25,13 +25,15 @@ export interface EnvDefinition {
   create(config: unknown, inference: InferenceClient, tokenizer: Tokenizer): BaseEnv<JsonValue>;
   /** How the local simulator's toy policy may answer an item (docs/WRITING_ENVS.md). */
   simulate?: SimulateFn;
+  /** The env class' static configInit() (Atropos' config_init); absent = no defaults. */
+  configInit?: () => EnvConfigInit;
 }
 
 type EnvClass<I extends JsonValue, C extends BaseEnvConfig> = (new (
   config: C,
   inference: InferenceClient,
   tokenizer: Tokenizer,
-) => BaseEnv<I, C>) & { envName: string };
+) => BaseEnv<I, C>) & { envName: string; configInit(): EnvConfigInit };
 
 export function defineEnv<I extends JsonValue, C extends BaseEnvConfig>(
   envClass: EnvClass<I, C>,
@@ -48,6 +50,7 @@ export function defineEnv<I extends JsonValue, C extends BaseEnvConfig>(
     hasEvaluation:
       envClass.prototype.evaluate !== BaseEnv.prototype.evaluate ||
       envClass.prototype.evaluateWithSamples !== BaseEnv.prototype.evaluateWithSamples,
+    configInit: () => envClass.configInit(),
     create: (config, inference, tokenizer) =>
       // why: items are typed per env; the runtime only moves them around as JSON.
       new envClass(

@@ -22,6 +22,7 @@ import {
   defineEnv,
   difficultyLevels,
   type EnvDefinition,
+  type EvalResult,
   getSandbox,
   hashString,
   type JsonObject,
@@ -47,8 +48,14 @@ import {
   type TrajectoryStep,
   z,
 } from "../sdk/env";
+import { AGENT_EVAL_CONFIG, evaluateAgentTasks } from "./agent-tasks-eval";
+import {
+  AGENT_TOOL_CONFIG,
+  type AgentToolDeps,
+  agentToolbox,
+  checkAgentTools,
+} from "./tools/agent-tools";
 import { type ParsedToolCall, takeAssistantTurn, thoughtOf } from "./tools/hermes";
-import { standardTools, Toolbox } from "./tools/toolbox";
 
 export const AGENT_TASK_PREFIX = "Agent task id:";
 
@@ -58,7 +65,8 @@ export const AgentTasksConfigSchema = BaseEnvConfigSchema.extend({
   /** Tools offered to the policy (each task's required_tools must be among them). */
   tools: z.array(z.string()).default(["calculator", "kv_get", "kv_set"]),
   max_steps_per_trajectory: z.number().int().positive().default(6),
-  tool_timeout_ms: z.number().int().positive().default(1000),
+  ...AGENT_TOOL_CONFIG,
+  ...AGENT_EVAL_CONFIG,
   /** Limits of one answer's hidden-test run in the sandbox. */
   test_timeout_ms: z.number().int().positive().max(60_000).default(5000),
   test_memory_mb: z.number().int().positive().max(1024).default(128),
@@ -97,7 +105,7 @@ export type RunTests = (
   options: { language: string; taskId: string },
 ) => Promise<TestRunResult>;
 
-export interface AgentTasksDeps {
+export interface AgentTasksDeps extends AgentToolDeps {
   /** Replaces the sandbox for hidden tests (other languages, another test runner). */
   runTests?: RunTests;
   /** Builds the panel's judges (default: one ServerManager per configured endpoint). */
@@ -165,15 +173,17 @@ export function agentTasksSimulate(task: Task): SimulatedItem {
       text: "I am not sure.\n<answer>unknown</answer>",
       label: "guess",
     };
-    if (!task.required_tools.includes("calculator")) return { match, candidates: [answer, guess] };
-    // Tasks that need the calculator: check the result with it first, then answer.
-    const call = `Let me check with the calculator.\n<tool_call>${JSON.stringify({ name: "calculator", arguments: { expression: ev.answer } })}</tool_call>`;
+    const tool = ["calculator", "web_search"].find((t) => task.required_tools.includes(t));
+    if (!tool) return { match, candidates: [answer, guess] };
+    // Tasks that need the calculator or a search: use it first, then answer.
+    const args = tool === "calculator" ? { expression: ev.answer } : { query: task.prompt };
+    const call = `Let me check with ${tool}.\n<tool_call>${JSON.stringify({ name: tool, arguments: args })}</tool_call>`;
     return {
       match,
       candidates: (promptText) =>
-        promptText.includes("calculator result:")
+        promptText.includes(`${tool} result:`)
           ? [answer, guess]
-          : [{ text: call, label: "use_calculator" }, guess],
+          : [{ text: call, label: `use_${tool}` }, guess],
     };
   } else if (ev.kind === "hidden_tests") {
     candidates = [
@@ -226,13 +236,7 @@ export class AgentTasksEnv extends BaseEnv<AgentTaskItem, AgentTasksConfig> {
     }
     this.levels = difficultyLevels(this.tasks);
     this.level = this.levels[0]!;
-    const known = Object.keys(standardTools(new Map()));
-    const unknown = this.config.tools.filter((t) => !known.includes(t));
-    if (unknown.length > 0) {
-      throw new Error(
-        `agent_tasks: unknown tool ${unknown.join(", ")} (this env provides ${known.join(", ")})`,
-      );
-    }
+    checkAgentTools(this.config.tools);
     for (const task of this.tasks) {
       const missing = task.required_tools.filter((t) => !this.config.tools.includes(t));
       if (missing.length > 0) {
@@ -296,13 +300,7 @@ export class AgentTasksEnv extends BaseEnv<AgentTaskItem, AgentTasksConfig> {
   async runEpisode(task: Task, episode: number): Promise<Episode> {
     const baseSeed = hashString(task.id) + episode * 7919;
     const started = Date.now();
-    const toolbox = new Toolbox(
-      Object.fromEntries(
-        Object.entries(standardTools(new Map(), this.config.tool_timeout_ms)).filter(([name]) =>
-          this.config.tools.includes(name),
-        ),
-      ),
-    );
+    const toolbox = agentToolbox(this.config, this.config.tools, this.deps);
     const tools = toolbox.definitions();
     const managed = await this.inference.managedServer({ tokenizer: this.tokenizer });
     const messages: ChatMessage[] = [
@@ -508,6 +506,11 @@ export class AgentTasksEnv extends BaseEnv<AgentTaskItem, AgentTasksConfig> {
       this.level = higher;
       this.window = [];
     }
+  }
+
+  /** Every served task, eval_samples_per_item episodes each (src/envs/agent-tasks-eval.ts). */
+  override async evaluateWithSamples(): Promise<EvalResult> {
+    return evaluateAgentTasks(this, (items, fn) => this.mapEval(items, fn));
   }
 
   override saveCheckpoint(): JsonObject {

@@ -10,6 +10,7 @@ import {
   BaseEnvConfigSchema,
   type ChatMessage,
   defineEnv,
+  type EvalResult,
   type JsonObject,
   mergeIntoGroup,
   type ScoredDataGroup,
@@ -29,6 +30,8 @@ export const BlackjackConfigSchema = BaseEnvConfigSchema.extend({
   max_turns: z.number().int().positive().default(6),
   temperature: z.number().min(0).default(1.0),
   max_tokens_per_turn: z.number().int().positive().default(64),
+  /** Hands evaluate() plays (their own seed, never dealt for training). */
+  eval_size: z.number().int().min(0).default(32),
 });
 export type BlackjackConfig = z.output<typeof BlackjackConfigSchema>;
 
@@ -65,8 +68,11 @@ export class BlackjackEnv extends BaseEnv<BlackjackItem, BlackjackConfig> {
     return { seed: Math.floor(this.rng.next() * 2 ** 31) };
   }
 
-  /** `episode` varies the sampling seed so rollouts of one group differ. */
-  async playEpisode(item: BlackjackItem, episode = 0): Promise<BlackjackEpisode> {
+  /**
+   * `episode` varies the sampling seed so rollouts of one group differ; `observe`: record
+   * training observations (off for evaluation hands).
+   */
+  async playEpisode(item: BlackjackItem, episode = 0, observe = true): Promise<BlackjackEpisode> {
     const game = new BlackjackGame(shuffledDeck(item.seed));
     const managed = await this.inference.managedServer({ tokenizer: this.tokenizer });
     const messages: ChatMessage[] = [
@@ -101,7 +107,7 @@ export class BlackjackEnv extends BaseEnv<BlackjackItem, BlackjackConfig> {
       if (!game.done && !invalid) game.stand(); // turn limit: the hand stands as is
       const reward = invalid ? -1 : game.reward();
       const outcome = invalid ? "invalid" : (game.outcome ?? "push");
-      this.observe("train/win", outcome === "win" ? 1 : 0);
+      if (observe) this.observe("train/win", outcome === "win" ? 1 : 0);
       const node = managed.getState().nodes.at(-1);
       if (!node) throw new Error("managed server tracked no sequence");
       const rollout = scoredItemFromNode(node, reward, { tokenizer: this.tokenizer, messages });
@@ -118,6 +124,28 @@ export class BlackjackEnv extends BaseEnv<BlackjackItem, BlackjackConfig> {
       Array.from({ length: this.config.group_size }, (_, i) => this.playEpisode(item, i)),
     );
     return [mergeIntoGroup(episodes.map((e) => e.rollout)), []];
+  }
+
+  /**
+   * eval_size held-out hands (a deck seed of their own), eval_samples_per_item plays each: a
+   * play is correct when it wins. eval/avg@k (the win rate), eval/pass@j, eval/mean_reward.
+   */
+  override async evaluateWithSamples(): Promise<EvalResult> {
+    const rng = new SeededRng(this.config.seed + 1_000_003);
+    const hands = Array.from({ length: this.config.eval_size }, () => ({
+      seed: Math.floor(rng.next() * 2 ** 31),
+    }));
+    const rewards: number[] = [];
+    const result = await this.evaluateSampled(hands, async (hand, sample) => {
+      const e = await this.playEpisode(hand, sample, false);
+      rewards.push(e.reward);
+      return {
+        correct: e.outcome === "win",
+        record: { seed: hand.seed, actions: e.actions, outcome: e.outcome, reward: e.reward },
+      };
+    });
+    const mean = rewards.reduce((a, b) => a + b, 0) / Math.max(1, rewards.length);
+    return { metrics: { ...result.metrics, "eval/mean_reward": mean }, samples: result.samples };
   }
 
   override saveCheckpoint(): JsonObject {

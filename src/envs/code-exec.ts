@@ -9,6 +9,7 @@ import {
   BaseEnv,
   BaseEnvConfigSchema,
   defineEnv,
+  type EvalResult,
   getSandbox,
   type JsonObject,
   mergeIntoGroup,
@@ -35,6 +36,8 @@ export const CodeExecConfigSchema = BaseEnvConfigSchema.extend({
   memory_mb: z.number().int().positive().max(1024).default(128),
   temperature: z.number().min(0).default(1.0),
   max_tokens: z.number().int().positive().default(768),
+  /** Problems evaluate() asks, spread evenly over the bundled set. */
+  eval_size: z.number().int().min(0).default(16),
 });
 export type CodeExecConfig = z.output<typeof CodeExecConfigSchema>;
 
@@ -128,6 +131,43 @@ export class CodeExecEnv extends BaseEnv<CodeItem, CodeExecConfig> {
       }),
     );
     return [mergeIntoGroup(rollouts), []] as const satisfies [unknown, CodeItem[]];
+  }
+
+  /**
+   * eval_size problems spread over the bundled set (the same every time, so the curve compares
+   * across steps), eval_samples_per_item answers each (greedy for one): an answer is correct when
+   * it passes every hidden test. eval/avg@k, eval/pass@j and eval/test_pass_rate (tests passed).
+   */
+  override async evaluateWithSamples(): Promise<EvalResult> {
+    const n = Math.min(this.config.eval_size, CODE_PROBLEMS.length);
+    const stride = CODE_PROBLEMS.length / Math.max(1, n);
+    const problems = Array.from({ length: n }, (_, i) => CODE_PROBLEMS[Math.floor(i * stride)]!);
+    const k = this.config.eval_samples_per_item;
+    const sandbox = await getSandbox();
+    const limits = { timeout_ms: this.config.timeout_ms, memory_mb: this.config.memory_mb };
+    const passRates: number[] = [];
+    const result = await this.evaluateSampled(problems, async (problem, sample) => {
+      const res = await this.inference.chatCompletion({
+        messages: [
+          { role: "system", content: CODE_SYSTEM_PROMPT },
+          { role: "user", content: codePrompt(problem) },
+        ],
+        n: 1,
+        temperature: k === 1 ? 0 : this.config.temperature,
+        max_tokens: this.config.max_tokens,
+        seed: sample,
+        split: "eval",
+      });
+      const answer = res.choices[0]?.message.content ?? "";
+      const scored = await scoreAnswer(sandbox, problem, answer, limits);
+      passRates.push(scored.score);
+      return {
+        correct: scored.total > 0 && scored.passed === scored.total,
+        record: { id: problem.id, passed: scored.passed, total: scored.total, answer },
+      };
+    });
+    const mean = passRates.reduce((a, b) => a + b, 0) / Math.max(1, passRates.length);
+    return { metrics: { ...result.metrics, "eval/test_pass_rate": mean }, samples: result.samples };
   }
 
   override saveCheckpoint(): JsonObject {

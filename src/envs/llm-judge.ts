@@ -3,6 +3,7 @@ import {
   BaseEnvConfigSchema,
   DropGroupError,
   defineEnv,
+  type EvalResult,
   type JsonObject,
   mergeIntoGroup,
   type ScoredDataGroup,
@@ -49,6 +50,10 @@ export const LlmJudgeConfigSchema = BaseEnvConfigSchema.extend({
   judge_max_tokens: z.number().int().positive().default(256),
   rubric: z.string().default(DEFAULT_RUBRIC),
   temperature: z.number().min(0).default(1.0),
+  /** Questions evaluate() asks (the first ones of the bundled list). */
+  eval_size: z.number().int().min(0).default(12),
+  /** evaluate(): an answer whose judged score (0–1) reaches this counts as correct. */
+  eval_pass_score: z.number().min(0).max(1).default(0.6),
 });
 export type LlmJudgeConfig = z.output<typeof LlmJudgeConfigSchema>;
 
@@ -98,8 +103,8 @@ export class LlmJudgeEnv extends BaseEnv<JudgeItem, LlmJudgeConfig> {
     return { id: `q-${i}`, question: JUDGE_QUESTIONS[i]! };
   }
 
-  /** Judge scores for one response (failures omitted). */
-  async judge(question: string, response: string): Promise<number[]> {
+  /** Judge scores for one response (failures omitted); `observe`: count failures (training). */
+  async judge(question: string, response: string, observe = true): Promise<number[]> {
     const calls = Array.from({ length: this.config.num_judges }, async (_, j) => {
       try {
         const res = await this.inference.chatCompletion({
@@ -119,7 +124,7 @@ export class LlmJudgeEnv extends BaseEnv<JudgeItem, LlmJudgeConfig> {
     });
     const scores = await Promise.all(calls);
     const valid = scores.filter((s): s is number => s !== null);
-    this.observe("judge/failures", scores.length - valid.length);
+    if (observe) this.observe("judge/failures", scores.length - valid.length);
     return valid;
   }
 
@@ -146,6 +151,43 @@ export class LlmJudgeEnv extends BaseEnv<JudgeItem, LlmJudgeConfig> {
       }),
     );
     return [mergeIntoGroup(items), []];
+  }
+
+  /**
+   * eval_size questions, eval_samples_per_item answers each (greedy for one), judged as in
+   * training: correct when the score reaches eval_pass_score. eval/avg@k, eval/pass@j,
+   * eval/mean_score (answers too few judges scored count 0, and in eval/unjudged).
+   */
+  override async evaluateWithSamples(): Promise<EvalResult> {
+    const n = Math.min(this.config.eval_size, JUDGE_QUESTIONS.length);
+    const questions = JUDGE_QUESTIONS.slice(0, n);
+    const k = this.config.eval_samples_per_item;
+    const scores: number[] = [];
+    let unjudged = 0;
+    const result = await this.evaluateSampled(questions, async (question, sample) => {
+      const res = await this.inference.chatCompletion({
+        messages: [{ role: "user", content: `${POLICY_QUESTION_PREFIX} ${question}` }],
+        n: 1,
+        temperature: k === 1 ? 0 : this.config.temperature,
+        max_tokens: this.config.max_token_length,
+        seed: sample,
+        split: "eval",
+      });
+      const answer = res.choices[0]?.message.content ?? "";
+      const judged = await this.judge(question, answer, false);
+      const score = judged.length >= this.config.min_judges ? (trimmedMean(judged) - 1) / 9 : null;
+      if (score === null) unjudged++;
+      scores.push(score ?? 0);
+      return {
+        correct: score !== null && score >= this.config.eval_pass_score,
+        record: { question, answer, judge_scores: judged, score },
+      };
+    });
+    const mean = scores.reduce((a, b) => a + b, 0) / Math.max(1, scores.length);
+    return {
+      metrics: { ...result.metrics, "eval/mean_score": mean, "eval/unjudged": unjudged },
+      samples: result.samples,
+    };
   }
 
   override saveCheckpoint(): JsonObject {

@@ -46,6 +46,7 @@ export {
   type BaseEnvConfig,
   type BaseEnvConfigInput,
   BaseEnvConfigSchema,
+  type EnvConfigInit,
   parseEnvConfig,
 } from "../env-workers/config";
 export * from "../env-workers/datasets/index";

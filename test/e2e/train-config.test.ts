@@ -91,7 +91,9 @@ api:
     expect(output).toContain(
       "gradient updates are the trainer's job (your command: node trainer.mjs)",
     );
-    expect(output).toContain("model.base_model: settings for the trainer");
+    expect(output).toContain(
+      "model.base_model (some/model): not loaded: the policy is the inference simulator",
+    );
     expect(output).toMatch(/calibration judge-strict: accepted \(held-out MAE/);
     expect(output).toMatch(/calibration judge-broken: not fitted/);
     const stored = JSON.parse(readFileSync(join(dir, "calibration.json"), "utf8"));

@@ -8,7 +8,7 @@
  * only; a stand-in module (python/otel_semconv_stand_in) takes its place in the venv.
  */
 import { execFile } from "node:child_process";
-import { cpSync, mkdtempSync } from "node:fs";
+import { mkdtempSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { promisify } from "node:util";
@@ -16,63 +16,9 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { WandbRun } from "../../src/cli/wandb-client";
 import { startWandbStandIn, type WandbStandIn } from "../fixtures/wandb-stand-in";
 import { ROOT } from "./harness";
+import { wandbVenv } from "./wandb-venv";
 
 const run = promisify(execFile);
-const MIRROR = ["--index-url", "file:///opt/pypi/simple"];
-
-/** A venv with wandb and what it needs, from the mirror only. */
-async function wandbVenv(): Promise<string> {
-  const dir = mkdtempSync(join(tmpdir(), "wandb-venv-"));
-  await run("python3", ["-m", "venv", dir]);
-  const pip = join(dir, "bin", "pip");
-  const opts = { timeout: 240_000, maxBuffer: 16 << 20 };
-  await run(
-    pip,
-    [
-      "install",
-      "-q",
-      ...MIRROR,
-      "click",
-      "packaging",
-      "platformdirs",
-      "protobuf>=5,<8",
-      "pydantic>=2.6,<3",
-      "pyyaml",
-      "requests<3",
-      "typing-extensions",
-      "xxhash",
-    ],
-    opts,
-  );
-  // wandb's OpenTelemetry requirements pin packages the mirror lacks: installed without them.
-  await run(
-    pip,
-    [
-      "install",
-      "-q",
-      "--no-deps",
-      ...MIRROR,
-      "wandb",
-      "opentelemetry-api",
-      "opentelemetry-sdk",
-      "opentelemetry-exporter-otlp-proto-http",
-      "opentelemetry-exporter-otlp-proto-common",
-      "opentelemetry-proto",
-    ],
-    opts,
-  );
-  const { stdout } = await run(join(dir, "bin", "python"), [
-    "-c",
-    "import opentelemetry, os; print(os.path.dirname(opentelemetry.__path__[0]))",
-  ]);
-  cpSync(
-    join(ROOT, "test", "e2e", "python", "otel_semconv_stand_in"),
-    join(stdout.trim(), "opentelemetry", "semconv"),
-    { recursive: true },
-  );
-  return dir;
-}
-
 describe("W&B stand-in against the real wandb package", () => {
   let venv: string;
   let standIn: WandbStandIn;

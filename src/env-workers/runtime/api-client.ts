@@ -16,6 +16,7 @@ import {
   HttpClient,
   parseJsonAnswer,
 } from "../../core/http-client";
+import type { JsonObject } from "../base-env";
 import type { EnvStatus } from "./scheduler";
 
 export interface RegisterEnvRequest {
@@ -187,6 +188,37 @@ export class RolloutApiClient {
       }),
       "metrics",
     );
+  }
+
+  /** `/v1/runs/{run}/envs/{envId}/checkpoints/{step}` (atropos-edge's checkpoint store). */
+  private checkpointUrl(envId: number, step: number | "latest"): string {
+    const root = this.options.url.replace(/\/+$/, "");
+    const run = encodeURIComponent(this.options.run ?? "default");
+    return `${root}/v1/runs/${run}/envs/${envId}/checkpoints/${step}`;
+  }
+
+  /** PUT …/checkpoints/{step}: the env's state (a JSON object up to 1 MiB). */
+  async saveCheckpoint(
+    envId: number,
+    step: number,
+    state: JsonObject,
+    signal?: AbortSignal,
+  ): Promise<void> {
+    parseJsonAnswer(
+      await this.http.send("PUT", this.checkpointUrl(envId, step), { json: state, signal }),
+      "save checkpoint",
+    );
+  }
+
+  /** GET …/checkpoints/{step}: the state saved at or before `step`, or null when there is none. */
+  async loadCheckpoint(
+    envId: number,
+    step: number | "latest",
+    signal?: AbortSignal,
+  ): Promise<{ step: number; state: JsonObject } | null> {
+    const res = await this.http.send("GET", this.checkpointUrl(envId, step), { signal });
+    if (res.status === 404 && res.text.includes("checkpoint")) return null;
+    return parseJsonAnswer(res, "load checkpoint");
   }
 
   /**

@@ -1,8 +1,8 @@
 /**
- * `serveEnv`: the Node equivalent of Atropos' `env_manager`. Registers with the rollout
- * API, then every poll: reads /status-env, runs step checks (eval / checkpoint crossings), and keeps
- * the number of in-flight groups at the scheduler's target; each finished group is fed back to
- * the curriculum, validated and submitted (idempotently).
+ * `serveEnv`: the Node equivalent of Atropos' `env_manager`. Registers with the rollout API, then
+ * every poll: reads /status-env, runs step checks (eval / checkpoint crossings), and keeps the
+ * number of in-flight groups at the scheduler's target; each finished group is fed back to the
+ * curriculum, validated and submitted (idempotently). Checkpoints: src/env-workers/runtime/checkpoints.ts.
  *
  * Differences from the original: bounded (AbortSignal, `maxLoops`), transient /status-env failures
  * do not kill the env (they are retried next poll, `maxConsecutiveErrors` bounds it), eval/checkpoint
@@ -11,17 +11,13 @@
  */
 
 import { abortableSleep } from "../../core/abortable-sleep";
-import type { BaseEnv, EvalResult, JsonObject, JsonValue } from "../base-env";
+import type { BaseEnv, EvalResult, JsonValue } from "../base-env";
 import type { BaseEnvConfig } from "../config";
 import { ApiError, type RolloutApiClient } from "./api-client";
+import { type CheckpointStore, checkpointsFor } from "./checkpoints";
 import { DropBackoff } from "./drop-backoff";
 import { countDrop, runRolloutItem } from "./rollout-core";
 import { crossedMultiple, type EnvStatus, planWorkers, resolveMaxNumWorkers } from "./scheduler";
-
-export interface CheckpointStore {
-  load(step: number): Promise<JsonObject | null>;
-  save(step: number, state: JsonObject): Promise<void>;
-}
 
 export type ServeEvent =
   | { type: "registered"; envId: number; name: string; startingStep: number }
@@ -39,7 +35,8 @@ export type ServeEvent =
   | { type: "metrics"; step: number; kind: "env" | "eval"; metrics: Record<string, number> }
   /** The API refused or failed a metrics report (the loop goes on; 404/405: reporting stops). */
   | { type: "metrics_error"; message: string }
-  | { type: "checkpoint"; step: number };
+  | { type: "checkpoint" | "checkpoint_loaded"; step: number } // loaded: state at or before step
+  | { type: "checkpoint_error"; message: string };
 
 export interface ServeOptions {
   signal?: AbortSignal;
@@ -55,7 +52,8 @@ export interface ServeOptions {
   stopWhenExhausted?: boolean;
   /** Consecutive /status-env failures tolerated before giving up (default 30). */
   maxConsecutiveErrors?: number;
-  checkpointStore?: CheckpointStore;
+  /** Saves the env's state every checkpoint_interval steps, reads it back on a later start ("api": the rollout API's store). */
+  checkpointStore?: CheckpointStore | "api";
   /** Disconnect from the API on exit (default true). */
   disconnectOnExit?: boolean;
   onEvent?: (event: ServeEvent) => void;
@@ -114,9 +112,13 @@ export async function serveEnv<Item extends JsonValue, Config extends BaseEnvCon
   const totalSteps = config.total_steps === -1 ? registration.num_steps : config.total_steps;
   if (totalSteps === -1) throw new Error("total_steps is -1 and the API reported num_steps -1");
   let currStep = registration.starting_step;
-  if (currStep > 0 && options.checkpointStore) {
-    const state = await options.checkpointStore.load(currStep);
-    if (state) env.loadCheckpoint(state);
+  const checkpoints = checkpointsFor(options.checkpointStore, api, envId, signal, (message) =>
+    emit({ type: "checkpoint_error", message }),
+  );
+  const saved = currStep > 0 ? await checkpoints?.load(currStep) : null;
+  if (saved) {
+    env.loadCheckpoint(saved);
+    emit({ type: "checkpoint_loaded", step: currStep });
   }
 
   const info = await api.info(signal);
@@ -363,10 +365,8 @@ export async function serveEnv<Item extends JsonValue, Config extends BaseEnvCon
           status.current_step,
           registration.checkpoint_interval,
         );
-        if (ckptStep !== null && options.checkpointStore) {
-          await options.checkpointStore.save(ckptStep, env.saveCheckpoint());
+        if (ckptStep !== null && (await checkpoints?.save(ckptStep, env.saveCheckpoint())))
           emit({ type: "checkpoint", step: ckptStep });
-        }
         reportStepMetrics(currStep);
         currStep = status.current_step;
         summary.finalStep = currStep;

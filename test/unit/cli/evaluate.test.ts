@@ -3,6 +3,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import { runEvaluate } from "../../../src/cli/evaluate-command";
+import { BaseEnv, BaseEnvConfigSchema, defineEnv } from "../../../src/sdk/env";
 
 /** The in-process simulator with a fixed seed. */
 const SIMULATED = {
@@ -38,8 +39,15 @@ describe("evaluate (in-process simulator)", () => {
 
   it("refuses an env that defines no evaluation instead of writing empty metrics", async () => {
     const out = mkdtempSync(join(tmpdir(), "eval-none-"));
-    await expect(runEvaluate({ env: "blackjack", out, ...SIMULATED })).rejects.toThrow(
-      "env 'blackjack' defines no evaluation",
+    class NoEval extends BaseEnv {
+      static override envName = "no_eval";
+      override async getNextItem() {
+        return null;
+      }
+    }
+    const env = defineEnv(NoEval, BaseEnvConfigSchema, "an env without evaluate()");
+    await expect(runEvaluate({ env, out, ...SIMULATED })).rejects.toThrow(
+      /^env 'no_eval' defines no evaluation .*; envs with one: gsm8k_lite, letter_counting, tool_use, llm_judge, blackjack, code_exec, agent_tasks$/,
     );
     expect(existsSync(join(out, "metrics.json"))).toBe(false);
   });

@@ -3,15 +3,13 @@
  * checks request shapes) and a canned rollout API on loopback; and the JSONL metrics export.
  */
 import { mkdtempSync, readFileSync } from "node:fs";
-import { createServer, type Server } from "node:http";
-import type { AddressInfo } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 import { exportMetrics } from "../../../src/cli/metrics-command";
 import { WandbRun } from "../../../src/cli/wandb-client";
 import { WandbSync } from "../../../src/cli/wandb-sync";
-import type { MetricSeries } from "../../../src/core/api-schemas";
+import { cannedApi as startCannedApi } from "../../fixtures/canned-metrics-api";
 import { startWandbStandIn } from "../../fixtures/wandb-stand-in";
 
 const closers: (() => Promise<void>)[] = [];
@@ -102,79 +100,10 @@ describe("WandbRun", () => {
 });
 
 /** A rollout API with two envs, metrics for steps 0–4 and one group each. */
-async function cannedApi(step: number) {
-  const series = (envId: number, base: number): MetricSeries[] => [
-    {
-      name: "train/score_mean",
-      env_id: envId,
-      kind: "train",
-      steps: [1, 2, 3, 4],
-      values: [base, base + 0.1, base + 0.2, base + 0.3],
-      policy_versions: [0, 1, 1, 2],
-    },
-    {
-      name: "eval/pass@1",
-      env_id: envId,
-      kind: "eval",
-      steps: [0, 4],
-      values: [0.1, 0.4],
-      policy_versions: [0, 2],
-    },
-  ];
-  const server: Server = createServer((req, res) => {
-    const url = new URL(req.url ?? "/", "http://x");
-    const send = (value: unknown) => {
-      res.writeHead(200, { "content-type": "application/json" });
-      res.end(JSON.stringify(value));
-    };
-    if (url.pathname === "/wandb_info") return send({ group: "grp", project: "proj" });
-    if (url.pathname === "/v1/runs/default/stats") {
-      return send({
-        step,
-        envs: [
-          { env_id: 0, name: "math_0" },
-          { env_id: 1, name: "code_0" },
-        ],
-      });
-    }
-    if (url.pathname === "/v1/runs/default/metrics") {
-      const env = url.searchParams.get("env");
-      const from = Number(url.searchParams.get("from_step") ?? 0);
-      const envs = env === null ? [0, 1] : [Number(env)];
-      const all = envs
-        .flatMap((e) => series(e, e === 0 ? 0.5 : 0.2))
-        .map((s) => {
-          const keep = s.steps.map((st) => st >= from);
-          const pick = <T>(xs: T[]) => xs.filter((_, i) => keep[i]);
-          return {
-            ...s,
-            steps: pick(s.steps),
-            values: pick(s.values),
-            policy_versions: pick(s.policy_versions),
-          };
-        });
-      return send({ series: all, truncated: false });
-    }
-    if (url.pathname === "/v1/runs/default/groups") {
-      return send({
-        groups: [{ id: 10 + Number(url.searchParams.get("env_id")) }],
-        next_cursor: null,
-      });
-    }
-    const group = /^\/v1\/runs\/default\/groups\/(\d+)$/.exec(url.pathname);
-    if (group) {
-      return send({
-        group: {},
-        payload: { tokens: [[1, 2]], scores: [0.75], messages: null },
-        token_texts: [["Hel", "lo"]],
-      });
-    }
-    res.writeHead(404);
-    res.end("{}");
-  });
-  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
-  closers.push(() => new Promise((resolve) => server.close(() => resolve())));
-  return `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+async function cannedApi(step: number): Promise<string> {
+  const api = await startCannedApi(step);
+  closers.push(api.close);
+  return api.url;
 }
 
 describe("WandbSync", () => {
