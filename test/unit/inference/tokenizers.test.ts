@@ -116,7 +116,7 @@ describe("llama3 tokenizer", () => {
       tools: [TOOL],
       toolFormat: "hermes",
     });
-    expect(hermes).toContain("<tools>\n{\"type\": \"function\", \"function\": {\"name\": \"calc\"");
+    expect(hermes).toContain('<tools>\n{"type": "function", "function": {"name": "calc"');
   });
 });
 
