@@ -49,7 +49,10 @@ export class ChatTemplate {
     const format = options.toolFormat ?? hermesFormat;
     const prompted =
       tools && !this.handlesTools ? withToolPrompt(messages, format.prompt(tools)) : messages;
-    const adapted = adaptMessages(prompted, this.shape, format);
+    // Plain chats render exactly as the reference does; tool conversations get adapted.
+    const toolChat =
+      tools !== undefined || messages.some((m) => m.role === "tool" || m.tool_calls?.length);
+    const adapted = toolChat ? adaptMessages(prompted, this.shape, format) : prompted;
     const variables: Record<string, unknown> = {
       ...options.variables,
       messages: this.testsNullContent ? adapted : adapted.map(normaliseMessage),
