@@ -237,6 +237,15 @@ export interface NewcomerRun {
   bundle: string;
 }
 
+/** The tool env of docs/WRITING_ENVS.md (section 7), exactly as a newcomer would copy it. */
+export function docsToolEnv(): string {
+  const doc = readFileSync(join(ROOT, "docs", "WRITING_ENVS.md"), "utf8");
+  const blocks = [...doc.matchAll(/```ts\n([\s\S]*?)```/g)].map((m) => m[1]!);
+  const env = blocks.find((block) => block.includes('envName = "number_guess"'));
+  if (!env) throw new Error("docs/WRITING_ENVS.md no longer shows the number_guess tool env");
+  return env;
+}
+
 /** Walks the whole path; stops at the first phase that fails (its result says why). */
 export async function runNewcomerPath(
   options: { workDir?: string; steps?: number; log?: (line: string) => void } = {},
@@ -291,6 +300,8 @@ export async function runNewcomerPath(
   // The newcomer's own env, registered next to the example in the project's Worker.
   writeFileSync(join(project, "src", "envs", "palindrome.ts"), PALINDROME_ENV);
   writeFileSync(join(project, "test", "palindrome.test.ts"), PALINDROME_TEST);
+  // The docs' tool env: `npm test` type-checks it, the `tool-env` phase runs it.
+  writeFileSync(join(project, "src", "envs", "number-guess.ts"), docsToolEnv());
   const entry = join(project, "src", "index.ts");
   writeFileSync(
     entry,
@@ -334,6 +345,22 @@ export async function runNewcomerPath(
     ],
     project,
     300,
+  );
+  await phase(
+    "tool-env",
+    "npx",
+    [
+      "atropos-edge",
+      "process",
+      "--env",
+      "./src/envs/number-guess.ts",
+      "--groups",
+      "2",
+      "--out",
+      "data/number-guess.jsonl",
+    ],
+    project,
+    120,
   );
   // The scaffold's own `npm start` (its example env), one step.
   await phase(

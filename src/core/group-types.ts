@@ -21,6 +21,12 @@ export interface ToolCall {
   function: { name: string; arguments: string };
 }
 
+/** A tool offered to the model (OpenAI's `tools` entries). */
+export interface ToolDefinition {
+  type: "function";
+  function: { name: string; description?: string; parameters?: Record<string, unknown> };
+}
+
 /** One group of rollouts for the same item, as an environment submits it. */
 export interface ScoredDataGroup {
   tokens: number[][];

@@ -6,6 +6,7 @@
 import { z } from "zod";
 import type { ScoredDataInput } from "./schemas";
 import type { APIServerConfig } from "./server-config";
+import { TOOL_FORMAT_NAMES } from "./tool-calls/format";
 import type { Trajectory, TrajectoryStep } from "./trajectory";
 
 export const PROXY_PROMPT_MASK = -100;
@@ -38,6 +39,11 @@ export const proxyTrackingSchema = z.object({
     z.string(),
     z.object({ issued_at: z.number(), answered_at: z.number().nullable() }),
   ),
+  /**
+   * The session's tool-call format when a request named one (`tool_format`); else the format of
+   * the servers' tokenizer family (src/core/tool-calls).
+   */
+  tool_format: z.enum(TOOL_FORMAT_NAMES).optional(),
 });
 export type ProxyTracking = z.infer<typeof proxyTrackingSchema>;
 

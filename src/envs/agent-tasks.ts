@@ -3,7 +3,8 @@
  * (1–10), the tools it needs, the prompt and how answers are evaluated: a reference answer, hidden
  * tests (run in the sandbox, or by an injected `runTests`), or a judge rubric scored by a panel of
  * judges on their own endpoints (pointwise or ranking mode; see docs/JUDGES.md). The policy works
- * in up to `max_steps_per_trajectory` turns with the allowed tools (Hermes `<tool_call>` format).
+ * in up to `max_steps_per_trajectory` turns with the allowed tools (MultiTurnEnv's loop: calls in
+ * the tokenizer family's format, `tool_format` to override).
  *
  * Difficulty feeds the curriculum: tasks are filtered to [min_difficulty, max_difficulty] and
  * ordered (easy_first by default); with `curriculum: adaptive` only tasks up to the current level
@@ -14,14 +15,13 @@
  * read it and it is stored beside the group.
  */
 import {
-  answersEquivalent,
-  BaseEnv,
-  BaseEnvConfigSchema,
+  type BaseEnv,
   type ChatMessage,
   DropGroupError,
   defineEnv,
   difficultyLevels,
   type EnvDefinition,
+  type EpisodeStart,
   type EvalResult,
   getSandbox,
   hashString,
@@ -30,6 +30,7 @@ import {
   JudgeCalibrationSchema,
   JudgeEndpointSchema,
   JudgePanel,
+  MultiTurnEnv,
   mergeIntoGroup,
   type PanelJudge,
   panelJudges,
@@ -37,29 +38,31 @@ import {
   RubricWeightsSchema,
   runHiddenTests,
   type ScoredDataGroup,
-  type SimCandidate,
-  type SimulatedItem,
   scoredItemFromNode,
   selectTasks,
   TASK_ORDERS,
   type Task,
   TaskSchema,
+  ToolEnvConfigSchema,
   type Trajectory,
   type TrajectoryStep,
+  trajectorySteps,
   z,
 } from "../sdk/env";
+import { codeOf, referenceScore } from "./agent-tasks-answers";
 import { AGENT_EVAL_CONFIG, evaluateAgentTasks } from "./agent-tasks-eval";
+import { AGENT_TASK_PREFIX, agentTaskPrompt, agentTasksSimulate } from "./agent-tasks-simulate";
 import {
   AGENT_TOOL_CONFIG,
   type AgentToolDeps,
   agentToolbox,
   checkAgentTools,
 } from "./tools/agent-tools";
-import { type ParsedToolCall, takeAssistantTurn, thoughtOf } from "./tools/hermes";
 
-export const AGENT_TASK_PREFIX = "Agent task id:";
+export { codeOf, finalAnswerOf, referenceScore } from "./agent-tasks-answers";
+export { AGENT_TASK_PREFIX, agentTaskPrompt, agentTasksSimulate };
 
-export const AgentTasksConfigSchema = BaseEnvConfigSchema.extend({
+export const AgentTasksConfigSchema = ToolEnvConfigSchema.extend({
   /** The tasks (the CLI reads them from `tasks.task_file`); validated with TaskSchema. */
   tasks: z.array(TaskSchema).default([]),
   /** Tools offered to the policy (each task's required_tools must be among them). */
@@ -112,35 +115,9 @@ export interface AgentTasksDeps extends AgentToolDeps {
   judges?: (config: AgentTasksConfig) => PanelJudge[];
 }
 
+/** Format-neutral: the chat template (or the format's tool prompt) says how to call tools. */
 const SYSTEM_PROMPT = (tools: string[]) =>
-  `You are an agent that solves tasks.${tools.length ? ` You may call these tools: ${tools.join(", ")}, with <tool_call>{"name": ..., "arguments": {...}}</tool_call>.` : ""} When done, give your final response; put a short final answer inside <answer></answer> tags.`;
-
-export function agentTaskPrompt(task: Pick<Task, "id" | "prompt">): string {
-  return `${AGENT_TASK_PREFIX} ${task.id}\n\n${task.prompt}`;
-}
-
-/** The final answer: the <answer> content if any, else the whole response. */
-export function finalAnswerOf(response: string): string {
-  return (/<answer>\s*([\s\S]*?)\s*<\/answer>/i.exec(response)?.[1] ?? response).trim();
-}
-
-/** The last fenced code block of a response, else the response itself. */
-export function codeOf(response: string): string {
-  const blocks = [...response.matchAll(/```[A-Za-z0-9_+-]*\n([\s\S]*?)```/g)];
-  return (blocks.at(-1)?.[1] ?? response).trim();
-}
-
-export function referenceScore(
-  response: string,
-  evaluation: { answer: string; match: "exact" | "contains" | "numeric" },
-): number {
-  const answer = finalAnswerOf(response);
-  const gold = evaluation.answer.trim();
-  if (evaluation.match === "contains")
-    return response.toLowerCase().includes(gold.toLowerCase()) ? 1 : 0;
-  if (evaluation.match === "numeric") return answersEquivalent(answer, gold) ? 1 : 0;
-  return answer.toLowerCase() === gold.toLowerCase() ? 1 : 0;
-}
+  `You are an agent that solves tasks.${tools.length ? ` You may call these tools: ${tools.join(", ")}.` : ""} When done, give your final response; put a short final answer inside <answer></answer> tags.`;
 
 interface Episode {
   steps: TrajectoryStep[];
@@ -159,53 +136,7 @@ interface Evaluated {
   judge?: JsonObject;
 }
 
-/** Candidate answers for the simulator's toy policy (good ones score well under every evaluation). */
-export function agentTasksSimulate(task: Task): SimulatedItem {
-  const ev = task.evaluation;
-  const match = `${AGENT_TASK_PREFIX} ${task.id}\n`;
-  let candidates: SimCandidate[];
-  if (ev.kind === "reference") {
-    const answer: SimCandidate = {
-      text: `Key points: I worked through the task step by step.\n<answer>${ev.answer}</answer>`,
-      label: "correct",
-    };
-    const guess: SimCandidate = {
-      text: "I am not sure.\n<answer>unknown</answer>",
-      label: "guess",
-    };
-    const tool = ["calculator", "web_search"].find((t) => task.required_tools.includes(t));
-    if (!tool) return { match, candidates: [answer, guess] };
-    // Tasks that need the calculator or a search: use it first, then answer.
-    const args = tool === "calculator" ? { expression: ev.answer } : { query: task.prompt };
-    const call = `Let me check with ${tool}.\n<tool_call>${JSON.stringify({ name: tool, arguments: args })}</tool_call>`;
-    return {
-      match,
-      candidates: (promptText) =>
-        promptText.includes(`${tool} result:`)
-          ? [answer, guess]
-          : [{ text: call, label: `use_${tool}` }, guess],
-    };
-  } else if (ev.kind === "hidden_tests") {
-    candidates = [
-      {
-        text: `Key points: a small, tested solution.\n\`\`\`${ev.language}\n${ev.solution ?? "# no solution given"}\n\`\`\``,
-        label: "solution",
-      },
-      { text: `\`\`\`${ev.language}\npass\n\`\`\``, label: "stub" },
-    ];
-  } else {
-    candidates = [
-      {
-        text: "Key points: the main cause, how it works, a short example and the caveats.\n<answer>See the key points above.</answer>",
-        label: "thorough",
-      },
-      { text: "It depends on many things, hard to say.", label: "vague" },
-    ];
-  }
-  return { match, candidates };
-}
-
-export class AgentTasksEnv extends BaseEnv<AgentTaskItem, AgentTasksConfig> {
+export class AgentTasksEnv extends MultiTurnEnv<AgentTaskItem, AgentTasksConfig> {
   static override envName = "agent_tasks";
   /** Set by createAgentTasksEnv: the sandbox and the judge factory. */
   static deps: AgentTasksDeps = {};
@@ -297,73 +228,40 @@ export class AgentTasksEnv extends BaseEnv<AgentTaskItem, AgentTasksConfig> {
     return this.panel;
   }
 
+  protected override setupEpisode(task: Task): EpisodeStart<undefined> {
+    return {
+      messages: [
+        { role: "system", content: SYSTEM_PROMPT(this.config.tools) },
+        { role: "user", content: agentTaskPrompt(task) },
+      ],
+      state: undefined,
+      toolbox: agentToolbox(this.config, this.config.tools, this.deps),
+    };
+  }
+
+  protected override maxTurns(): number {
+    return this.config.max_steps_per_trajectory;
+  }
+
+  protected override episodeSeed(task: Task, episode: number): number {
+    return hashString(task.id) + episode * 7919;
+  }
+
   async runEpisode(task: Task, episode: number): Promise<Episode> {
-    const baseSeed = hashString(task.id) + episode * 7919;
-    const started = Date.now();
-    const toolbox = agentToolbox(this.config, this.config.tools, this.deps);
-    const tools = toolbox.definitions();
-    const managed = await this.inference.managedServer({ tokenizer: this.tokenizer });
-    const messages: ChatMessage[] = [
-      { role: "system", content: SYSTEM_PROMPT(this.config.tools) },
-      { role: "user", content: agentTaskPrompt(task) },
-    ];
-    const steps: TrajectoryStep[] = [];
-    let finalResponse: string | null = null;
-    try {
-      for (let turn = 0; turn < this.config.max_steps_per_trajectory; turn++) {
-        const res = await managed.chatCompletion({
-          messages,
-          ...(tools.length ? { tools, tool_choice: "auto" as const } : {}),
-          n: 1,
-          max_tokens: this.config.max_token_length,
-          temperature: this.config.temperature,
-          seed: (baseSeed + turn) % 2 ** 31,
-        });
-        const choice = res.choices[0];
-        if (!choice) throw new Error("inference returned no choice");
-        const parsed = takeAssistantTurn(choice.message, messages);
-        const text = parsed.text;
-        if (parsed.calls.length === 0 && parsed.errors.length === 0) {
-          finalResponse = text;
-          break;
-        }
-        for (const error of parsed.errors) {
-          steps.push({
-            thought: thoughtOf(text),
-            tool_call: {
-              name: "-invalid-",
-              parameters: {},
-              result: null,
-              error,
-              latency_ms: null,
-            },
-            observation: `tool error: ${error}`,
-            timestamp: Date.now(),
-          });
-          messages.push({ role: "tool", name: "invalid", content: `tool error: ${error}` });
-        }
-        for (const [i, call] of parsed.calls.entries()) {
-          const out = await toolbox.call(call.name, call.arguments);
-          const observation = out.error
-            ? `${call.name} error: ${out.error}`
-            : `${call.name} result: ${out.result}`;
-          steps.push(stepOf(thoughtOf(text), call, out, observation));
-          messages.push({
-            role: "tool",
-            name: call.name,
-            tool_call_id: choice.message.tool_calls?.[i]?.id ?? `call_${turn}_${i}`,
-            content: observation,
-          });
-        }
-      }
-      const node = managed.getState().nodes.at(-1);
-      if (!node) throw new Error("managed server tracked no sequence");
-      // Scores are set once the whole group is evaluated (judges compare answers).
-      const rollout = scoredItemFromNode(node, 0, { tokenizer: this.tokenizer, messages });
-      return { steps, finalResponse, messages, wallTimeMs: Date.now() - started, rollout };
-    } finally {
-      managed.reset();
-    }
+    const e = await this.rollout(task, episode);
+    const last = e.turns.at(-1)?.reply;
+    // Scores are set once the whole group is evaluated (judges compare answers).
+    const rollout = scoredItemFromNode(e.node, 0, {
+      tokenizer: this.tokenizer,
+      messages: e.messages,
+    });
+    return {
+      steps: trajectorySteps(e.turns),
+      finalResponse: e.finished && last ? last.text : null,
+      messages: e.messages,
+      wallTimeMs: e.wallTimeMs,
+      rollout,
+    };
   }
 
   /** Scores for a group's episodes, plus the judge report when judges scored them. */
@@ -523,26 +421,6 @@ export class AgentTasksEnv extends BaseEnv<AgentTaskItem, AgentTasksConfig> {
       this.level = state.level;
     this.window = Array.isArray(state.window) ? state.window.map(Number) : [];
   }
-}
-
-function stepOf(
-  thought: string,
-  call: ParsedToolCall,
-  out: { result: string | null; error: string | null; latency_ms: number },
-  observation: string,
-): TrajectoryStep {
-  return {
-    thought,
-    tool_call: {
-      name: call.name,
-      parameters: call.arguments,
-      result: out.result,
-      error: out.error,
-      latency_ms: out.latency_ms,
-    },
-    observation,
-    timestamp: Date.now(),
-  };
 }
 
 const DESCRIPTION =

@@ -2,16 +2,20 @@
  * blackjack: an interactive game over several turns. Every rollout of a group plays the same
  * seeded deck; each turn the model sees its hand and the dealer's up card and answers "hit" or
  * "stand". Episode reward: win +1, push 0, loss −1; an unreadable action ends the episode at −1.
- * All turns go through one ManagedServer, so earlier assistant turns stay trainable.
+ * MultiTurnEnv runs the loop (no tools: each reply is a move, `envResponse` plays it), so all
+ * turns go through one ManagedServer and earlier assistant turns stay trainable.
  */
 
 import {
-  BaseEnv,
+  type AssistantTurn,
+  type BaseEnv,
   BaseEnvConfigSchema,
   type ChatMessage,
   defineEnv,
+  type EpisodeStart,
   type EvalResult,
   type JsonObject,
+  MultiTurnEnv,
   mergeIntoGroup,
   type ScoredDataGroup,
   type ScoredDataItem,
@@ -55,7 +59,13 @@ export interface BlackjackEpisode {
   rollout: ScoredDataItem;
 }
 
-export class BlackjackEnv extends BaseEnv<BlackjackItem, BlackjackConfig> {
+interface Hand {
+  game: BlackjackGame;
+  actions: string[];
+  invalid: boolean;
+}
+
+export class BlackjackEnv extends MultiTurnEnv<BlackjackItem, BlackjackConfig, Hand> {
   static override envName = "blackjack";
   private rng: SeededRng;
 
@@ -68,53 +78,64 @@ export class BlackjackEnv extends BaseEnv<BlackjackItem, BlackjackConfig> {
     return { seed: Math.floor(this.rng.next() * 2 ** 31) };
   }
 
+  protected override setupEpisode(item: BlackjackItem): EpisodeStart<Hand> {
+    const game = new BlackjackGame(shuffledDeck(item.seed));
+    return {
+      messages: [{ role: "user", content: `${BLACKJACK_INTRO} ${describeState(game)}` }],
+      state: { game, actions: [], invalid: false },
+    };
+  }
+
+  protected override maxTurns(): number {
+    return this.config.max_turns;
+  }
+
+  protected override samplingParams() {
+    return { max_tokens: this.config.max_tokens_per_turn, temperature: this.config.temperature };
+  }
+
+  protected override episodeSeed(item: BlackjackItem, episode: number): number {
+    return item.seed + episode * 7919;
+  }
+
+  /** No tools: every reply is a move, played in envResponse. */
+  protected override isDone(): boolean {
+    return false;
+  }
+
+  /** Plays the move; the next state as a user turn, or null when the hand is over. */
+  protected override envResponse(turn: AssistantTurn, hand: Hand): ChatMessage[] | null {
+    const action = parseAction(turn.text);
+    if (!action) {
+      hand.invalid = true;
+      return null;
+    }
+    hand.actions.push(action);
+    if (action === "stand") hand.game.stand();
+    else {
+      const card = hand.game.hit();
+      if (!hand.game.done)
+        return [{ role: "user", content: `You drew ${card}. ${describeState(hand.game)}` }];
+    }
+    return hand.game.done ? null : [];
+  }
+
   /**
    * `episode` varies the sampling seed so rollouts of one group differ; `observe`: record
    * training observations (off for evaluation hands).
    */
   async playEpisode(item: BlackjackItem, episode = 0, observe = true): Promise<BlackjackEpisode> {
-    const game = new BlackjackGame(shuffledDeck(item.seed));
-    const managed = await this.inference.managedServer({ tokenizer: this.tokenizer });
-    const messages: ChatMessage[] = [
-      { role: "user", content: `${BLACKJACK_INTRO} ${describeState(game)}` },
-    ];
-    const actions: string[] = [];
-    let invalid = false;
-    try {
-      for (let turn = 0; turn < this.config.max_turns && !game.done; turn++) {
-        const res = await managed.chatCompletion({
-          messages,
-          n: 1,
-          max_tokens: this.config.max_tokens_per_turn,
-          temperature: this.config.temperature,
-          seed: (item.seed + episode * 7919 + turn) % 2 ** 31,
-        });
-        const text = res.choices[0]?.message.content ?? "";
-        messages.push({ role: "assistant", content: text });
-        const action = parseAction(text);
-        if (!action) {
-          invalid = true;
-          break;
-        }
-        actions.push(action);
-        if (action === "stand") game.stand();
-        else {
-          const card = game.hit();
-          if (!game.done)
-            messages.push({ role: "user", content: `You drew ${card}. ${describeState(game)}` });
-        }
-      }
-      if (!game.done && !invalid) game.stand(); // turn limit: the hand stands as is
-      const reward = invalid ? -1 : game.reward();
-      const outcome = invalid ? "invalid" : (game.outcome ?? "push");
-      if (observe) this.observe("train/win", outcome === "win" ? 1 : 0);
-      const node = managed.getState().nodes.at(-1);
-      if (!node) throw new Error("managed server tracked no sequence");
-      const rollout = scoredItemFromNode(node, reward, { tokenizer: this.tokenizer, messages });
-      return { actions, outcome, reward, rollout };
-    } finally {
-      managed.reset();
-    }
+    const e = await this.rollout(item, episode);
+    const { game, actions, invalid } = e.state;
+    if (!game.done && !invalid) game.stand(); // turn limit: the hand stands as is
+    const reward = invalid ? -1 : game.reward();
+    const outcome = invalid ? "invalid" : (game.outcome ?? "push");
+    if (observe) this.observe("train/win", outcome === "win" ? 1 : 0);
+    const rollout = scoredItemFromNode(e.node, reward, {
+      tokenizer: this.tokenizer,
+      messages: e.messages,
+    });
+    return { actions, outcome, reward, rollout };
   }
 
   override async collectTrajectories(

@@ -1,8 +1,8 @@
 /**
  * tool_use: a multi-turn agent task. The model must compute an expression with the `calculator`
  * tool, store the result with `kv_set`, and answer in <answer> tags — in at most `max_steps` turns.
- * Tool calls use the Hermes `<tool_call>` format through ManagedServer.chatCompletion with tools,
- * so every assistant turn stays trainable in one tracked sequence.
+ * The loop is MultiTurnEnv's: tool calls in the tokenizer family's format (`tool_format` to
+ * override), every assistant turn trainable in one tracked sequence.
  *
  * Rewards: each turn gets a process reward (useful successful call +0.5, other successful call
  * +0.1, failed/invalid call −0.5); the final turn gets the terminal reward (1 for a correct
@@ -11,16 +11,21 @@
  */
 import {
   advantagesPerToken,
+  allowedTools,
   answersEquivalent,
-  BaseEnv,
-  BaseEnvConfigSchema,
+  type BaseEnv,
   type ChatMessage,
   defineEnv,
+  type EpisodeStart,
   type EvalResult,
+  fileOpsTool,
   hashString,
   type JsonObject,
+  jsExecTool,
+  MultiTurnEnv,
   mergeIntoGroup,
   processSupervisionAdvantages,
+  pythonExecTool,
   type ScoredDataGroup,
   type ScoredDataItem,
   ScratchFs,
@@ -28,17 +33,20 @@ import {
   type SimCandidate,
   type SimulatedItem,
   scoredItemFromNode,
+  Toolbox,
+  ToolEnvConfigSchema,
+  type ToolOutcome,
   type Trajectory,
+  trajectorySteps,
   z,
 } from "../sdk/env";
 import { calculate, formatNumber } from "./tools/calculator";
-import { type ParsedToolCall, takeAssistantTurn, thoughtOf } from "./tools/hermes";
-import { fileOpsTool, jsExecTool, pythonExecTool } from "./tools/sandbox-tools";
-import { allowedTools, standardTools, Toolbox } from "./tools/toolbox";
+import { standardTools } from "./tools/standard-tools";
 
 export const TOOL_TASK_PREFIX = "Tool task:";
+/** Format-neutral: the chat template (or the format's tool prompt) says how to call tools. */
 export const TOOL_SYSTEM_PROMPT =
-  'You are an agent that solves tasks with tools. Call a tool with <tool_call>{"name": ..., "arguments": {...}}</tool_call>. When done, reply with the final result inside <answer></answer> tags.';
+  "You are an agent that solves tasks with tools. Call the tools you are given; when done, reply with the final result inside <answer></answer> tags.";
 
 export const TOOL_NAMES = [
   "calculator",
@@ -49,7 +57,7 @@ export const TOOL_NAMES = [
   "file_ops",
 ] as const;
 
-export const ToolUseConfigSchema = BaseEnvConfigSchema.extend({
+export const ToolUseConfigSchema = ToolEnvConfigSchema.extend({
   seed: z.number().int().default(3),
   max_steps: z.number().int().positive().default(4),
   tool_timeout_ms: z.number().int().positive().default(1000),
@@ -68,22 +76,8 @@ export type ToolUseConfig = z.output<typeof ToolUseConfigSchema>;
 
 export type ToolTask = { id: string; expression: string; key: string; answer: string };
 
-export interface ToolStep {
-  thought: string;
-  tool_call: {
-    name: string;
-    parameters: Record<string, unknown>;
-    result: string | null;
-    error: string | null;
-    latency_ms: number;
-  };
-  observation: string;
-  /** When the call was made (ms since the epoch). */
-  timestamp: number;
-}
-
 export interface Episode {
-  steps: ToolStep[];
+  steps: ReturnType<typeof trajectorySteps>;
   messages: ChatMessage[];
   finalAnswer: string | null;
   /** The last assistant message's text. */
@@ -157,7 +151,12 @@ export function generateToolTask(rng: SeededRng, index: number): ToolTask {
   };
 }
 
-export class ToolUseEnv extends BaseEnv<ToolTask, ToolUseConfig> {
+interface ToolUseState {
+  task: ToolTask;
+  store: Map<string, string>;
+}
+
+export class ToolUseEnv extends MultiTurnEnv<ToolTask, ToolUseConfig, ToolUseState> {
   static override envName = "tool_use";
   private rng: SeededRng;
   private served = 0;
@@ -188,13 +187,7 @@ export class ToolUseEnv extends BaseEnv<ToolTask, ToolUseConfig> {
     });
   }
 
-  /**
-   * One episode; public so tools and rewards can be inspected in tests and by the CLI.
-   * `observe`: record training observations (off for evaluation episodes).
-   */
-  async runEpisode(task: ToolTask, episode = 0, observe = true): Promise<Episode> {
-    const baseSeed = hashString(task.id) + episode * 7919;
-    const started = Date.now();
+  protected override setupEpisode(task: ToolTask): EpisodeStart<ToolUseState> {
     const store = new Map<string, string>();
     const scratch = new ScratchFs();
     const timeoutMs = this.config.tool_timeout_ms;
@@ -209,83 +202,70 @@ export class ToolUseEnv extends BaseEnv<ToolTask, ToolUseConfig> {
         this.config.tools,
       ),
     );
-    const tools = toolbox.definitions();
-    const managed = await this.inference.managedServer({ tokenizer: this.tokenizer });
-    const messages: ChatMessage[] = [
-      { role: "system", content: TOOL_SYSTEM_PROMPT },
-      { role: "user", content: toolTaskPrompt(task) },
-    ];
-    const steps: ToolStep[] = [];
-    const turnRewards: number[] = [];
-    let finalAnswer: string | null = null;
-    let finalResponse: string | null = null;
-    let finished = false;
-    try {
-      for (let turn = 0; turn < this.config.max_steps; turn++) {
-        const res = await managed.chatCompletion({
-          messages,
-          tools,
-          tool_choice: "auto",
-          n: 1,
-          max_tokens: this.config.max_token_length,
-          temperature: this.config.temperature,
-          seed: (baseSeed + turn) % 2 ** 31,
-        });
-        const choice = res.choices[0];
-        if (!choice) throw new Error("inference returned no choice");
-        const parsed = takeAssistantTurn(choice.message, messages);
-        const text = parsed.text;
-        finalResponse = text;
-        if (parsed.calls.length === 0 && parsed.errors.length === 0) {
-          finalAnswer = /<answer>\s*([\s\S]*?)\s*<\/answer>/i.exec(text)?.[1] ?? null;
-          finished = true;
-          break;
-        }
-        let turnReward = -0.5 * parsed.errors.length;
-        for (const error of parsed.errors) {
-          steps.push(stepOf(thoughtOf(text), { name: "-invalid-", arguments: {} }, null, error, 0));
-          messages.push({ role: "tool", name: "invalid", content: `tool error: ${error}` });
-        }
-        for (const [i, call] of parsed.calls.entries()) {
-          const out = await toolbox.call(call.name, call.arguments);
-          const step = stepOf(thoughtOf(text), call, out.result, out.error, out.latency_ms);
-          steps.push(step);
-          turnReward += out.error ? -0.5 : usefulCall(call, out.result, task) ? 0.5 : 0.1;
-          messages.push({
-            role: "tool",
-            name: call.name,
-            tool_call_id: choice.message.tool_calls?.[i]?.id ?? `call_${turn}_${i}`,
-            content: step.observation,
-          });
-        }
-        turnRewards.push(turnReward);
-      }
-      const correct = finalAnswer !== null && answersEquivalent(finalAnswer, task.answer);
-      const stored = store.get(task.key) === task.answer;
-      const score = (correct ? 1 : 0) + (stored ? 0.5 : 0);
-      if (finished) turnRewards.push(score);
-      else if (turnRewards.length > 0) turnRewards[turnRewards.length - 1]! += score;
-      if (observe) {
-        this.observe("train/correct", correct ? 1 : 0);
-        this.observe("train/steps", steps.length);
-      }
-      const node = managed.getState().nodes.at(-1);
-      if (!node) throw new Error("managed server tracked no sequence");
-      const rollout = scoredItemFromNode(node, score, { tokenizer: this.tokenizer, messages });
-      return {
-        steps,
-        messages,
-        finalAnswer,
-        finalResponse,
-        correct,
-        wallTimeMs: Date.now() - started,
-        turnRewards,
-        score,
-        rollout,
-      };
-    } finally {
-      managed.reset();
+    return {
+      messages: [
+        { role: "system", content: TOOL_SYSTEM_PROMPT },
+        { role: "user", content: toolTaskPrompt(task) },
+      ],
+      state: { task, store },
+      toolbox,
+    };
+  }
+
+  protected override maxTurns(): number {
+    return this.config.max_steps;
+  }
+
+  protected override episodeSeed(task: ToolTask, episode: number): number {
+    return hashString(task.id) + episode * 7919;
+  }
+
+  /**
+   * One episode; public so tools and rewards can be inspected in tests and by the CLI.
+   * `observe`: record training observations (off for evaluation episodes).
+   */
+  async runEpisode(task: ToolTask, episode = 0, observe = true): Promise<Episode> {
+    const e = await this.rollout(task, episode, observe ? {} : { split: "eval" });
+    const last = e.turns.at(-1)?.reply;
+    const finalResponse = last?.text ?? null;
+    const finalAnswer =
+      e.finished && last
+        ? (/<answer>\s*([\s\S]*?)\s*<\/answer>/i.exec(last.text)?.[1] ?? null)
+        : null;
+    // Process rewards: useful successful call +0.5, other successful call +0.1, failed −0.5.
+    const turnRewards = e.turns
+      .filter((turn) => turn.tools.length > 0)
+      .map((turn) =>
+        turn.tools.reduce(
+          (sum, out) => sum + (out.error ? -0.5 : usefulCall(out, task) ? 0.5 : 0.1),
+          0,
+        ),
+      );
+    const correct = finalAnswer !== null && answersEquivalent(finalAnswer, task.answer);
+    const stored = e.state.store.get(task.key) === task.answer;
+    const score = (correct ? 1 : 0) + (stored ? 0.5 : 0);
+    if (e.finished) turnRewards.push(score);
+    else if (turnRewards.length > 0) turnRewards[turnRewards.length - 1]! += score;
+    const steps = trajectorySteps(e.turns);
+    if (observe) {
+      this.observe("train/correct", correct ? 1 : 0);
+      this.observe("train/steps", steps.length);
     }
+    const rollout = scoredItemFromNode(e.node, score, {
+      tokenizer: this.tokenizer,
+      messages: e.messages,
+    });
+    return {
+      steps,
+      messages: e.messages,
+      finalAnswer,
+      finalResponse,
+      correct,
+      wallTimeMs: e.wallTimeMs,
+      turnRewards,
+      score,
+      rollout,
+    };
   }
 
   override async collectTrajectories(
@@ -316,21 +296,6 @@ export class ToolUseEnv extends BaseEnv<ToolTask, ToolUseConfig> {
   }
 }
 
-function stepOf(
-  thought: string,
-  call: ParsedToolCall,
-  result: string | null,
-  error: string | null,
-  latency: number,
-): ToolStep {
-  return {
-    thought,
-    tool_call: { name: call.name, parameters: call.arguments, result, error, latency_ms: latency },
-    observation: error ? `${call.name} error: ${error}` : `${call.name} result: ${result}`,
-    timestamp: Date.now(),
-  };
-}
-
 /** The episode as data, stored beside the group (the API's trajectories route serves it). */
 function trajectoryOf(task: ToolTask, episode: Episode, sequence: number): Trajectory {
   return {
@@ -347,8 +312,8 @@ function trajectoryOf(task: ToolTask, episode: Episode, sequence: number): Traje
 }
 
 /** A call that moves the task forward: the right calculation, or storing the right value. */
-function usefulCall(call: ParsedToolCall, result: string | null, task: ToolTask): boolean {
-  if (call.name === "calculator") return result === task.answer;
+function usefulCall(call: ToolOutcome, task: ToolTask): boolean {
+  if (call.name === "calculator") return call.result === task.answer;
   if (call.name === "kv_set")
     return call.arguments.key === task.key && String(call.arguments.value) === task.answer;
   return false;

@@ -23,6 +23,15 @@ export * from "../core/judge-schemas";
 export { hashString, SeededRng } from "../core/rng";
 export * from "../core/tasks";
 export {
+  FAMILY_TOOL_FORMATS,
+  type ParsedToolText,
+  TOOL_FORMAT_NAMES,
+  TOOL_FORMATS,
+  type ToolCallFormat,
+  type ToolFormatName,
+  toolFormat,
+} from "../core/tool-calls/index";
+export {
   type GroupTrajectories,
   groupTrajectoriesSchema,
   type Trajectory,
@@ -52,6 +61,7 @@ export {
 export * from "../env-workers/datasets/index";
 export { defineEnv, type EnvDefinition, type EnvOptions } from "../env-workers/define-env";
 export { passAtK, samplesPerItemMetrics } from "../env-workers/evaluation";
+export { toolFormatFor } from "../env-workers/inference/tool-calls";
 export type {
   ChatCompletionParams,
   ChatCompletionResult,
@@ -64,6 +74,18 @@ export type {
   ToolDefinition,
 } from "../env-workers/inference/types";
 export * from "../env-workers/judges/index";
+export {
+  type AssistantTurn,
+  assistantTurn,
+  type EpisodeStart,
+  MultiTurnEnv,
+  type MultiTurnEpisode,
+  ToolEnvConfigSchema,
+  type ToolOutcome,
+  type TurnRecord,
+  thoughtOf,
+  trajectorySteps,
+} from "../env-workers/multi-turn";
 export * from "../env-workers/rewards/index";
 export { type SampledChoice, sampleChat } from "../env-workers/runtime/sampling";
 export { PROMPT_MASK, scoredItemFromNode } from "../env-workers/runtime/sequences";
@@ -74,3 +96,10 @@ export {
 } from "../env-workers/send-validation";
 export type { SimCandidate, SimulatedItem, SimulateFn } from "../env-workers/simulate";
 export { loadTokenizer } from "../env-workers/tokenizers/lazy";
+export {
+  fileOpsTool,
+  jsExecTool,
+  pythonExecTool,
+  type SandboxToolOptions,
+} from "../env-workers/tools/sandbox-tools";
+export { allowedTools, type Tool, Toolbox, type ToolResult } from "../env-workers/tools/toolbox";

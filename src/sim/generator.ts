@@ -1,9 +1,12 @@
 import { seededRng } from "../core/rng";
+import type { ToolFormatName } from "../core/tool-calls/format";
+import { toolFormatFor } from "../env-workers/inference/tool-calls";
 import type { Tokenizer } from "../env-workers/inference/types";
 import { GENERIC_ENV, genericCandidates } from "./generic-mix";
 import type { PolicyChoice, ToyPolicy } from "./policy";
 import { splitLogprob } from "./policy";
 import { respond, responderFor } from "./responders/index";
+import { nativeToolCalls } from "./tool-text";
 
 export interface GenerationSettings {
   seed: number;
@@ -20,6 +23,8 @@ export interface GenerationRequest {
   promptIds?: number[];
   /** Sampling temperature for the toy policy (0 = greedy); scripted responders ignore it. */
   temperature?: number;
+  /** How tool calls are written (default: the tokenizer family's format). */
+  toolFormat?: ToolFormatName;
 }
 
 export interface GeneratedChoice {
@@ -71,6 +76,7 @@ export function generateChoice(
     responder = answer.responder;
     text = answer.text;
   }
+  text = nativeToolCalls(text, toolFormatFor(tokenizer.name, request.toolFormat), rng);
   let stoppedByString = false;
   for (const stop of request.stop ?? []) {
     const at = stop ? text.indexOf(stop) : -1;

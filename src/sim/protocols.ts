@@ -1,5 +1,10 @@
 import type { ChatMessage } from "../core/group-types";
-import { parseHermesToolCalls } from "../env-workers/inference/tool-calls";
+import type { ToolCallFormat, ToolFormatName } from "../core/tool-calls/format";
+import {
+  parseToolCalls,
+  requestedToolFormat,
+  toolFormatFor,
+} from "../env-workers/inference/tool-calls";
 import type { Tokenizer, ToolDefinition } from "../env-workers/inference/types";
 import { type GeneratedChoice, type GenerationSettings, generateChoice } from "./generator";
 import type { ToyPolicy } from "./policy";
@@ -64,6 +69,7 @@ interface Sampling {
   stop: string[] | undefined;
   temperature?: number;
   promptIds?: number[];
+  toolFormat?: ToolFormatName;
 }
 
 function generateMany(ctx: ProtocolContext, promptText: string, s: Sampling): GeneratedChoice[] {
@@ -80,6 +86,7 @@ function generateMany(ctx: ProtocolContext, promptText: string, s: Sampling): Ge
         stop: s.stop,
         temperature: s.temperature,
         promptIds: s.promptIds,
+        toolFormat: s.toolFormat,
       },
       ctx.policy,
     ),
@@ -111,14 +118,24 @@ function usage(promptTokens: number, choices: GeneratedChoice[]) {
   };
 }
 
-/** OpenAI POST /v1/chat/completions (tools parsed Hermes-style, like vLLM --tool-call-parser hermes). */
+/**
+ * OpenAI POST /v1/chat/completions; tool calls are written and parsed in the tokenizer family's
+ * format (or the request's `tool_format`), like vLLM's --tool-call-parser for that family.
+ */
 export function chatCompletions(ctx: ProtocolContext, body: Body): Body {
   if (!Array.isArray(body.messages) || body.messages.length === 0)
     throw new BadRequest("messages must be a non-empty list");
   const tools = Array.isArray(body.tools) ? (body.tools as ToolDefinition[]) : undefined;
   const kwargs = (body.chat_template_kwargs ?? {}) as { enable_thinking?: unknown };
+  let format: ToolCallFormat;
+  try {
+    format = toolFormatFor(ctx.tokenizer.name, requestedToolFormat(body.tool_format));
+  } catch (error) {
+    throw new BadRequest(error instanceof Error ? error.message : String(error));
+  }
   const prompt = ctx.tokenizer.applyChatTemplate(body.messages as ChatMessage[], {
     addGenerationPrompt: true,
+    toolFormat: format.name,
     tools,
     enableThinking:
       typeof kwargs.enable_thinking === "boolean" ? kwargs.enable_thinking : undefined,
@@ -136,6 +153,7 @@ export function chatCompletions(ctx: ProtocolContext, body: Body): Body {
     stop: stops(body.stop),
     temperature: temperatureOf(body.temperature, "temperature"),
     promptIds: promptTokens,
+    toolFormat: format.name,
   });
   const wantLogprobs = body.logprobs === true;
   const asIds = body.return_tokens_as_token_ids === true;
@@ -147,7 +165,7 @@ export function chatCompletions(ctx: ProtocolContext, body: Body): Body {
     model: ctx.model,
     choices: choices.map((choice, index) => {
       const text = visibleText(ctx, choice);
-      const calls = tools && body.tool_choice !== "none" ? parseHermesToolCalls(text) : null;
+      const calls = tools && body.tool_choice !== "none" ? parseToolCalls(text, format) : null;
       return {
         index,
         message: calls

@@ -32,6 +32,8 @@ describe("a user project made by init", () => {
     expect(run.dev.unknownEnv.status).toBe(422);
     expect(JSON.stringify(run.dev.unknownEnv.body)).toContain("unknown env");
     expect(run.dev.stopped).toBe(true);
+    // The tool env of docs/WRITING_ENVS.md compiled (npm test above) and ran its tool loop.
+    expect(plain(phase("tool-env").stdout)).toMatch(/wrote 2\/2 groups .*0 failures/);
     // The scaffold's own npm start (its example env) trains a step.
     expect(plain(phase("npm-start").stdout)).toMatch(/steps trained\s+1\/1/);
     // On the Worker's queue path too: the env by path, bundled into the Worker start serves.

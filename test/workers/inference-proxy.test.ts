@@ -65,7 +65,7 @@ function scriptedCompletion(body: Record<string, unknown>): Response {
   });
 }
 
-function scriptedVllm(seen: SeenRequest[]) {
+function scriptedVllm(seen: SeenRequest[], replies: readonly string[] = REPLIES) {
   return async (input: RequestInfo | URL, init?: RequestInit): Promise<Response> => {
     const request = new Request(input, init);
     const body = (await request.json()) as Record<string, unknown>;
@@ -74,7 +74,7 @@ function scriptedVllm(seen: SeenRequest[]) {
     if (!request.url.endsWith("/chat/completions")) return new Response("no", { status: 404 });
     const messages = body.messages as { role: keyof typeof ROLE; content: string | null }[];
     const turn = messages.filter((m) => m.role === "assistant").length;
-    const text = REPLIES[Math.min(turn, REPLIES.length - 1)]!;
+    const text = replies[Math.min(turn, replies.length - 1)]!;
     // "flood": an answer too long for a session to keep.
     const flood = messages.at(-1)?.content === "flood";
     const output = flood ? Array.from({ length: 150_000 }, () => 1065) : [...ids(text), END];
@@ -98,9 +98,13 @@ function scriptedVllm(seen: SeenRequest[]) {
   };
 }
 
-function app(seen: SeenRequest[], overrides: Partial<Bindings> = {}) {
+function app(
+  seen: SeenRequest[],
+  overrides: Partial<Bindings> = {},
+  replies: readonly string[] = REPLIES,
+) {
   const proxied = createApp({
-    inferenceProxy: createInferenceProxy({ fetch: scriptedVllm(seen) }),
+    inferenceProxy: createInferenceProxy({ fetch: scriptedVllm(seen, replies) }),
   });
   const bindings = { ...(env as unknown as Bindings), API_TOKEN: ADMIN, ...overrides };
   const ctx = { waitUntil: () => {}, passThroughOnException: () => {}, props: {} };
@@ -218,6 +222,42 @@ describe("run inference servers", () => {
 });
 
 describe("OpenAI-style proxy sessions", () => {
+  it("parses tool calls in the format of the servers' tokenizer family, or the session's tool_format", async () => {
+    const run = uniqueRun("proxyfmt");
+    const seen: SeenRequest[] = [];
+    const mistral = [
+      '[TOOL_CALLS][{"name": "calculator", "arguments": {"expression": "2+3"}}]',
+      "The result is 5.",
+    ];
+    const send = app(seen, {}, mistral);
+    const servers = [{ ...SERVERS[0]!, model_name: "mistralai/Mistral-Nemo-Instruct-2407" }];
+    expect((await send(`/v1/runs/${run}/inference`, "PUT", servers)).status).toBe(200);
+    const user = { role: "user", content: "Tool task: compute 2+3." };
+    const chat = (session: string, extra: Record<string, unknown> = {}) =>
+      send(`/v1/runs/${run}/proxy/${session}/v1/chat/completions`, "POST", {
+        messages: [user],
+        tools: TOOLS,
+        ...extra,
+      });
+    // Mistral Nemo's family: [TOOL_CALLS] parsed, with the 9-character ids its template needs.
+    const parsed = await json<Chat>(chat("mistral-1"));
+    expect(parsed.choices[0]!.finish_reason).toBe("tool_calls");
+    const call = parsed.choices[0]!.message.tool_calls![0]!;
+    expect(call.id).toMatch(/^[A-Za-z0-9]{9}$/);
+    expect(call.function).toEqual({ name: "calculator", arguments: '{"expression":"2+3"}' });
+    expect(seen.at(-1)!.body.tool_format).toBeUndefined();
+    // A session that names another format keeps it for its later calls.
+    const hermes = await json<Chat>(chat("hermes-1", { tool_format: "hermes" }));
+    expect(hermes.choices[0]!.message).toEqual({ role: "assistant", content: mistral[0] });
+    const later = await json<Chat>(chat("hermes-1"));
+    expect(later.choices[0]!.message.tool_calls).toBeUndefined();
+    // An unknown format is a 400 naming the known ones.
+    const bad = await chat("bad-1", { tool_format: "xml" });
+    expect(bad.status).toBe(400);
+    const detail = (await json<{ detail: string }>(bad)).detail;
+    expect(detail).toMatch(/unknown tool_format "xml": send one of hermes, llama3_json, mistral/);
+  });
+
   it("tracks a 3-turn tool conversation as one sequence and finishes it into a group", async () => {
     const run = uniqueRun("proxy");
     const seen: SeenRequest[] = [];

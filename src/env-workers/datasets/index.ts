@@ -3,7 +3,7 @@
  * from a local path (Node), an http(s) URL or an R2 object into JSON rows, and `DatasetIterator`
  * hands them out in checkpointable epochs. Web-standard APIs only, so the same env code runs in
  * the CLI and in a Worker (128 MB isolate: keep datasets to tens of MB, use `columns` and `limit`).
- * Guide: docs/WRITING_ENVS.md, "Datasets".
+ * Guide: docs/DATASETS.md.
  */
 import { hashParts, SeededRng } from "../../core/rng";
 import type { JsonObject } from "../base-env";

@@ -2,7 +2,12 @@ import type { ChatMessage } from "../../core/group-types";
 import { loadTokenizer } from "../tokenizers/lazy";
 import { tokenRequestFrom } from "./backends/sampling";
 import type { ChatWithTokens, TokenGenerationRequest, TokenSupport } from "./backends/types";
-import { parseHermesToolCalls, ToolCallTextLookup } from "./tool-calls";
+import {
+  parseToolCalls,
+  requestedToolFormat,
+  ToolCallTextLookup,
+  toolFormatFor,
+} from "./tool-calls";
 import type {
   ChatChoice,
   ChatCompletionParams,
@@ -92,20 +97,22 @@ export class TrackingManagedServer implements ManagedServer {
       if (answer) return answer;
     }
     const tokenizer = await this.requireTokenizer();
+    const format = toolFormatFor(tokenizer.name, requestedToolFormat(params.tool_format));
 
     const messages = this.toolText
-      .toTemplateMessages(params.messages)
+      .toTemplateMessages(params.messages, format)
       .map((message) => (this.deps.preserveThinkBlocks ? message : hideThinkTags(message)));
     const rendered = tokenizer.applyChatTemplate(messages, {
       addGenerationPrompt,
       tools,
       enableThinking: enableThinkingOf(params),
+      toolFormat: format.name,
     });
     const prompt = this.deps.preserveThinkBlocks ? rendered : restoreThinkTags(rendered);
 
     const tracked = await this.generateAndTrack(prompt, params);
     const choices: ChatChoice[] = tracked.map((choice) => {
-      const parsed = tools && toolChoice !== "none" ? parseHermesToolCalls(choice.rawText) : null;
+      const parsed = tools && toolChoice !== "none" ? parseToolCalls(choice.rawText, format) : null;
       if (parsed) {
         this.toolText.remember(parsed.toolCalls, choice.rawText);
         return {
@@ -271,7 +278,8 @@ export class TrackingManagedServer implements ManagedServer {
     params: ChatCompletionParams,
     addGenerationPrompt: boolean,
   ): Promise<ChatCompletionResult> {
-    const result = await this.deps.chatCompletion(params);
+    const { tool_format: _ownField, ...forwarded } = params;
+    const result = await this.deps.chatCompletion(forwarded);
     // e.g. "gpt-4o": no tokenizer to load, nodes carry text only anyway.
     const tokenizer = this.deps.tokenizer
       ? await loadTokenizer(this.deps.tokenizer).catch(() => null)

@@ -2,25 +2,45 @@
  * The inference proxy's forwarding: an OpenAI chat or text completion from an agent goes to the
  * run's servers, which template the chat themselves and return the prompt ids they used with the
  * sampled ids and logprobs (no tokenizer is loaded); the ids are recorded in the session's
- * tracking. Hermes tool calls are parsed here from the raw text and their raw text is replayed
- * verbatim on later turns, so each turn's prompt extends the previous sequence id for id.
+ * tracking. Tool calls are parsed here from the raw text in the format of the servers' tokenizer
+ * family (or the session's `tool_format`) and their raw text is replayed verbatim on later turns,
+ * so each turn's prompt extends the previous sequence id for id.
  */
 import type { ChatMessage } from "../../core/group-types";
 import {
   type InferenceProxy,
   ProxyInputError,
+  type ProxyTracking,
   recordToolResults,
   type SampledIds,
   trackChoices,
 } from "../../core/proxy-session";
-import type { APIServerConfig } from "../../core/server-config";
+import { type APIServerConfig, tokenizerNameOf } from "../../core/server-config";
+import {
+  TOOL_FORMAT_NAMES,
+  type ToolCallFormat,
+  type ToolFormatName,
+} from "../../core/tool-calls/format";
 import type { FetchLike } from "./backends/http";
 import { ServerManager } from "./server-manager";
-import { parseHermesToolCalls, ToolCallTextLookup } from "./tool-calls";
+import {
+  parseToolCalls,
+  requestedToolFormat,
+  ToolCallTextLookup,
+  toolFormatFor,
+} from "./tool-calls";
 import type { ChatCompletionParams, CompletionParams, ToolDefinition } from "./types";
 
 /** Request fields the proxy sets itself or cannot honour. */
-const DROPPED_FIELDS = ["model", "stream", "stream_options", "logprobs", "top_logprobs", "echo"];
+const DROPPED_FIELDS = [
+  "model",
+  "stream",
+  "stream_options",
+  "logprobs",
+  "top_logprobs",
+  "echo",
+  "tool_format",
+];
 
 export interface InferenceProxyOptions {
   fetch?: FetchLike;
@@ -66,6 +86,28 @@ function requestParams(body: Record<string, unknown>): Record<string, unknown> {
   return params;
 }
 
+/**
+ * The tool-call format of a session: a request's `tool_format` (kept for the session's later
+ * calls), else the one the session kept, else the format of the servers' tokenizer family.
+ */
+function sessionToolFormat(
+  tracking: ProxyTracking,
+  body: Record<string, unknown>,
+  servers: readonly APIServerConfig[],
+): ToolCallFormat {
+  let requested: ToolFormatName | undefined;
+  try {
+    requested = requestedToolFormat(body.tool_format);
+  } catch (error) {
+    throw new ProxyInputError(
+      `${error instanceof Error ? error.message : String(error)}: send one of ${TOOL_FORMAT_NAMES.join(", ")}, or "auto" for the servers' tokenizer family`,
+    );
+  }
+  if (requested) tracking.tool_format = requested;
+  const first = servers[0];
+  return toolFormatFor(first ? tokenizerNameOf(first) : null, tracking.tool_format);
+}
+
 function created(now: number): number {
   return Math.floor(now / 1000);
 }
@@ -88,10 +130,11 @@ export function createInferenceProxy(options: InferenceProxyOptions = {}): Infer
           ? (body.tools as ToolDefinition[])
           : undefined;
       const toolChoice = body.tool_choice ?? (tools ? "auto" : "none");
+      const format = sessionToolFormat(tracking, body, servers);
       const lookup = ToolCallTextLookup.fromRecord(tracking.tool_texts);
       const params: ChatCompletionParams = {
         ...requestParams(body),
-        messages: lookup.toTemplateMessages(chat),
+        messages: lookup.toTemplateMessages(chat, format),
         // The server renders the tools but does not parse calls: the raw text comes back, is
         // parsed here and replayed verbatim, so later prompts extend this one id for id.
         ...(tools ? { tools, tool_choice: "none" } : {}),
@@ -101,7 +144,7 @@ export function createInferenceProxy(options: InferenceProxyOptions = {}): Infer
       const sampled: SampledIds[] = [];
       const choices = answer.chat.choices.map((choice, index) => {
         const raw = choice.message.content ?? "";
-        const parsed = tools && toolChoice !== "none" ? parseHermesToolCalls(raw) : null;
+        const parsed = tools && toolChoice !== "none" ? parseToolCalls(raw, format) : null;
         const message = parsed
           ? { role: "assistant" as const, content: parsed.content, tool_calls: parsed.toolCalls }
           : { role: "assistant" as const, content: raw };

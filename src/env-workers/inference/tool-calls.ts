@@ -1,7 +1,17 @@
+/**
+ * Tool calls between raw model text and OpenAI `tool_calls`, in the format of the model's family
+ * (src/core/tool-calls): the format a tokenizer implies, parsing a completion into calls, and
+ * replaying earlier calls into the next prompt so it extends the sampled sequence.
+ */
 import type { ChatMessage, ToolCall } from "../../core/group-types";
-
-/** Hermes tool-call format: `<tool_call>{"name": ..., "arguments": {...}}</tool_call>`. */
-const TOOL_CALL_PATTERN = /<tool_call>\s*([\s\S]*?)\s*<\/tool_call>/g;
+import {
+  isToolFormatName,
+  type ToolCallFormat,
+  type ToolFormatName,
+  toolFormat,
+  toolFormatForFamily,
+} from "../../core/tool-calls/index";
+import { resolveTokenizerFamily } from "../tokenizers/registry";
 
 export interface ParsedToolOutput {
   /** Text before the first call (null when empty). */
@@ -9,53 +19,38 @@ export interface ParsedToolOutput {
   toolCalls: ToolCall[];
 }
 
-export function newToolCallId(): string {
-  return `call_${crypto.randomUUID().replace(/-/g, "").slice(0, 24)}`;
+/**
+ * The format for a tokenizer (a bundled family name, or a model name that resolves to one),
+ * unless `override` names one ("auto" and undefined mean: from the tokenizer).
+ */
+export function toolFormatFor(
+  tokenizerName: string | null | undefined,
+  override?: ToolFormatName | "auto" | null,
+): ToolCallFormat {
+  if (override && override !== "auto") return toolFormat(override);
+  return toolFormatForFamily(tokenizerName ? resolveTokenizerFamily(tokenizerName) : null);
+}
+
+/** A request's `tool_format` field, checked (undefined when absent or "auto"). */
+export function requestedToolFormat(value: unknown): ToolFormatName | undefined {
+  if (value === undefined || value === null || value === "auto") return undefined;
+  if (isToolFormatName(value)) return value;
+  throw new Error(`unknown tool_format ${JSON.stringify(value)}`);
 }
 
 /**
- * Parses Hermes tool calls out of raw model text. Returns null when the text holds no valid call
- * (then it is plain content). Calls whose JSON is malformed are skipped, like vLLM's hermes parser.
+ * The calls of a completion as OpenAI `tool_calls`, or null when it holds none or any call is
+ * malformed: then the reply stays text and whoever runs the tools parses it again to tell the
+ * model what was wrong (vLLM would drop the malformed call silently).
  */
-export function parseHermesToolCalls(
+export function parseToolCalls(
   text: string,
-  newId: () => string = newToolCallId,
+  format: ToolCallFormat,
+  newId?: () => string,
 ): ParsedToolOutput | null {
-  const toolCalls: ToolCall[] = [];
-  for (const match of text.matchAll(TOOL_CALL_PATTERN)) {
-    const call = parseCall(match[1] ?? "");
-    if (call) toolCalls.push({ id: newId(), type: "function", function: call });
-  }
-  if (toolCalls.length === 0) return null;
-  const before = text.slice(0, text.indexOf("<tool_call>")).trim();
-  return { content: before.length > 0 ? before : null, toolCalls };
-}
-
-function parseCall(json: string): ToolCall["function"] | null {
-  try {
-    const value = JSON.parse(json) as unknown;
-    if (!value || typeof value !== "object") return null;
-    const { name, arguments: args } = value as { name?: unknown; arguments?: unknown };
-    if (typeof name !== "string") return null;
-    return { name, arguments: typeof args === "string" ? args : JSON.stringify(args ?? {}) };
-  } catch {
-    return null;
-  }
-}
-
-/** Best-effort raw text for calls whose original text is unknown. */
-export function renderHermesToolCalls(calls: ToolCall[]): string {
-  return calls
-    .map((call) => {
-      let args: unknown = call.function.arguments;
-      try {
-        args = JSON.parse(call.function.arguments);
-      } catch {
-        // keep the string as is
-      }
-      return `<tool_call>\n${JSON.stringify({ name: call.function.name, arguments: args })}\n</tool_call>`;
-    })
-    .join("\n");
+  const parsed = format.parse(text, newId);
+  if (parsed.calls.length === 0 || parsed.errors.length > 0) return null;
+  return { content: parsed.content, toolCalls: parsed.calls };
 }
 
 /**
@@ -78,8 +73,13 @@ export class ToolCallTextLookup {
     }
   }
 
-  /** Assistant messages with tool_calls → assistant messages whose content is the raw text. */
-  toTemplateMessages(messages: ChatMessage[]): ChatMessage[] {
+  /**
+   * Assistant messages with tool_calls → assistant messages whose content is the raw text (the
+   * remembered one, else the calls as `format` writes them). Formats replayed structured keep
+   * their calls for the template to render.
+   */
+  toTemplateMessages(messages: ChatMessage[], format: ToolCallFormat): ChatMessage[] {
+    if (format.replay === "structured") return messages;
     return messages.map((message) => {
       const calls = message.tool_calls;
       if (message.role !== "assistant" || !calls || calls.length === 0) return message;
@@ -88,7 +88,7 @@ export class ToolCallTextLookup {
       if (known !== undefined) return { ...rest, content: known };
       const prefix =
         typeof message.content === "string" && message.content ? `${message.content}\n` : "";
-      return { ...rest, content: `${prefix}${renderHermesToolCalls(calls)}` };
+      return { ...rest, content: `${prefix}${format.render(calls)}` };
     });
   }
 

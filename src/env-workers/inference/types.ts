@@ -2,7 +2,11 @@
  * Contracts of the inference layer. Environments depend only on these interfaces;
  * implementations live beside this file (server-manager.ts, managed-server.ts, backends/).
  */
-import type { ChatMessage, ToolCall } from "../../core/group-types";
+import type { ChatMessage, ToolCall, ToolDefinition } from "../../core/group-types";
+
+import type { ToolFormatName } from "../../core/tool-calls/format";
+
+export type { ToolDefinition } from "../../core/group-types";
 
 export type { ServerType } from "../../core/server-config";
 
@@ -15,6 +19,8 @@ export interface ChatCompletionParams {
   stop?: string[];
   tools?: ToolDefinition[];
   tool_choice?: "auto" | "none" | "required";
+  /** The tool-call format to render and parse (default "auto": the tokenizer family's). */
+  tool_format?: ToolFormatName | "auto";
   /** "train" (default) or "eval": selects the concurrency pool. */
   split?: "train" | "eval";
   seed?: number;
@@ -31,11 +37,6 @@ export interface CompletionParams {
   split?: "train" | "eval";
   seed?: number;
   [extra: string]: unknown;
-}
-
-export interface ToolDefinition {
-  type: "function";
-  function: { name: string; description?: string; parameters?: Record<string, unknown> };
 }
 
 export interface ChatChoice {
@@ -88,6 +89,17 @@ export interface SequenceNode {
   };
 }
 
+export interface ApplyChatTemplateOptions {
+  addGenerationPrompt?: boolean;
+  tools?: ToolDefinition[];
+  enableThinking?: boolean;
+  /**
+   * How tool calls are written and replayed (default: the tokenizer family's format, see
+   * src/core/tool-calls); used where the template ignores `tools` or tool calls.
+   */
+  toolFormat?: ToolFormatName;
+}
+
 export interface Tokenizer {
   readonly name: string;
   readonly eosTokenId: number;
@@ -98,10 +110,7 @@ export interface Tokenizer {
   readonly specialTokenIds?: ReadonlySet<number>;
   encode(text: string, options?: { addSpecialTokens?: boolean }): number[];
   decode(ids: number[], options?: { skipSpecialTokens?: boolean }): string;
-  applyChatTemplate(
-    messages: ChatMessage[],
-    options?: { addGenerationPrompt?: boolean; tools?: ToolDefinition[]; enableThinking?: boolean },
-  ): string;
+  applyChatTemplate(messages: ChatMessage[], options?: ApplyChatTemplateOptions): string;
 }
 
 export interface ManagedServer {

@@ -1,6 +1,9 @@
 import { Template } from "@huggingface/jinja";
 import type { ChatMessage } from "../../core/group-types";
+import type { ToolCallFormat } from "../../core/tool-calls/format";
+import { hermesFormat } from "../../core/tool-calls/hermes";
 import type { ToolDefinition } from "../inference/types";
+import { adaptMessages, type TemplateShape, templateShape } from "./template-messages";
 
 export interface ChatTemplateOptions {
   addGenerationPrompt?: boolean;
@@ -8,6 +11,8 @@ export interface ChatTemplateOptions {
   enableThinking?: boolean;
   /** Extra template variables (HF's chat_template_kwargs), e.g. `date_string`. */
   variables?: Record<string, unknown>;
+  /** How tool calls are written where the template does not say (default Hermes). */
+  toolFormat?: ToolCallFormat;
 }
 
 export interface ChatTemplateContext {
@@ -17,12 +22,14 @@ export interface ChatTemplateContext {
 
 /**
  * A compiled Jinja chat template (the `chat_template` of tokenizer_config.json).
- * Compiled once per tokenizer; rendering is pure.
+ * Compiled once per tokenizer; rendering is pure. What the template cannot express is adapted
+ * before rendering (see `adaptMessages`), from what its source shows it does.
  */
 export class ChatTemplate {
   private readonly template: Template;
-  /** Whether the template itself renders `tools`; if not, a Hermes system prompt is injected. */
+  /** Whether the template itself renders `tools`; if not, the format's tool prompt is injected. */
   readonly handlesTools: boolean;
+  private readonly shape: TemplateShape;
   /** Whether the template tells a null content apart (DeepSeek V3 renders tool calls only then). */
   private readonly testsNullContent: boolean;
 
@@ -32,16 +39,23 @@ export class ChatTemplate {
   ) {
     this.template = new Template(source);
     this.handlesTools = /\btools\b/.test(source);
+    this.shape = templateShape(source);
     this.testsNullContent =
       /message(?:\.content|\[['"]content['"]\])\s+is\s+(?:not\s+)?none\b/.test(source);
   }
 
   render(messages: ChatMessage[], options: ChatTemplateOptions = {}): string {
     const tools = options.tools && options.tools.length > 0 ? options.tools : undefined;
-    const rendered = tools && !this.handlesTools ? withHermesToolPrompt(messages, tools) : messages;
+    const format = options.toolFormat ?? hermesFormat;
+    const prompted =
+      tools && !this.handlesTools ? withToolPrompt(messages, format.prompt(tools)) : messages;
+    // Plain chats render exactly as the reference does; tool conversations get adapted.
+    const toolChat =
+      tools !== undefined || messages.some((m) => m.role === "tool" || m.tool_calls?.length);
+    const adapted = toolChat ? adaptMessages(prompted, this.shape, format) : prompted;
     const variables: Record<string, unknown> = {
       ...options.variables,
-      messages: this.testsNullContent ? rendered : rendered.map(normaliseMessage),
+      messages: this.testsNullContent ? adapted : adapted.map(normaliseMessage),
       add_generation_prompt: options.addGenerationPrompt ?? false,
       bos_token: this.context.bosToken ?? "",
       eos_token: this.context.eosToken ?? "",
@@ -62,26 +76,12 @@ function normaliseMessage(message: ChatMessage): ChatMessage {
     : message;
 }
 
-/**
- * Hermes-format tool prompt for templates that ignore `tools` (e.g. Llama 3 Instruct): the tool
- * signatures go in a system message inside <tools></tools>, calls come back as <tool_call> JSON.
- */
-export function withHermesToolPrompt(
-  messages: ChatMessage[],
-  tools: ToolDefinition[],
-): ChatMessage[] {
-  const signatures = tools.map((tool) => JSON.stringify(tool)).join("\n");
-  const instructions =
-    "You may call one or more functions to assist with the user query.\n\n" +
-    "You are provided with function signatures within <tools></tools> XML tags:\n<tools>\n" +
-    `${signatures}\n</tools>\n\n` +
-    "For each function call, return a json object with function name and arguments within " +
-    '<tool_call></tool_call> XML tags:\n<tool_call>\n{"name": <function-name>, "arguments": ' +
-    "<args-json-object>}\n</tool_call>";
+/** The tool prompt appended to the system message (or as one, when there is none). */
+export function withToolPrompt(messages: ChatMessage[], prompt: string): ChatMessage[] {
   const [first, ...rest] = messages;
   if (first?.role === "system") {
     const existing = typeof first.content === "string" ? first.content : "";
-    return [{ ...first, content: `${existing}\n\n${instructions}` }, ...rest];
+    return [{ ...first, content: existing ? `${existing}\n\n${prompt}` : prompt }, ...rest];
   }
-  return [{ role: "system", content: instructions }, ...messages];
+  return [{ role: "system", content: prompt }, ...messages];
 }

@@ -1,6 +1,7 @@
 import { Tokenizer as HfCore } from "@huggingface/tokenizers";
 import type { ChatMessage } from "../../core/group-types";
-import type { Tokenizer, ToolDefinition } from "../inference/types";
+import { toolFormatFor } from "../inference/tool-calls";
+import type { ApplyChatTemplateOptions, Tokenizer } from "../inference/types";
 import { ByteLevelDecodeTable, type ByteLevelSource } from "./byte-level-decode";
 import { ChatTemplate } from "./chat-template";
 
@@ -144,10 +145,7 @@ export class HfTokenizer implements Tokenizer {
 
   applyChatTemplate(
     messages: ChatMessage[],
-    options: {
-      addGenerationPrompt?: boolean;
-      tools?: ToolDefinition[];
-      enableThinking?: boolean;
+    options: ApplyChatTemplateOptions & {
       /** Extra template variables (HF's chat_template_kwargs), e.g. `date_string`. */
       variables?: Record<string, unknown>;
     } = {},
@@ -155,7 +153,10 @@ export class HfTokenizer implements Tokenizer {
     if (!this.template) {
       throw new Error(`tokenizer ${this.name}: tokenizer_config.json has no chat_template`);
     }
-    return this.template.render(messages, options);
+    return this.template.render(messages, {
+      ...options,
+      toolFormat: toolFormatFor(this.name, options.toolFormat),
+    });
   }
 
   tokenId(token: string): number | undefined {

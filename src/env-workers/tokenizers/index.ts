@@ -9,7 +9,7 @@ import {
   type TokenizerFamily,
 } from "./registry";
 
-export { ChatTemplate, withHermesToolPrompt } from "./chat-template";
+export { ChatTemplate, withToolPrompt } from "./chat-template";
 export type { TokenizerConfig, TokenizerFiles, TokenizerJson } from "./hf-tokenizer";
 export { HfTokenizer } from "./hf-tokenizer";
 export type { TokenizerFamily } from "./registry";

@@ -9,7 +9,7 @@
  * which the rollout worker answers by loading it and running the item again (see worker-env.ts).
  */
 import type { ChatMessage } from "../../core/group-types";
-import type { Tokenizer, ToolDefinition } from "../inference/types";
+import type { ApplyChatTemplateOptions, Tokenizer } from "../inference/types";
 
 export class TokenizerNotLoadedError extends Error {
   override name = "TokenizerNotLoadedError";
@@ -77,10 +77,7 @@ export class LazyTokenizer implements Tokenizer {
     return this.ready.decode(ids, options);
   }
 
-  applyChatTemplate(
-    messages: ChatMessage[],
-    options?: { addGenerationPrompt?: boolean; tools?: ToolDefinition[]; enableThinking?: boolean },
-  ): string {
+  applyChatTemplate(messages: ChatMessage[], options?: ApplyChatTemplateOptions): string {
     return this.ready.applyChatTemplate(messages, options);
   }
 }

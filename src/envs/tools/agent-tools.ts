@@ -4,9 +4,17 @@
  * files (`file_ops`) and `web_search` (offline BM25 by default). One toolbox per episode: the
  * store and the scratch filesystem are the episode's own.
  */
-import { ScratchFs, z } from "../../sdk/env";
-import { fileOpsTool, jsExecTool, pythonExecTool } from "./sandbox-tools";
-import { allowedTools, standardTools, type Tool, Toolbox } from "./toolbox";
+import {
+  allowedTools,
+  fileOpsTool,
+  jsExecTool,
+  pythonExecTool,
+  ScratchFs,
+  type Tool,
+  Toolbox,
+  z,
+} from "../../sdk/env";
+import { standardTools } from "./standard-tools";
 import { type SearchBackend, WebSearchConfigSchema, webSearchTool } from "./web-search";
 
 /** Config fields of the tools (spread into agent_tasks' config schema). */

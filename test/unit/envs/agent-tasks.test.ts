@@ -221,7 +221,11 @@ describe("agent_tasks on the simulator", () => {
   }, 30_000);
 
   it("scores reference answers, and hidden tests by running them in the sandbox, without judges", async () => {
-    const { out } = await run({ tasks: [...byKind("reference"), ...byKind("hidden_tests")] }, 3);
+    // Six answers per group: both fizzbuzz candidates get sampled on the seeded simulator.
+    const { out } = await run(
+      { tasks: [...byKind("reference"), ...byKind("hidden_tests")], group_size: 6 },
+      3,
+    );
     expect(out.map((g) => g.group_overrides!.task_id).sort()).toEqual([
       "fizzbuzz",
       "store-area",

@@ -1,6 +1,7 @@
 import { readFileSync } from "node:fs";
 import { describe, expect, it } from "vitest";
 import type { ChatMessage } from "../../../src/core/group-types";
+import { toolFormatFor } from "../../../src/env-workers/inference/tool-calls";
 import type { ToolDefinition } from "../../../src/env-workers/inference/types";
 import { getTokenizer, TOKENIZER_FAMILIES } from "../../../src/env-workers/tokenizers/index";
 
@@ -27,8 +28,8 @@ interface Fixture {
     text?: string;
     ids?: number[];
     /**
-     * Known difference: for a template that ignores `tools` we add a Hermes tool prompt as a
-     * system message; this is the reference's rendering of those augmented messages.
+     * The reference's rendering with a Hermes tool prompt added (from before tool prompts followed
+     * the family's format; unused: tool cases of such templates are checked structurally).
      */
     ours?: { text: string; ids: number[] };
   }[];
@@ -131,19 +132,40 @@ describe.each(TOKENIZER_FAMILIES)("%s matches the reference implementation", (fa
           variables,
         });
       const label = `${chat.kind}: ${JSON.stringify(chat.messages).slice(0, 120)}`;
+      if (chat.kind === "tools_unsupported" || chat.kind === "tool_calls_unsupported") {
+        // Known difference (docs/INFERENCE.md): where the template ignores tools, the family's
+        // tool format is used — its prompt in the system message, calls written as that format
+        // writes them, results as user turns — instead of dropping or refusing them.
+        const format = toolFormatFor(family);
+        const text = render(chat.tools);
+        if (chat.tools) expect(text, label).toContain(format.prompt(chat.tools));
+        for (const m of chat.messages)
+          if (m.tool_calls) expect(text, label).toContain(format.render(m.tool_calls));
+        if (chat.kind === "tools_unsupported") expect(render(undefined), label).toBe(chat.text);
+        continue;
+      }
       if (chat.error !== undefined) {
         expect(() => render(chat.tools), label).toThrow();
         continue;
       }
-      const expected = chat.ours ?? { text: chat.text, ids: chat.ids };
+      const expected = { text: chat.text!, ids: chat.ids };
+      const system = chat.messages[0]?.role === "system" ? String(chat.messages[0].content) : null;
+      const user = chat.messages.find((m) => m.role === "user");
+      if (family === "mistral_nemo" && system && user && chat.kind.startsWith("tool")) {
+        // Known difference (docs/INFERENCE.md): in tool conversations the system message goes in
+        // the first user turn (the template puts it in the last one, so every later turn's
+        // prompt would stop extending the earlier ones).
+        const plain = expected.text.replace(`${system}\n\n`, "");
+        expected.text = plain.replace(
+          `[INST]${user.content}`,
+          `[INST]${system}\n\n${user.content}`,
+        );
+        expect(render(chat.tools), label).toBe(expected.text);
+        continue;
+      }
       const text = render(chat.tools);
       expect(text, label).toBe(expected.text);
       expect(tokenizer.encode(text, { addSpecialTokens: false }), label).toEqual(expected.ids);
-      if (chat.ours !== undefined) {
-        // The known difference is only the added tool prompt: without tools we match the reference.
-        expect(chat.kind).toBe("tools_unsupported");
-        expect(render(undefined), label).toBe(chat.text);
-      }
     }
   });
 });

@@ -105,10 +105,18 @@ describe("llama3 tokenizer", () => {
       `${header}<|start_header_id|>assistant<|end_header_id|>\n\n`,
     );
     const withTools = tok.applyChatTemplate(messages, { addGenerationPrompt: true, tools: [TOOL] });
+    // Llama 3.0's template ignores tools: the pythonic format's prompt goes in a system message.
     expect(withTools).toContain(
-      "<|start_header_id|>system<|end_header_id|>\n\nYou may call one or more functions",
+      "<|start_header_id|>system<|end_header_id|>\n\nYou may call functions to help with the task.",
     );
-    expect(withTools).toContain('<tools>\n{"type":"function","function":{"name":"calc"');
+    expect(withTools).toContain('{"type": "function", "function": {"name": "calc"');
+    expect(withTools).toContain('[get_weather(city="Paris"), add(a=1, b=2)]');
+    const hermes = tok.applyChatTemplate(messages, {
+      addGenerationPrompt: true,
+      tools: [TOOL],
+      toolFormat: "hermes",
+    });
+    expect(hermes).toContain('<tools>\n{"type": "function", "function": {"name": "calc"');
   });
 });
 

@@ -144,6 +144,7 @@ export const NON_SAMPLING_KEYS: ReadonlySet<string> = new Set([
   "messages",
   "tools",
   "tool_choice",
+  "tool_format",
   "enable_thinking",
   "chat_template_kwargs",
 ]);

@@ -3,7 +3,7 @@
  * vllm_api_server.py has no OpenAI routes; TRL's are its own): the chat template is rendered and
  * tokenized locally, the token route generates, the ids are decoded locally.
  */
-import { parseHermesToolCalls } from "../tool-calls";
+import { parseToolCalls, requestedToolFormat, toolFormatFor } from "../tool-calls";
 import type {
   ChatChoice,
   ChatCompletionParams,
@@ -46,17 +46,19 @@ export async function chatViaTokens(
       : typeof kwargs.enable_thinking === "boolean"
         ? kwargs.enable_thinking
         : undefined;
+  const format = toolFormatFor(tokenizer.name, requestedToolFormat(params.tool_format));
   const prompt = tokenizer.applyChatTemplate(params.messages, {
     addGenerationPrompt: params.messages.at(-1)?.role !== "assistant",
     tools,
     enableThinking,
+    toolFormat: format.name,
   });
   const ids = tokenizer.encode(prompt, { addSpecialTokens: true });
   const result = await generate(tokenRequestFrom(ids, params), options);
   const choices = result.outputTokens.map((output, index): ChatChoice => {
     const { text, raw } = visible(tokenizer, output);
     const finishReason = result.finishReasons[index] ?? "stop";
-    const calls = tools && params.tool_choice !== "none" ? parseHermesToolCalls(raw) : null;
+    const calls = tools && params.tool_choice !== "none" ? parseToolCalls(raw, format) : null;
     if (calls) {
       return {
         index,
