@@ -31,6 +31,7 @@ import { registerInferenceServersCommand } from "./inference-servers-command";
 import { registerMixCommand } from "./mix-command";
 import { registerReplayCommand } from "./replay-command";
 import { registerTokenizeCommands } from "./tokenize-command";
+import { chooseTokenizer } from "./tokenizer-choice";
 import { registerTokensCommand } from "./tokens-command";
 import { isTrainLayout, TRAIN_LAYOUT_KEYS } from "./train-config";
 
@@ -83,8 +84,14 @@ const INFERENCE: OptionSpec[] = [
   opt(
     "--tokenizer <name>",
     "tokenizer",
-    "bundled tokenizer or model name (atropos-edge tokenizers), a directory, a URL or an HF id",
-    "qwen3",
+    "bundled tokenizer or model name (atropos-edge tokenizers), a directory, a URL or an HF id (default: --model's family; qwen3 for the simulator)",
+    undefined,
+  ),
+  opt(
+    "--force-tokenizer",
+    "forceTokenizer",
+    "use --tokenizer even when --model is known to use another family",
+    false,
   ),
   opt("--sim-latency-ms <ms>", "simLatencyMs", "simulator latency per request", 0),
   opt("--sim-seed <n>", "simSeed", "simulator seed (outputs are deterministic per seed)", 0),
@@ -206,7 +213,11 @@ function inferenceFlags(o: Resolved<OptionDefaults>, env: EnvContext) {
     serverType: String(o.serverType),
     model: String(o.model),
     apiKey: str(o.apiKey),
-    tokenizer: String(o.tokenizer),
+    tokenizer: chooseTokenizer({
+      model: String(o.model),
+      tokenizer: str(o.tokenizer),
+      force: Boolean(o.forceTokenizer),
+    }),
     simLatencyMs: Number(o.simLatencyMs),
     simSeed: Number(o.simSeed),
   };

@@ -7,7 +7,7 @@
  * until --steps or Ctrl-C.
  */
 import { spawn } from "node:child_process";
-import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { mkdtempSync, writeFileSync } from "node:fs";
 import { join, resolve } from "node:path";
 import { type RunStats, TrainerClient } from "../client/trainer-client";
 import type { EnvDefinition } from "../env-workers/define-env";
@@ -30,6 +30,7 @@ import {
   type TrainerProgress,
 } from "./progress";
 import { registerItemsAhead } from "./simulated-env";
+import { openStateDir } from "./start-state";
 
 export interface StartOptions extends InferenceFlags {
   /** The command the summary names (default: start). */
@@ -297,13 +298,8 @@ export async function runStart(
     }
   }
 
-  const fresh = !options.persistTo;
-  const stateDir = options.persistTo
-    ? resolve(options.persistTo)
-    : (() => {
-        mkdirSync(join(projectRoot(), ".wrangler"), { recursive: true });
-        return mkdtempSync(join(projectRoot(), ".wrangler", "start-"));
-      })();
+  const state = openStateDir(options.persistTo, projectRoot());
+  const stateDir = state.dir;
 
   let stopRequested = false;
   const onSignal = () => {
@@ -610,7 +606,7 @@ export async function runStart(
     }
     await inference?.close().catch(() => {});
     await dev?.stop().catch(() => {});
-    if (fresh) rmSync(stateDir, { recursive: true, force: true });
+    state.release();
     process.off("SIGINT", onSignal);
     process.off("SIGTERM", onSignal);
   }
