@@ -186,8 +186,8 @@ async function workerBundled(
       `tokenizer ${family}: ${why}. A Worker reads bundled tokenizers from ${prefix}/ in the ` +
         "PAYLOADS R2 bucket: `npm run dev` and `atropos-edge start` upload them to local R2 at " +
         "start; for your Cloudflare account run `npm run deploy -- --tokenizers-only` (every " +
-        "`npm run deploy` does it too; in a project made by atropos-edge init: " +
-        "`node node_modules/atropos-edge/scripts/tokenizers-r2.mjs --remote`). Or name an " +
+        "`npm run deploy` does it too, in this repository and in projects made by " +
+        "atropos-edge init). Or name an " +
         "r2://<prefix> or URL holding tokenizer.json + tokenizer_config.json.",
     );
   const bucket = options.bucket;
