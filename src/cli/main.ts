@@ -303,10 +303,23 @@ export function buildProgram(dotted: DottedFlags = { env: {}, openai: {} }): Com
         "write the per-step learning curve as JSON",
         undefined,
       ),
+      opt(
+        "--max-failure-rate <share>",
+        "maxFailureRate",
+        "fail the run when more than this share of an env's items fail with an error",
+        0.1,
+      ),
+      opt(
+        "--allow-failures",
+        "allowFailures",
+        "succeed however many items fail (the summary still counts them)",
+        false,
+      ),
       ...INFERENCE,
     ],
     async (o, _args, env) => {
       const { runStart } = await import("./start");
+      const { parseFailureRate } = await import("./failure-account");
       const entries = startEnvEntries(str(o.env), str(o.envs));
       const loaded = await env.loadEnvs(entries);
       return runStart({
@@ -325,6 +338,8 @@ export function buildProgram(dotted: DottedFlags = { env: {}, openai: {} }): Com
         workers: Boolean(o.workers),
         learningRate: Number(o.learningRate),
         summaryJson: str(o.summaryJson),
+        maxFailureRate: parseFailureRate(o.maxFailureRate),
+        allowFailures: Boolean(o.allowFailures),
       });
     },
   );

@@ -19,13 +19,15 @@ import { MAX_REGISTRATIONS } from "../sim/policy";
 import type { FeederSummary } from "../worker/env-feeder";
 import { demoTrainStep, ToyPolicyTrainer } from "./demo-trainer";
 import { type DevProcess, PROJECT_ROOT, projectRoot, startDevProcess } from "./dev-process";
+import { DEFAULT_MAX_FAILURE_RATE, FailureAccount } from "./failure-account";
 import { createEnv, type InferenceFlags, type InferenceHandle, openInference } from "./inference";
-import { LearningRecorder, writeLearningSummary } from "./learning-summary";
+import { LearningRecorder, riseLines, writeLearningSummary } from "./learning-summary";
 import {
   type EnvActivity,
   envCounts,
   ProgressPrinter,
   progressLines,
+  RecentMean,
   summaryLines,
   type TrainerProgress,
 } from "./progress";
@@ -70,6 +72,10 @@ export interface StartOptions extends InferenceFlags {
    */
   trainerCommand?: string;
   trainerEnv?: Record<string, string>;
+  /** Fail the run when more than this share of an env's items fail (default 0.1). */
+  maxFailureRate?: number;
+  /** Succeed however many items fail (the summary still counts them). */
+  allowFailures?: boolean;
 }
 
 interface EnvRun {
@@ -330,6 +336,8 @@ export async function runStart(
     problems: 0,
   };
   let scoreSum = 0;
+  const recent = new RecentMean();
+  const failures = new FailureAccount();
   let exitCode = 0;
   let failure: string | null = null;
   // Set once the envs and the trainer loop run: before that a failure has no summary to show.
@@ -342,6 +350,7 @@ export async function runStart(
       envId: r.envId,
       droppedBeforeSend: r.dropped,
       failed: r.failed,
+      finishedItems: failures.counts(r.name).items,
       errors: r.errors,
     })),
     ...workerEnvs.map((e) => ({
@@ -459,7 +468,9 @@ export async function runStart(
             learning.dropped(name);
           }
           if (e.type === "submitted" || e.type === "dropped") run.permanentInARow = 0;
+          if (e.type === "item" && e.outcome === "ran") failures.ran(name);
           if (e.type === "worker_error" && e.errorClass !== undefined) {
+            failures.failed(name, e.message, e.error);
             run.failed++;
             if (e.errorClass === "permanent") run.permanentInARow++;
           }
@@ -583,6 +594,7 @@ export async function runStart(
       progress.problems += result.problems.length;
       scoreSum += result.meanScore * result.sequences;
       progress.meanScore = progress.sequences ? scoreSum / progress.sequences : null;
+      progress.recentMeanScore = recent.add(result.meanScore, result.sequences);
     }
   } catch (err) {
     failure = err instanceof Error ? err.message : String(err);
@@ -611,11 +623,28 @@ export async function runStart(
     process.off("SIGTERM", onSignal);
   }
 
+  for (const e of workerEnvs) {
+    const f = e.summary;
+    if (f) failures.setCounts(e.name, f.succeeded, f.failed, f.last_error);
+  }
+  if (!failure && loopStarted) {
+    failure = failures.verdict({
+      maxFailureRate: options.maxFailureRate ?? DEFAULT_MAX_FAILURE_RATE,
+      allowFailures: options.allowFailures === true,
+    });
+  }
+  const curve = learning.summary(
+    envNames,
+    progress.step,
+    { announced: policyVersion, simulator: inference?.simulator?.policy.version ?? null },
+    policyTrainer ? (options.learningRate ?? DEFAULT_LEARNING_RATE) : 0,
+  );
   const lines = summaryLines(progress, envCounts(activity(), stats), {
     command: options.command ?? "start",
     stopped: stopRequested,
     totalS: (Date.now() - launched) / 1000,
   });
+  lines.push(...riseLines(curve));
   if (failure && !loopStarted) lines.splice(1);
   if (failure) {
     lines.push(`FAILED: ${failure}`);
@@ -625,14 +654,6 @@ export async function runStart(
     lines.push("some batches had shape problems (see above)");
   }
   out.write(`${lines.join("\n")}\n`);
-  if (options.summaryJson && loopStarted) {
-    const summary = learning.summary(
-      envNames,
-      progress.step,
-      { announced: policyVersion, simulator: inference?.simulator?.policy.version ?? null },
-      policyTrainer ? (options.learningRate ?? DEFAULT_LEARNING_RATE) : 0,
-    );
-    writeLearningSummary(options.summaryJson, summary);
-  }
+  if (options.summaryJson && loopStarted) writeLearningSummary(options.summaryJson, curve);
   return exitCode;
 }

@@ -163,11 +163,68 @@ describe("atropos-edge start", () => {
       expect(output).toMatch(
         /FAILED: buggy: \d+ items in a row failed with an error in the env's code \(last: .*undefined/,
       );
-      expect(output).toMatch(/failed \d+ items/);
+      expect(output).toMatch(/failed \d+ of \d+ items \(100\.0%\)/);
     } finally {
       rmSync(dir, { recursive: true, force: true });
     }
   });
+
+  it("fails a run where over 10 % of items throw, naming the error's file:line; --allow-failures accepts it", async () => {
+    const dir = mkdtempSync(join(tmpdir(), "flaky-env-"));
+    const sdk = JSON.stringify(join(ROOT, "src", "sdk", "env.ts"));
+    const file = join(dir, "flaky.ts");
+    const lines = [
+      `import { BaseEnv, BaseEnvConfigSchema, defineEnv, mergeIntoGroup, sampleChat, scoredItemFromNode } from ${sdk};`,
+      'const question = (n: number) => "What is " + n + " + 1? Reply with the number only.";',
+      "class FlakyEnv extends BaseEnv<number> {",
+      '  static override envName = "flaky";',
+      "  private next = 0;",
+      "  override async getNextItem() { return this.next++; }",
+      "  override async collectTrajectories(n: number) {",
+      '    if (n % 2 === 1) throw new Error("flaky: odd items are not handled");',
+      '    const choices = await sampleChat(this.inference, this.tokenizer, [{ role: "user", content: question(n) }], { n: this.config.group_size, max_tokens: 8 });',
+      "    const rollouts = choices.map((c) => scoredItemFromNode(c.node, c.text.trim() === String(n + 1) ? 1 : 0, { tokenizer: this.tokenizer, messages: c.messages }));",
+      "    return [mergeIntoGroup(rollouts), []] as const satisfies [unknown, number[]];",
+      "  }",
+      "}",
+      'export default defineEnv(FlakyEnv, BaseEnvConfigSchema, "fails on odd items", {',
+      "  simulate: (n: number) => ({ match: question(n), candidates: [{ text: String(n + 1) }, { text: String(n) }] }),",
+      "});",
+      "",
+    ];
+    writeFileSync(file, lines.join("\n"));
+    // As in a project made by init: an ESM package, so the stack names the .ts file and line.
+    writeFileSync(join(dir, "package.json"), '{ "type": "module" }\n');
+    const throwLine = lines.findIndex((l) => l.includes("throw new Error")) + 1;
+    const args = ["start", "--env", file, "--steps", "2", "--batch-size", "16"];
+    try {
+      const failed = await runCli([...args, "--port", String(await freePort())], {
+        boundMs: 120_000,
+      });
+      expect(failed.code, failed.output).toBe(1);
+      // The error, where it was thrown, and how many items it took.
+      expect(failed.output).toMatch(
+        new RegExp(
+          `FAILED: flaky: \\d+ of \\d+ items failed \\([3-7]\\d\\.\\d%\\), flaky: odd items are not handled \\(at ${file.replaceAll("/", "\\/").replaceAll(".", "\\.")}:${throwLine}\\)`,
+        ),
+      );
+      expect(failed.output).toContain("--allow-failures");
+      expect(failed.output).toMatch(/failed items\s+\d+ of \d+ \([3-7]\d\.\d%\)/);
+      expect(failed.output).toMatch(/mean score\s+\S+ \(successful items only/);
+      // The progress lines show the share as it goes.
+      expect(failed.output).toMatch(/failed \d+ of \d+ items \(\d+\.\d%\)/);
+
+      const allowed = await runCli(
+        [...args, "--allow-failures", "--port", String(await freePort())],
+        { boundMs: 120_000 },
+      );
+      expect(allowed.code, allowed.output).toBe(0);
+      expect(allowed.output).toMatch(/failed items\s+[1-9]\d* of \d+/);
+      expect(allowed.output).not.toContain("FAILED");
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  }, 300_000);
 
   it("explains a bad option instead of starting anything", async () => {
     const { code, output } = await runCli(["start", "--steps", "many"], { boundMs: 30_000 });

@@ -31,8 +31,15 @@ export type ServeEvent =
   | { type: "submitted"; groups: number; status: number; ok: boolean }
   | { type: "dropped"; reason: string }
   | { type: "backing_off"; message: string }
-  /** errorClass: absent for evaluation failures. */
-  | { type: "worker_error"; message: string; errorClass?: "retryable" | "permanent" }
+  /** errorClass: absent for evaluation failures; error: what was thrown (its stack locates it). */
+  | {
+      type: "worker_error";
+      message: string;
+      errorClass?: "retryable" | "permanent";
+      error?: unknown;
+    }
+  /** One item finished: its groups went out or were dropped ("ran"), or it failed with an error. */
+  | { type: "item"; outcome: "ran" | "failed" }
   | { type: "status_error"; message: string }
   | { type: "eval"; step: number; result: EvalResult }
   /** Values of a finished step (env: observe()/metrics() and drops by reason) or an evaluation. */
@@ -280,10 +287,17 @@ export async function serveEnv<Item extends JsonValue, Config extends BaseEnvCon
       backlog.push(...result.backlog);
       if (result.kind === "submitted" || result.kind === "dropped") {
         for (const reason of result.drops) drop(reason);
+        emit({ type: "item", outcome: "ran" });
       } else {
         // No retry here: inference and the API client already retried transient failures.
         summary.workerErrors++;
-        emit({ type: "worker_error", message: result.message, errorClass: result.kind });
+        emit({
+          type: "worker_error",
+          message: result.message,
+          errorClass: result.kind,
+          error: result.error,
+        });
+        emit({ type: "item", outcome: "failed" });
         if (result.kind === "permanent") {
           const backingOff = failureBackoff.dropped(
             `every item failed with an error in the env's code (last: ${result.message})`,
