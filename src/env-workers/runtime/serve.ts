@@ -24,7 +24,14 @@ export interface CheckpointStore {
 }
 
 export type ServeEvent =
-  | { type: "registered"; envId: number; name: string; startingStep: number }
+  /** totalSteps: the trainer step at which the loop stops (total_steps, or the trainer's num_steps). */
+  | {
+      type: "registered";
+      envId: number;
+      name: string;
+      startingStep: number;
+      totalSteps: number;
+    }
   | { type: "waiting_for_trainer" }
   | { type: "step"; step: number }
   | { type: "paused" }
@@ -112,14 +119,15 @@ export async function serveEnv<Item extends JsonValue, Config extends BaseEnvCon
     { pollMs: options.registerPollMs, signal, onWait: () => emit({ type: "waiting_for_trainer" }) },
   );
   const envId = registration.env_id;
+  const totalSteps = config.total_steps === -1 ? registration.num_steps : config.total_steps;
+  if (totalSteps === -1) throw new Error("total_steps is -1 and the API reported num_steps -1");
   emit({
     type: "registered",
     envId,
     name: registration.wandb_name,
     startingStep: registration.starting_step,
+    totalSteps,
   });
-  const totalSteps = config.total_steps === -1 ? registration.num_steps : config.total_steps;
-  if (totalSteps === -1) throw new Error("total_steps is -1 and the API reported num_steps -1");
   let currStep = registration.starting_step;
   if (currStep > 0 && options.checkpointStore) {
     const state = await options.checkpointStore.load(currStep);
