@@ -44,6 +44,11 @@ describe("atropos-edge start", () => {
     expect(output).toMatch(/steps trained\s+3\/3/);
     expect(output).toMatch(/shape problems\s+0/);
     expect(output).toMatch(/env gsm8k_lite\s+\S+\s+submitted [1-9]\d* groups/);
+    // The rise per env, and the progress mean labelled recent vs cumulative.
+    expect(output).toMatch(/rise per env\s+mean score \/ accuracy, first steps → last steps:/);
+    expect(output).toMatch(/ {2}gsm8k_lite\s+\S+ \/ \S+ \(steps 1\) → \S+ \/ \S+ \(steps 3\)/);
+    expect(output).toMatch(/mean score \S+ last 10 steps, \S+ cumulative/);
+    expect(output).toMatch(/failed items\s+0 of [1-9]\d*/);
     // wrangler/workerd of this run were stopped with their process group.
     await new Promise((r) => setTimeout(r, 500));
     expect(processesMentioning(`--port ${port}`)).toEqual([]);
@@ -87,6 +92,8 @@ describe("atropos-edge start", () => {
     // Live progress showed the feeders' status.
     expect(output).toMatch(/ gsm8k_lite\s+(running|waiting_for_trainer)\s+submitted \d+ groups/);
     expect(output).toMatch(/env gsm8k_lite\s+\S+\s+submitted [1-9]\d* groups/);
+    // The Worker's feeders' counts feed the failed-items line too.
+    expect(output).toMatch(/failed items\s+0 of [1-9]\d*/);
     // Stopped on exit, before the API went down; the last progress block and the summary show
     // the same counts (one final snapshot).
     const lastBlock = output.split("\n").findLast((l) => l.startsWith("step ")) ?? "";
