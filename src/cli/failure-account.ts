@@ -88,14 +88,19 @@ export class FailureAccount {
     t.errors.set(key, e);
   }
 
-  /** An env whose items ran elsewhere (the Worker's EnvFeeder): its counts as reported there. */
-  setCounts(env: string, ran: number, failed: number, lastError: string | null): void {
+  /** An env whose items ran in the Worker: its EnvFeeder's counts (none before its first poll). */
+  setFeederCounts(
+    env: string,
+    feeder: { succeeded: number; failed: number; last_error: string | null } | null,
+  ): void {
+    if (!feeder) return;
     const t = this.tally(env);
-    t.ran = ran;
-    t.failed = failed;
+    t.ran = feeder.succeeded;
+    t.failed = feeder.failed;
     t.errors.clear();
-    if (failed > 0) {
-      t.errors.set("", { message: lastError ?? "unknown error", location: null, count: failed });
+    if (feeder.failed > 0) {
+      const message = feeder.last_error ?? "unknown error";
+      t.errors.set("", { message, location: null, count: feeder.failed });
     }
   }
 
@@ -140,6 +145,17 @@ export class FailureAccount {
     });
     return `${parts.join("; ")}. More than ${limit} of the items failed (--max-failure-rate ${policy.maxFailureRate}): the scores cover only the items that succeeded. Fix the error, or pass --allow-failures to accept them`;
   }
+}
+
+/** The policy of `start`'s options (--max-failure-rate, --allow-failures). */
+export function failurePolicy(options: {
+  maxFailureRate?: number;
+  allowFailures?: boolean;
+}): FailurePolicy {
+  return {
+    maxFailureRate: options.maxFailureRate ?? DEFAULT_MAX_FAILURE_RATE,
+    allowFailures: options.allowFailures === true,
+  };
 }
 
 export function formatShare(share: number): string {

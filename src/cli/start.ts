@@ -19,7 +19,7 @@ import { MAX_REGISTRATIONS } from "../sim/policy";
 import type { FeederSummary } from "../worker/env-feeder";
 import { demoTrainStep, ToyPolicyTrainer } from "./demo-trainer";
 import { type DevProcess, PROJECT_ROOT, projectRoot, startDevProcess } from "./dev-process";
-import { DEFAULT_MAX_FAILURE_RATE, FailureAccount } from "./failure-account";
+import { FailureAccount, failurePolicy } from "./failure-account";
 import { createEnv, type InferenceFlags, type InferenceHandle, openInference } from "./inference";
 import { LearningRecorder, riseLines, writeLearningSummary } from "./learning-summary";
 import {
@@ -623,16 +623,8 @@ export async function runStart(
     process.off("SIGTERM", onSignal);
   }
 
-  for (const e of workerEnvs) {
-    const f = e.summary;
-    if (f) failures.setCounts(e.name, f.succeeded, f.failed, f.last_error);
-  }
-  if (!failure && loopStarted) {
-    failure = failures.verdict({
-      maxFailureRate: options.maxFailureRate ?? DEFAULT_MAX_FAILURE_RATE,
-      allowFailures: options.allowFailures === true,
-    });
-  }
+  for (const e of workerEnvs) failures.setFeederCounts(e.name, e.summary);
+  if (!failure && loopStarted) failure = failures.verdict(failurePolicy(options));
   const curve = learning.summary(
     envNames,
     progress.step,

@@ -71,7 +71,9 @@ describe("FailureAccount", () => {
 
   it("takes a Worker env's counts as its feeder reports them", () => {
     const account = new FailureAccount();
-    account.setCounts("w", 5, 5, "Error: nope");
+    account.setFeederCounts("w", null); // no status yet: nothing counted
+    expect(account.counts("w")).toEqual({ items: 0, failed: 0 });
+    account.setFeederCounts("w", { succeeded: 5, failed: 5, last_error: "Error: nope" });
     expect(account.verdict(policy)).toMatch(/^w: 5 of 10 items failed \(50\.0%\), Error: nope, 5×/);
   });
 
