@@ -3,27 +3,57 @@
  * `npm run deploy [-- --dry-run] [--tokenizers-only] [--outdir DIR] [--size-limit-mb 10]
  *                  [--config wrangler.jsonc]`
  *
- * Real deploy: checks that wrangler is logged in and that wrangler.jsonc names a real D1
+ * The deploy of this repository and of every project `atropos-edge init` makes (its package.json
+ * runs node_modules/atropos-edge/scripts/deploy.mjs): the project is the current directory (npm
+ * runs scripts there), its wrangler config and its wrangler.
+ *
+ * Real deploy: checks that wrangler is logged in and that the wrangler config names a real D1
  * database, builds the bundle and checks its size, applies the D1 migrations remotely
  * (`wrangler d1 migrations apply DB --remote`), uploads the bundled tokenizers that the PAYLOADS
  * R2 bucket lacks (tokenizers/<family>/; scripts/tokenizers-r2.mjs), then runs `wrangler deploy`.
  *
  * --tokenizers-only: only that upload (after the login check).
  *
- * --dry-run: only `wrangler deploy --dry-run --outdir DIR` — no network, no account — and a
- * report of the bundle size (raw and gzip) against the compressed Worker size limit.
- * Anything after `--` is passed to `wrangler deploy`.
+ * --dry-run: touches nothing remote, with or without credentials: only
+ * `wrangler deploy --dry-run --outdir DIR` (a local build), a report of the bundle size (raw and
+ * gzip) against the compressed Worker size limit, and what a real deploy would do, read from the
+ * local config. Anything after `--` is passed to `wrangler deploy`.
  */
 import { spawnSync } from "node:child_process";
-import { mkdtempSync, readdirSync, readFileSync, rmSync, statSync } from "node:fs";
+import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync } from "node:fs";
+import { createRequire } from "node:module";
 import { tmpdir } from "node:os";
 import { dirname, join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
 import { gzipSync } from "node:zlib";
-import { seedWithWrangler } from "./tokenizers-r2.mjs";
+import {
+  BUNDLED_DIR,
+  bundledFamilies,
+  seedWithWrangler,
+  tokenizerObjects,
+} from "./tokenizers-r2.mjs";
 
-const root = join(dirname(fileURLToPath(import.meta.url)), "..");
-const wrangler = join(root, "node_modules", ".bin", "wrangler");
+// The project being deployed: this repository, or a project made by init (npm runs its scripts
+// in the project's directory).
+const root = process.cwd();
+const packageRoot = join(dirname(fileURLToPath(import.meta.url)), "..");
+
+/** The project's wrangler (a peer dependency), else the one next to this package. */
+function findWrangler() {
+  for (const base of [root, packageRoot]) {
+    try {
+      const pkg = createRequire(join(base, "package.json")).resolve("wrangler/package.json");
+      return {
+        bin: join(dirname(pkg), "bin", "wrangler.js"),
+        module: createRequire(pkg).resolve("wrangler"),
+      };
+    } catch {
+      // not installed there
+    }
+  }
+  return null;
+}
+const wrangler = findWrangler();
 const PLACEHOLDER_DATABASE_ID = "00000000-0000-0000-0000-000000000000";
 const MB = 1024 * 1024;
 
@@ -41,7 +71,11 @@ function parseArgs(argv) {
     tokenizersOnly: false,
     outdir: undefined,
     sizeLimitMb: 10,
-    config: join(root, "wrangler.jsonc"),
+    config: join(
+      root,
+      ["wrangler.jsonc", "wrangler.json", "wrangler.toml"].find((f) => existsSync(join(root, f))) ??
+        "wrangler.jsonc",
+    ),
     passthrough,
   };
   for (let i = 0; i < own.length; i++) {
@@ -62,7 +96,7 @@ function parseArgs(argv) {
       process.stdout.write(
         [
           "usage: npm run deploy -- [--dry-run] [--tokenizers-only] [--outdir DIR] [--size-limit-mb N] [--config FILE] [-- WRANGLER_DEPLOY_ARGS]",
-          "  --dry-run          build only (offline, no account) and report the bundle size",
+          "  --dry-run          build only (nothing remote, even with a token set); report the bundle size and the plan",
           "  --tokenizers-only  only upload the bundled tokenizers the R2 bucket lacks",
           "  --outdir DIR       keep the built bundle in DIR (default: a temp dir, removed)",
           "  --size-limit-mb N  compressed Worker size limit (default 10 = Workers Paid; Free is 3)",
@@ -85,7 +119,8 @@ const wranglerEnv = {
 };
 
 function runWrangler(args, { capture = false } = {}) {
-  const result = spawnSync(wrangler, args, {
+  if (!wrangler) fail("wrangler is not installed here; run npm install");
+  const result = spawnSync(process.execPath, [wrangler.bin, ...args], {
     cwd: root,
     env: capture ? { ...wranglerEnv, CI: "true" } : wranglerEnv,
     stdio: capture ? ["ignore", "pipe", "pipe"] : "inherit",
@@ -176,15 +211,46 @@ function checkLogin() {
   process.stdout.write(`logged in to Cloudflare (${account})\n`);
 }
 
-function checkDatabaseId(configPath) {
-  const text = readFileSync(configPath, "utf8");
-  if (new RegExp(`"database_id"\\s*:\\s*"${PLACEHOLDER_DATABASE_ID}"`).test(text)) {
+async function readConfig(configPath) {
+  const { unstable_readConfig } = await import(wrangler.module);
+  return unstable_readConfig({ config: configPath });
+}
+
+function checkDatabaseId(config, configPath) {
+  const db = config.d1_databases?.find((d) => d.binding === "DB");
+  if (db?.database_id === PLACEHOLDER_DATABASE_ID) {
     fail(
       `${configPath} still has the placeholder D1 database_id. Create the database with ` +
-        "`npx wrangler d1 create atropos-edge` and put the id it prints into d1_databases[0].database_id " +
+        `\`npx wrangler d1 create ${db.database_name}\` and put the id it prints into d1_databases[0].database_id ` +
         "(see docs/DEPLOY.md).",
     );
   }
+}
+
+/**
+ * What `npm run deploy` would do, from the local config alone (the dry run's report: no remote
+ * call, so whether the bucket already has a tokenizer is not known here).
+ */
+function deployPlan(config, configPath) {
+  const db = config.d1_databases?.find((d) => d.binding === "DB");
+  const bucket = config.r2_buckets?.find((b) => b.binding === "PAYLOADS");
+  const queues = (config.queues?.producers ?? []).map((q) => q.queue);
+  const families = bundledFamilies();
+  const tokenizerBytes = families
+    .flatMap((family) => tokenizerObjects(family, BUNDLED_DIR))
+    .reduce((sum, o) => sum + o.body.length, 0);
+  const lines = [
+    "a real deploy (`npm run deploy`) would:",
+    "  1. check the Cloudflare login (wrangler whoami)",
+    db
+      ? `  2. apply the D1 migrations to database ${db.database_name} (remote)${db.database_id === PLACEHOLDER_DATABASE_ID ? ` — not yet: ${configPath} has the placeholder database_id, a real deploy stops here` : ""}`
+      : "  2. (no D1 binding DB in the config: a real deploy cannot apply the migrations)",
+    bucket
+      ? `  3. upload the bundled tokenizers R2 bucket ${bucket.bucket_name} lacks: up to ${families.length} (${families.join(", ")}), ${formatSize(tokenizerBytes)} brotli; those already there are skipped`
+      : "  3. (no PAYLOADS R2 bucket in the config: no tokenizer upload)",
+    `  4. wrangler deploy: Worker ${config.name ?? "(unnamed)"} with this bundle${queues.length ? `; queues ${queues.join(", ")} must exist` : ""}`,
+  ];
+  return lines;
 }
 
 /**
@@ -192,8 +258,7 @@ function checkDatabaseId(configPath) {
  * reads them from tokenizers/<family>/; about 12 MB for all seven, brotli).
  */
 async function uploadTokenizers(configPath) {
-  const { unstable_readConfig } = await import("wrangler");
-  const config = unstable_readConfig({ config: configPath });
+  const config = await readConfig(configPath);
   const bucket = config.r2_buckets?.find((b) => b.binding === "PAYLOADS");
   if (!bucket) {
     process.stdout.write(
@@ -226,7 +291,10 @@ if (options.dryRun) {
   const built = build(options);
   built.cleanup();
   process.stdout.write(
-    `dry run done: nothing was uploaded${options.outdir ? `; bundle kept in ${options.outdir}` : ""}.\n`,
+    `${deployPlan(await readConfig(options.config), options.config).join("\n")}\n`,
+  );
+  process.stdout.write(
+    `dry run done: nothing remote was touched, nothing was uploaded${options.outdir ? `; bundle kept in ${options.outdir}` : ""}.\n`,
   );
   process.exit(0);
 }
@@ -236,7 +304,7 @@ if (options.tokenizersOnly) {
   await uploadTokenizers(options.config);
   process.exit(0);
 }
-checkDatabaseId(options.config);
+checkDatabaseId(await readConfig(options.config), options.config);
 const built = build(options);
 built.cleanup();
 if (built.over) fail("not deploying a bundle over the size limit (see the warning above)");

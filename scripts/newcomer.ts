@@ -406,8 +406,8 @@ export async function runNewcomerPath(
   );
   await phase(
     "deploy",
-    "npx",
-    ["wrangler", "deploy", "--dry-run", "--outdir", "dist"],
+    "npm",
+    ["run", "deploy", "--", "--dry-run", "--outdir", "dist"],
     project,
     180,
   );

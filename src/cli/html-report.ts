@@ -2,7 +2,7 @@
  * A self-contained HTML report of scored groups (no scripts, no external assets). Every piece of
  * model output or env data is inserted only through escapeHtml(), never as markup.
  */
-import type { ScoredDataGroup } from "../core/group-types";
+import type { ChatMessage, ScoredDataGroup } from "../core/group-types";
 
 const HTML_ESCAPES: Record<string, string> = {
   "&": "&amp;",
@@ -29,16 +29,86 @@ function fmt(n: number | undefined | null): string {
   return typeof n === "number" && Number.isFinite(n) ? n.toFixed(3) : "–";
 }
 
+const HERMES_CALL = /<tool_call>\s*([\s\S]*?)\s*<\/tool_call>/g;
+
+function parseJson(text: unknown): unknown {
+  if (typeof text !== "string") return text;
+  try {
+    return JSON.parse(text);
+  } catch {
+    return text;
+  }
+}
+
+/** `name(k=v, …)`, as the dashboard shows a tool call. */
+export function formatToolCall(name: string, args: unknown): string {
+  if (args === null || args === undefined) return `${name}()`;
+  if (typeof args !== "object" || Array.isArray(args)) return `${name}(${JSON.stringify(args)})`;
+  const parts = Object.entries(args).map(([k, v]) => `${k}=${JSON.stringify(v)}`);
+  return `${name}(${parts.join(", ")})`;
+}
+
+interface CallView {
+  name: string;
+  args: unknown;
+  id: string | null;
+}
+
+/** An assistant message's tool calls (OpenAI tool_calls, else Hermes blocks) and plain text. */
+function callsOf(m: ChatMessage): { calls: CallView[]; text: string } {
+  const raw = typeof m.content === "string" ? m.content : (JSON.stringify(m.content) ?? "");
+  const calls: CallView[] = (m.tool_calls ?? []).map((c) => ({
+    name: c.function?.name ?? "?",
+    args: parseJson(c.function?.arguments),
+    id: c.id ?? null,
+  }));
+  const hermes = [...raw.matchAll(HERMES_CALL)];
+  if (calls.length === 0) {
+    for (const block of hermes) {
+      const parsed = parseJson(block[1]) as { name?: unknown; arguments?: unknown } | string;
+      calls.push(
+        typeof parsed === "object" && parsed && typeof parsed.name === "string"
+          ? { name: parsed.name, args: parseJson(parsed.arguments), id: null }
+          : { name: "(unparsed tool call)", args: block[1], id: null },
+      );
+    }
+  }
+  return { calls, text: hermes.length ? raw.replace(HERMES_CALL, "").trim() : raw };
+}
+
+/**
+ * A conversation turn by turn: each tool call as `name(k=v)` with the tool message that answers
+ * it (by tool_call_id, else the next one) under it.
+ */
 function messagesHtml(messages: ScoredDataGroup["messages"], seq: number): string {
   const list = messages?.[seq];
   if (!list || list.length === 0) return "";
+  const paired = new Set<number>();
+  const multiTurn =
+    list.filter((m) => m.role === "assistant").length > 1 || list.some((m) => m.role === "tool");
+  let turn = 0;
   return list
-    .map(
-      (m) =>
-        `<div class="msg ${escapeHtml(m.role)}"><b>${escapeHtml(m.role)}</b><pre>${escapeHtml(
-          typeof m.content === "string" ? m.content : m.content,
-        )}</pre></div>`,
-    )
+    .map((m, i) => {
+      if (paired.has(i)) return "";
+      if (m.role !== "assistant") {
+        return `<div class="msg ${escapeHtml(m.role)}"><b>${escapeHtml(m.role)}</b><pre>${escapeHtml(m.content)}</pre></div>`;
+      }
+      const { calls, text } = callsOf(m);
+      const answers: number[] = [];
+      for (let j = i + 1; j < list.length && list[j]?.role === "tool"; j++) answers.push(j);
+      const callsHtml = calls.map((call) => {
+        const byId = call.id
+          ? answers.find((j) => list[j]?.tool_call_id === call.id && !paired.has(j))
+          : undefined;
+        const answer = byId ?? answers.find((j) => !paired.has(j));
+        if (answer !== undefined) paired.add(answer);
+        const result =
+          answer === undefined ? "(no result)" : `→ ${escapeHtml(list[answer]!.content)}`;
+        return `<div class="call"><code>${escapeHtml(formatToolCall(call.name, call.args))}</code><pre>${result}</pre></div>`;
+      });
+      const label = multiTurn ? `assistant · turn ${++turn}` : "assistant";
+      return `<div class="msg assistant"><b>${label}</b>${text ? `<pre>${escapeHtml(text)}</pre>` : ""}${callsHtml.join("")}</div>`;
+    })
     .join("");
 }
 
@@ -76,6 +146,9 @@ body{font:14px system-ui,sans-serif;margin:2rem;max-width:70rem}
 pre{white-space:pre-wrap;margin:.2rem 0}
 .msg{border-left:3px solid #ccc;padding-left:.5rem;margin:.3rem 0}
 .msg.assistant{border-color:#48f}
+.msg.tool{border-color:#d97706}
+.call{border-left:3px solid #d97706;background:#fffbeb;padding:.1rem .5rem;margin:.2rem 0}
+.call code{font-weight:600;color:#92400e}
 .tokens{font:12px ui-monospace,monospace;line-height:1.6;white-space:pre-wrap}
 .tr{background:#dfe}.pr{background:#eee;color:#666}
 section{border-top:1px solid #ddd;margin-top:1rem}

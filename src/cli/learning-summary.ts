@@ -14,8 +14,26 @@ export interface StepRecord {
   dropped_groups: number;
 }
 
+/** Rollouts of a run of consecutive steps, pooled (every rollout weighs the same). */
+export interface StepWindow {
+  from_step: number;
+  to_step: number;
+  rollouts: number;
+  accuracy: number | null;
+  mean_score: number | null;
+}
+
+/** The rise of one env: its first and its last RISE_STEPS steps (fewer in a short run). */
+export interface EnvRise {
+  first: StepWindow;
+  last: StepWindow;
+}
+
+/** Steps at each end of a run that the rise compares. */
+export const RISE_STEPS = 10;
+
 export interface LearningSummary {
-  envs: Record<string, { steps: StepRecord[] }>;
+  envs: Record<string, { steps: StepRecord[]; rise: EnvRise | null }>;
   policy_versions: { announced: number; simulator: number | null; pushes: number };
   staleness: { mean: number | null; max: number | null; per_step: StalenessRecord[] };
   learning_rate: number;
@@ -93,7 +111,7 @@ export class LearningRecorder {
               dropped_groups: t.dropped,
             };
           });
-          return [env, { steps }];
+          return [env, { steps, rise: riseOf(steps) }];
         }),
       ),
       policy_versions: { ...versions, pushes: this.pushes },
@@ -105,6 +123,50 @@ export class LearningRecorder {
       learning_rate: learningRate,
     };
   }
+}
+
+function pooled(steps: StepRecord[]): StepWindow {
+  let rollouts = 0;
+  let correct = 0;
+  let scoreSum = 0;
+  for (const s of steps) {
+    rollouts += s.rollouts;
+    correct += (s.accuracy ?? 0) * s.rollouts;
+    scoreSum += (s.mean_score ?? 0) * s.rollouts;
+  }
+  return {
+    from_step: steps[0]?.step ?? 0,
+    to_step: steps.at(-1)?.step ?? 0,
+    rollouts,
+    accuracy: rollouts ? correct / rollouts : null,
+    mean_score: rollouts ? scoreSum / rollouts : null,
+  };
+}
+
+/**
+ * The first and last `n` steps (half the run each when it is shorter than 2n steps; one step
+ * compares with itself), or null before any step.
+ */
+export function riseOf(steps: StepRecord[], n: number = RISE_STEPS): EnvRise | null {
+  if (steps.length === 0) return null;
+  const size = Math.max(1, Math.min(n, Math.floor(steps.length / 2)));
+  return { first: pooled(steps.slice(0, size)), last: pooled(steps.slice(-size)) };
+}
+
+const fixed = (x: number | null, digits: number) => (x === null ? "–" : x.toFixed(digits));
+const percent = (x: number | null) => (x === null ? "–" : `${(100 * x).toFixed(0)}%`);
+const describeWindow = (w: StepWindow) =>
+  `${fixed(w.mean_score, 3)} / ${percent(w.accuracy)} (steps ${w.from_step === w.to_step ? w.from_step : `${w.from_step}–${w.to_step}`})`;
+
+/** The summary's rise lines: per env, mean score / accuracy over the first → the last steps. */
+export function riseLines(summary: LearningSummary): string[] {
+  const rows = Object.entries(summary.envs).flatMap(([env, { rise }]) =>
+    rise
+      ? [`  ${env.padEnd(16)} ${describeWindow(rise.first)} → ${describeWindow(rise.last)}`]
+      : [],
+  );
+  if (rows.length === 0) return [];
+  return ["rise per env      mean score / accuracy, first steps → last steps:", ...rows];
 }
 
 export function writeLearningSummary(path: string, summary: LearningSummary): void {

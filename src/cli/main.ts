@@ -32,6 +32,7 @@ import { registerInferenceServersCommand } from "./inference-servers-command";
 import { registerMixCommand } from "./mix-command";
 import { registerReplayCommand } from "./replay-command";
 import { registerTokenizeCommands } from "./tokenize-command";
+import { chooseTokenizer } from "./tokenizer-choice";
 import { registerTokensCommand } from "./tokens-command";
 import { isTrainLayout, TRAIN_LAYOUT_KEYS } from "./train-config";
 
@@ -84,8 +85,14 @@ const INFERENCE: OptionSpec[] = [
   opt(
     "--tokenizer <name>",
     "tokenizer",
-    "bundled tokenizer or model name (atropos-edge tokenizers), a directory, a URL or an HF id",
-    "qwen3",
+    "bundled tokenizer or model name (atropos-edge tokenizers), a directory, a URL or an HF id (default: --model's family; qwen3 for the simulator)",
+    undefined,
+  ),
+  opt(
+    "--force-tokenizer",
+    "forceTokenizer",
+    "use --tokenizer even when --model is known to use another family",
+    false,
   ),
   opt("--sim-latency-ms <ms>", "simLatencyMs", "simulator latency per request", 0),
   opt("--sim-seed <n>", "simSeed", "simulator seed (outputs are deterministic per seed)", 0),
@@ -212,7 +219,11 @@ function inferenceFlags(o: Resolved<OptionDefaults>, env: EnvContext, def?: EnvD
     serverType: String(o.serverType),
     model: String(o.model),
     apiKey: str(o.apiKey),
-    tokenizer: String(o.tokenizer),
+    tokenizer: chooseTokenizer({
+      model: String(o.model),
+      tokenizer: str(o.tokenizer),
+      force: Boolean(o.forceTokenizer),
+    }),
     simLatencyMs: Number(o.simLatencyMs),
     simSeed: Number(o.simSeed),
   };
@@ -299,10 +310,23 @@ export function buildProgram(dotted: DottedFlags = { env: {}, openai: {} }): Com
         "write the per-step learning curve as JSON",
         undefined,
       ),
+      opt(
+        "--max-failure-rate <share>",
+        "maxFailureRate",
+        "fail the run when more than this share of an env's items fail with an error",
+        0.1,
+      ),
+      opt(
+        "--allow-failures",
+        "allowFailures",
+        "succeed however many items fail (the summary still counts them)",
+        false,
+      ),
       ...INFERENCE,
     ],
     async (o, _args, env) => {
       const { runStart } = await import("./start");
+      const { parseFailureRate } = await import("./failure-account");
       const entries = startEnvEntries(str(o.env), str(o.envs));
       const loaded = await env.loadEnvs(entries);
       return runStart({
@@ -321,6 +345,8 @@ export function buildProgram(dotted: DottedFlags = { env: {}, openai: {} }): Com
         workers: Boolean(o.workers),
         learningRate: Number(o.learningRate),
         summaryJson: str(o.summaryJson),
+        maxFailureRate: parseFailureRate(o.maxFailureRate),
+        allowFailures: Boolean(o.allowFailures),
       });
     },
   );

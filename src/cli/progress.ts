@@ -13,7 +13,10 @@ export interface TrainerProgress {
   elapsedS: number;
   batches: number;
   sequences: number;
+  /** Mean score of every rollout trained so far (cumulative). */
   meanScore: number | null;
+  /** Mean score over the last RECENT_STEPS steps trained (null before the first). */
+  recentMeanScore?: number | null;
   /** Policy versions between sampling and training, over the last batch. */
   staleness: { mean: number; max: number } | null;
   lastReason: string | null;
@@ -29,6 +32,8 @@ export interface EnvActivity {
   droppedBeforeSend?: number;
   /** Node runtime: items that failed with an error. */
   failed?: number;
+  /** Node runtime: items that finished, failed ones included. */
+  finishedItems?: number;
   errors?: string[];
   /** Worker path: the EnvFeeder's own counts (per item), null until the first poll. */
   feeder?: FeederSummary | null;
@@ -62,8 +67,17 @@ export interface EnvCounts {
   droppedBeforeSend: number | null;
   /** Node runtime: items that failed with an error (null on the Worker path, see items). */
   failedInNode: number | null;
+  /** Node runtime: items that finished (ran or failed). */
+  finishedInNode: number | null;
+  /** Failed items / finished items (either runtime), null before any finished. */
+  failedShare: number | null;
   problem: string | null;
 }
+
+/** Steps the progress line's recent mean covers. */
+export const RECENT_STEPS = 10;
+
+const share = (x: number) => `${(100 * x).toFixed(1)}%`;
 
 function num(n: number | null | undefined, digits = 2): string {
   return typeof n === "number" && Number.isFinite(n) ? n.toFixed(digits) : "–";
@@ -79,6 +93,8 @@ export function envCounts(envs: EnvActivity[], stats: RunStats | null): EnvCount
     const queue = record ? stats?.queue.by_env.find((q) => q.env_id === record.env_id) : undefined;
     const f = e.feeder;
     const worker = e.feeder !== undefined;
+    const failed = worker ? (f?.failed ?? 0) : (e.failed ?? 0);
+    const finished = worker ? (f ? f.succeeded + f.failed : 0) : (e.finishedItems ?? e.failed ?? 0);
     return {
       name: e.name,
       status: f?.status ?? record?.status ?? "starting",
@@ -97,6 +113,8 @@ export function envCounts(envs: EnvActivity[], stats: RunStats | null): EnvCount
         : null,
       droppedBeforeSend: worker ? null : (e.droppedBeforeSend ?? 0),
       failedInNode: worker ? null : (e.failed ?? 0),
+      finishedInNode: worker ? null : (e.finishedItems ?? e.failed ?? 0),
+      failedShare: finished > 0 ? failed / finished : null,
       problem:
         f?.last_error ??
         e.errors?.at(-1) ??
@@ -117,13 +135,30 @@ export function envCountsLine(c: EnvCounts): string {
   if (c.items) {
     const i = c.items;
     parts.push(
-      `items on the Worker: issued ${i.issued}, in flight ${i.inFlight}, ran ${i.ran} (${i.rejectedGroups} group${i.rejectedGroups === 1 ? "" : "s"} rejected), failed ${i.failed}, dropped ${i.dropped}`,
+      `items on the Worker: issued ${i.issued}, in flight ${i.inFlight}, ran ${i.ran} (${i.rejectedGroups} group${i.rejectedGroups === 1 ? "" : "s"} rejected), failed ${i.failed}${i.failed > 0 && c.failedShare !== null ? ` (${share(c.failedShare)})` : ""}, dropped ${i.dropped}`,
     );
   }
   if (c.droppedBeforeSend !== null) parts.push(`dropped ${c.droppedBeforeSend} before sending`);
-  if (c.failedInNode) parts.push(`failed ${c.failedInNode} items`);
+  if (c.failedInNode) {
+    parts.push(
+      `failed ${c.failedInNode} of ${c.finishedInNode} items${c.failedShare !== null ? ` (${share(c.failedShare)})` : ""}`,
+    );
+  }
   if (c.problem) parts.push(`last error: ${c.problem}`);
   return parts.join("  ");
+}
+
+/** Mean score over the last RECENT_STEPS trained steps, weighted by rollouts. */
+export class RecentMean {
+  private readonly steps: { sum: number; n: number }[] = [];
+
+  /** Adds one step's batch; returns the mean over the window (null with no rollouts). */
+  add(meanScore: number, rollouts: number): number | null {
+    this.steps.push({ sum: meanScore * rollouts, n: rollouts });
+    if (this.steps.length > RECENT_STEPS) this.steps.shift();
+    const n = this.steps.reduce((a, s) => a + s.n, 0);
+    return n > 0 ? this.steps.reduce((a, s) => a + s.sum, 0) / n : null;
+  }
 }
 
 /** Rates over the training time: the one definition used live and in the summary. */
@@ -135,12 +170,24 @@ export function trainingRates(p: TrainerProgress) {
 export function progressLines(p: TrainerProgress, envs: EnvCounts[]): string[] {
   const rates = trainingRates(p);
   const lines = [
-    `step ${p.step}/${p.targetSteps}  ${num(rates.batchesPerS)} batches/s  ${num(rates.rolloutsPerS, 1)} rollouts/s  mean score ${num(p.meanScore, 3)}  staleness ${p.staleness ? `${num(p.staleness.mean, 1)} (batch max ${p.staleness.max})` : "–"}  ${p.elapsedS.toFixed(0)}s`,
+    `step ${p.step}/${p.targetSteps}  ${num(rates.batchesPerS)} batches/s  ${num(rates.rolloutsPerS, 1)} rollouts/s  mean score ${num(p.recentMeanScore, 3)} last ${RECENT_STEPS} steps, ${num(p.meanScore, 3)} cumulative  staleness ${p.staleness ? `${num(p.staleness.mean, 1)} (batch max ${p.staleness.max})` : "–"}  ${p.elapsedS.toFixed(0)}s`,
     ...envs.map((c) => `  ${envCountsLine(c)}`),
   ];
   if (p.lastReason) lines.push(`  waiting: ${p.lastReason}`);
   if (p.problems > 0) lines.push(`  shape problems: ${p.problems}`);
   return lines;
+}
+
+/** Failed items over every env (Node and Worker counts alike). */
+function failedItems(envs: EnvCounts[]): { failed: number; finished: number } {
+  let failed = 0;
+  let finished = 0;
+  for (const c of envs) {
+    const f = c.items ? c.items.failed : (c.failedInNode ?? 0);
+    failed += f;
+    finished += c.items ? c.items.ran + c.items.failed : (c.finishedInNode ?? 0);
+  }
+  return { failed, finished };
 }
 
 export function summaryLines(
@@ -149,6 +196,8 @@ export function summaryLines(
   run: { command: string; stopped: boolean; totalS: number },
 ): string[] {
   const rates = trainingRates(p);
+  const items = failedItems(envs);
+  const failedShare = items.finished > 0 ? items.failed / items.finished : 0;
   return [
     "",
     `── atropos-edge ${run.command}: summary ──`,
@@ -156,7 +205,8 @@ export function summaryLines(
     `elapsed           ${p.elapsedS.toFixed(1)} s training, ${run.totalS.toFixed(1)} s total`,
     `batches/s         ${num(rates.batchesPerS)}`,
     `rollouts trained  ${p.sequences} (${num(rates.rolloutsPerS, 1)}/s)`,
-    `mean score        ${num(p.meanScore, 3)}`,
+    `mean score        ${num(p.meanScore, 3)}${items.failed > 0 ? ` (successful items only: the ${items.failed} failed items have no score)` : ""}`,
+    `failed items      ${items.failed} of ${items.finished}${items.finished > 0 ? ` (${share(failedShare)})` : ""}`,
     `shape problems    ${p.problems}`,
     ...envs.map((c) => `env ${envCountsLine(c)}`),
   ];

@@ -5,7 +5,7 @@ import type { ScoredDataGroup } from "../core/group-types";
 import { RolloutApiClient } from "../env-workers/runtime/api-client";
 import { nodeGetWithBody } from "../env-workers/runtime/node-get-with-body";
 import { groupToJsonl } from "../env-workers/runtime/process";
-import { serveEnv } from "../env-workers/runtime/serve";
+import { type ServeSummary, serveEnv } from "../env-workers/runtime/serve";
 import { type EnvRef, envDefinitionOf } from "./env-loader";
 import { createEnv, type InferenceFlags, openInference } from "./inference";
 
@@ -79,6 +79,7 @@ export async function runServe(options: ServeCommandOptions, log = console.log):
     log(
       `serving ${env.name} → ${options.api} (run ${options.run}); ${inference.describe}${saveTo ? `; groups also to ${saveTo}` : ""}`,
     );
+    log(stopsWhen(env.config.total_steps));
     let submitted = 0;
     // The API is polled every second while no trainer is registered: say so once, then every 30 s.
     let waitingSince: number | null = null;
@@ -92,7 +93,11 @@ export async function runServe(options: ServeCommandOptions, log = console.log):
         if (e.type === "checkpoint_loaded")
           log(`resumed the env's state from its checkpoint at or before step ${e.step}`);
         if (e.type === "checkpoint_error") log(`checkpoint: ${e.message}`);
-        if (e.type === "registered") log(`registered as env_id ${e.envId} (${e.name})`);
+        if (e.type === "registered") {
+          log(
+            `registered as env_id ${e.envId} (${e.name}); stops once the trainer's step plus the batches queued pass ${e.totalSteps}${e.startingStep > 0 ? ` (trainer at step ${e.startingStep})` : ""}`,
+          );
+        }
         if (e.type !== "waiting_for_trainer") waitingSince = null;
         else {
           const now = Date.now();
@@ -116,15 +121,41 @@ export async function runServe(options: ServeCommandOptions, log = console.log):
       log("stopped before a trainer registered");
       return 0;
     }
-    log(
-      `stopped (${summary.exitReason}) at step ${summary.finalStep}: ${summary.groupsSubmitted} submitted, ${summary.groupsDropped} dropped`,
-    );
+    log(serveSummaryLine(summary));
     return 0;
   } finally {
     process.off("SIGINT", stop);
     process.off("SIGTERM", stop);
     await inference.close();
   }
+}
+
+/** When serve will stop, said before it starts: total_steps decides, not the trainer's steps. */
+export function stopsWhen(totalSteps: number): string {
+  return totalSteps === -1
+    ? "stops once the trainer's step plus the batches queued pass the num_steps it registered with (env.total_steps -1), or on Ctrl-C"
+    : `stops once the trainer's step plus the batches queued pass total_steps ${totalSteps} (env.total_steps; set --env.total_steps N, or -1 for the trainer's num_steps), or on Ctrl-C`;
+}
+
+const EXIT_REASONS: Record<ServeSummary["exitReason"], string> = {
+  terminated: "the trainer's step plus the batches queued passed total_steps",
+  aborted: "stopped by signal",
+  exhausted: "the env ran out of items",
+  max_loops: "loop limit reached",
+};
+
+/** The last line of serve: why it stopped, and what became of the groups (drops by reason). */
+export function serveSummaryLine(summary: ServeSummary): string {
+  const reasons = Object.entries(summary.dropReasons)
+    .sort((a, b) => b[1] - a[1])
+    .map(([reason, count]) => `${count}× ${reason}`);
+  const parts = [
+    `${summary.groupsSubmitted} groups submitted`,
+    `${summary.groupsDropped} dropped${reasons.length ? ` (${reasons.join("; ")})` : ""}`,
+  ];
+  if (summary.workerErrors > 0) parts.push(`${summary.workerErrors} items failed with an error`);
+  if (summary.submitFailures > 0) parts.push(`${summary.submitFailures} submissions refused`);
+  return `stopped at trainer step ${summary.finalStep} (${EXIT_REASONS[summary.exitReason]}): ${parts.join(", ")}`;
 }
 
 /**

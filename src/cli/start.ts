@@ -7,7 +7,7 @@
  * until --steps or Ctrl-C.
  */
 import { spawn } from "node:child_process";
-import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { mkdtempSync, writeFileSync } from "node:fs";
 import { join, resolve } from "node:path";
 import { type RunStats, TrainerClient } from "../client/trainer-client";
 import type { EnvDefinition } from "../env-workers/define-env";
@@ -19,18 +19,21 @@ import { MAX_REGISTRATIONS } from "../sim/policy";
 import type { FeederSummary } from "../worker/env-feeder";
 import { demoTrainStep, ToyPolicyTrainer } from "./demo-trainer";
 import { type DevProcess, PROJECT_ROOT, projectRoot, startDevProcess } from "./dev-process";
+import { FailureAccount, failurePolicy } from "./failure-account";
 import { createEnv, type InferenceFlags, type InferenceHandle, openInference } from "./inference";
-import { LearningRecorder, writeLearningSummary } from "./learning-summary";
+import { LearningRecorder, riseLines, writeLearningSummary } from "./learning-summary";
 import {
   type EnvActivity,
   envCounts,
   ProgressPrinter,
   progressLines,
+  RecentMean,
   summaryLines,
   type TrainerProgress,
 } from "./progress";
 import { registerItemsAhead } from "./simulated-env";
 import type { FinishedRun } from "./train-output";
+import { openStateDir } from "./start-state";
 
 export interface StartOptions extends InferenceFlags {
   /** The command the summary names (default: start). */
@@ -72,6 +75,10 @@ export interface StartOptions extends InferenceFlags {
   trainerEnv?: Record<string, string>;
   /** Once the run is over, while the API still answers (train --output); lines it returns are printed. */
   onFinished?: (run: FinishedRun) => Promise<string[]>;
+  /** Fail the run when more than this share of an env's items fail (default 0.1). */
+  maxFailureRate?: number;
+  /** Succeed however many items fail (the summary still counts them). */
+  allowFailures?: boolean;
 }
 
 interface EnvRun {
@@ -318,13 +325,8 @@ export async function runStart(
     }
   }
 
-  const fresh = !options.persistTo;
-  const stateDir = options.persistTo
-    ? resolve(options.persistTo)
-    : (() => {
-        mkdirSync(join(projectRoot(), ".wrangler"), { recursive: true });
-        return mkdtempSync(join(projectRoot(), ".wrangler", "start-"));
-      })();
+  const state = openStateDir(options.persistTo, projectRoot());
+  const stateDir = state.dir;
 
   let stopRequested = false;
   const onSignal = () => {
@@ -355,6 +357,8 @@ export async function runStart(
     problems: 0,
   };
   let scoreSum = 0;
+  const recent = new RecentMean();
+  const failures = new FailureAccount();
   let exitCode = 0;
   let failure: string | null = null;
   // Set once the envs and the trainer loop run: before that a failure has no summary to show.
@@ -367,6 +371,7 @@ export async function runStart(
       envId: r.envId,
       droppedBeforeSend: r.dropped,
       failed: r.failed,
+      finishedItems: failures.counts(r.name).items,
       errors: r.errors,
     })),
     ...workerEnvs.map((e) => ({
@@ -488,7 +493,9 @@ export async function runStart(
             learning.dropped(name);
           }
           if (e.type === "submitted" || e.type === "dropped") run.permanentInARow = 0;
+          if (e.type === "item" && e.outcome === "ran") failures.ran(name);
           if (e.type === "worker_error" && e.errorClass !== undefined) {
+            failures.failed(name, e.message, e.error);
             run.failed++;
             if (e.errorClass === "permanent") run.permanentInARow++;
           }
@@ -612,6 +619,7 @@ export async function runStart(
       progress.problems += result.problems.length;
       scoreSum += result.meanScore * result.sequences;
       progress.meanScore = progress.sequences ? scoreSum / progress.sequences : null;
+      progress.recentMeanScore = recent.add(result.meanScore, result.sequences);
     }
   } catch (err) {
     failure = err instanceof Error ? err.message : String(err);
@@ -647,16 +655,25 @@ export async function runStart(
     }
     await inference?.close().catch(() => {});
     await dev?.stop().catch(() => {});
-    if (fresh) rmSync(stateDir, { recursive: true, force: true });
+    state.release();
     process.off("SIGINT", onSignal);
     process.off("SIGTERM", onSignal);
   }
 
+  for (const e of workerEnvs) failures.setFeederCounts(e.name, e.summary);
+  if (!failure && loopStarted) failure = failures.verdict(failurePolicy(options));
+  const curve = learning.summary(
+    envNames,
+    progress.step,
+    { announced: policyVersion, simulator: inference?.simulator?.policy.version ?? null },
+    policyTrainer ? (options.learningRate ?? DEFAULT_LEARNING_RATE) : 0,
+  );
   const lines = summaryLines(progress, envCounts(activity(), stats), {
     command: options.command ?? "start",
     stopped: stopRequested,
     totalS: (Date.now() - launched) / 1000,
   });
+  lines.push(...riseLines(curve));
   if (failure && !loopStarted) lines.splice(1);
   if (failure) {
     lines.push(`FAILED: ${failure}`);
@@ -666,14 +683,6 @@ export async function runStart(
     lines.push("some batches had shape problems (see above)");
   }
   out.write(`${lines.join("\n")}\n`);
-  if (options.summaryJson && loopStarted) {
-    const summary = learning.summary(
-      envNames,
-      progress.step,
-      { announced: policyVersion, simulator: inference?.simulator?.policy.version ?? null },
-      policyTrainer ? (options.learningRate ?? DEFAULT_LEARNING_RATE) : 0,
-    );
-    writeLearningSummary(options.summaryJson, summary);
-  }
+  if (options.summaryJson && loopStarted) writeLearningSummary(options.summaryJson, curve);
   return exitCode;
 }

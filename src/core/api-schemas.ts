@@ -145,12 +145,19 @@ export const batchRowSchema = z.object({
   acked_at: z.number().nullable(),
   max_staleness: z.number().int().nullable(),
   policy_version_at_formation: z.number().int().nullable(),
+  replayed_groups: z
+    .number()
+    .int()
+    .describe("Groups of this batch taken from the replay buffer (delivered before)."),
   groups: z.array(
     z.object({
       id: z.number().int(),
       env_id: z.number().int().nullable(),
       policy_version: z.number().int().nullable(),
       num_seqs: z.number().int().nullable(),
+      replayed: z
+        .boolean()
+        .describe("Taken from the run's replay buffer; false for an online group."),
     }),
   ),
 });

@@ -1,7 +1,8 @@
 /**
  * `atropos-edge/node`: Node-side runtimes and helpers for scripts and tests: run an env against a
  * rollout API (`serveEnv`), offline to JSONL (`processEnv`), real tokenizers, inference clients
- * and the inference simulator (a test double speaking the vLLM, SGLang and OpenAI wire formats).
+ * and the inference simulator (a test double speaking the vLLM, SGLang and OpenAI wire formats),
+ * with `runOnSimulator` for an env's own end-to-end test.
  */
 export { ServerManager, type ServerManagerOptions } from "../env-workers/inference/server-manager";
 export { RolloutApiClient } from "../env-workers/runtime/api-client";
@@ -22,4 +23,5 @@ export {
   QuickJsThreadPool,
 } from "../env-workers/sandbox/node/quickjs-pool";
 export { availableTokenizerNames, getTokenizer } from "../env-workers/tokenizers/index";
+export { runOnSimulator, type SimulatedRun, type SimulatedRunOptions } from "../sim/env-check";
 export { type Simulator, type SimulatorOptions, startSimulator } from "../sim/server";

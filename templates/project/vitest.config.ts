@@ -17,6 +17,8 @@ export default defineConfig(async () => {
     ],
     test: {
       include: ["test/**/*.test.ts"],
+      // test/node/ runs in plain Node (vitest.node.config.ts), not in workerd.
+      exclude: ["test/node/**", "node_modules/**"],
       setupFiles: ["./test/apply-migrations.ts"],
     },
   };

@@ -103,9 +103,15 @@ describe("atropos-edge CLI commands", () => {
     const status = async () =>
       ((await (await fetch(`${dev!.url}/status`)).json()) as { queue_size: number }).queue_size;
     await until(async () => (await status()) >= 2, "groups from the served env");
-    expect(serve.output()).toMatch(/registered as env_id 0/);
+    expect(serve.output()).toMatch(
+      /registered as env_id 0 .*stops once the trainer's step plus the batches queued pass 1000/,
+    );
+    // Said before it registered, too.
+    expect(serve.output()).toMatch(/stops once .* pass total_steps 1000 \(env\.total_steps/);
     process.kill(-serve.child.pid!, "SIGINT");
     expect(await serve.exited).toBe(0);
-    expect(serve.output()).toMatch(/stopped \(\w+\) at step \d+: \d+ submitted/);
+    expect(serve.output()).toMatch(
+      /stopped at trainer step \d+ \(stopped by signal\): \d+ groups submitted, \d+ dropped/,
+    );
   });
 });

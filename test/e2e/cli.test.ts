@@ -44,6 +44,11 @@ describe("atropos-edge start", () => {
     expect(output).toMatch(/steps trained\s+3\/3/);
     expect(output).toMatch(/shape problems\s+0/);
     expect(output).toMatch(/env gsm8k_lite\s+\S+\s+submitted [1-9]\d* groups/);
+    // The rise per env, and the progress mean labelled recent vs cumulative.
+    expect(output).toMatch(/rise per env\s+mean score \/ accuracy, first steps → last steps:/);
+    expect(output).toMatch(/ {2}gsm8k_lite\s+\S+ \/ \S+ \(steps 1\) → \S+ \/ \S+ \(steps 3\)/);
+    expect(output).toMatch(/mean score \S+ last 10 steps, \S+ cumulative/);
+    expect(output).toMatch(/failed items\s+0 of [1-9]\d*/);
     // wrangler/workerd of this run were stopped with their process group.
     await new Promise((r) => setTimeout(r, 500));
     expect(processesMentioning(`--port ${port}`)).toEqual([]);
@@ -87,6 +92,8 @@ describe("atropos-edge start", () => {
     // Live progress showed the feeders' status.
     expect(output).toMatch(/ gsm8k_lite\s+(running|waiting_for_trainer)\s+submitted \d+ groups/);
     expect(output).toMatch(/env gsm8k_lite\s+\S+\s+submitted [1-9]\d* groups/);
+    // The Worker's feeders' counts feed the failed-items line too.
+    expect(output).toMatch(/failed items\s+0 of [1-9]\d*/);
     // Stopped on exit, before the API went down; the last progress block and the summary show
     // the same counts (one final snapshot).
     const lastBlock = output.split("\n").findLast((l) => l.startsWith("step ")) ?? "";
@@ -163,11 +170,68 @@ describe("atropos-edge start", () => {
       expect(output).toMatch(
         /FAILED: buggy: \d+ items in a row failed with an error in the env's code \(last: .*undefined/,
       );
-      expect(output).toMatch(/failed \d+ items/);
+      expect(output).toMatch(/failed \d+ of \d+ items \(100\.0%\)/);
     } finally {
       rmSync(dir, { recursive: true, force: true });
     }
   });
+
+  it("fails a run where over 10 % of items throw, naming the error's file:line; --allow-failures accepts it", async () => {
+    const dir = mkdtempSync(join(tmpdir(), "flaky-env-"));
+    const sdk = JSON.stringify(join(ROOT, "src", "sdk", "env.ts"));
+    const file = join(dir, "flaky.ts");
+    const lines = [
+      `import { BaseEnv, BaseEnvConfigSchema, defineEnv, mergeIntoGroup, sampleChat, scoredItemFromNode } from ${sdk};`,
+      'const question = (n: number) => "What is " + n + " + 1? Reply with the number only.";',
+      "class FlakyEnv extends BaseEnv<number> {",
+      '  static override envName = "flaky";',
+      "  private next = 0;",
+      "  override async getNextItem() { return this.next++; }",
+      "  override async collectTrajectories(n: number) {",
+      '    if (n % 2 === 1) throw new Error("flaky: odd items are not handled");',
+      '    const choices = await sampleChat(this.inference, this.tokenizer, [{ role: "user", content: question(n) }], { n: this.config.group_size, max_tokens: 8 });',
+      "    const rollouts = choices.map((c) => scoredItemFromNode(c.node, c.text.trim() === String(n + 1) ? 1 : 0, { tokenizer: this.tokenizer, messages: c.messages }));",
+      "    return [mergeIntoGroup(rollouts), []] as const satisfies [unknown, number[]];",
+      "  }",
+      "}",
+      'export default defineEnv(FlakyEnv, BaseEnvConfigSchema, "fails on odd items", {',
+      "  simulate: (n: number) => ({ match: question(n), candidates: [{ text: String(n + 1) }, { text: String(n) }] }),",
+      "});",
+      "",
+    ];
+    writeFileSync(file, lines.join("\n"));
+    // As in a project made by init: an ESM package, so the stack names the .ts file and line.
+    writeFileSync(join(dir, "package.json"), '{ "type": "module" }\n');
+    const throwLine = lines.findIndex((l) => l.includes("throw new Error")) + 1;
+    const args = ["start", "--env", file, "--steps", "2", "--batch-size", "16"];
+    try {
+      const failed = await runCli([...args, "--port", String(await freePort())], {
+        boundMs: 120_000,
+      });
+      expect(failed.code, failed.output).toBe(1);
+      // The error, where it was thrown, and how many items it took.
+      expect(failed.output).toMatch(
+        new RegExp(
+          `FAILED: flaky: \\d+ of \\d+ items failed \\([3-7]\\d\\.\\d%\\), flaky: odd items are not handled \\(at ${file.replaceAll("/", "\\/").replaceAll(".", "\\.")}:${throwLine}\\)`,
+        ),
+      );
+      expect(failed.output).toContain("--allow-failures");
+      expect(failed.output).toMatch(/failed items\s+\d+ of \d+ \([3-7]\d\.\d%\)/);
+      expect(failed.output).toMatch(/mean score\s+\S+ \(successful items only/);
+      // The progress lines show the share as it goes.
+      expect(failed.output).toMatch(/failed \d+ of \d+ items \(\d+\.\d%\)/);
+
+      const allowed = await runCli(
+        [...args, "--allow-failures", "--port", String(await freePort())],
+        { boundMs: 120_000 },
+      );
+      expect(allowed.code, allowed.output).toBe(0);
+      expect(allowed.output).toMatch(/failed items\s+[1-9]\d* of \d+/);
+      expect(allowed.output).not.toContain("FAILED");
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  }, 300_000);
 
   it("explains a bad option instead of starting anything", async () => {
     const { code, output } = await runCli(["start", "--steps", "many"], { boundMs: 30_000 });

@@ -471,8 +471,15 @@ describe("dashboard in Chromium against npm run dev", () => {
     expect(
       await page.evaluate(() => (window as unknown as { __xss?: string }).__xss),
     ).toBeUndefined();
-    // Tokens: 6 prompt + 8 completion per sequence, shaded by mask.
-    const firstSeq = page.locator("details.seq[data-seq='0']");
+    // Tokens: 6 prompt + 8 completion per sequence, shaded by mask. The best-scored sequence
+    // is listed first and open.
+    const detail = await api<{ payload: { scores: number[] } }>(
+      `/v1/runs/${RUN}/groups/${hostile?.id}`,
+    );
+    const best = detail.payload.scores.indexOf(Math.max(...detail.payload.scores));
+    const firstSeq = page.locator("details.seq[data-rank='0']");
+    expect(await firstSeq.getAttribute("data-seq")).toBe(String(best));
+    expect(await firstSeq.getAttribute("open")).not.toBeNull();
     expect(await firstSeq.locator(".tok-prompt").count()).toBe(6);
     expect(await firstSeq.locator(".tok-completion").count()).toBe(8);
 
@@ -610,6 +617,150 @@ describe("dashboard in Chromium against npm run dev", () => {
       await page.evaluate(() => (window as unknown as { __xss?: string }).__xss),
     ).toBeUndefined();
     await screenshot(page, "rollout-trajectory");
+  });
+
+  it("a tool rollout reads turn by turn: calls as guess(n=32), results under them, best first", async () => {
+    const turns = (guesses: number[], answer: number): Json[] => {
+      const messages: Json[] = [
+        { role: "system", content: "Guess the number with the guess tool." },
+        { role: "user", content: "I am thinking of a number from 1 to 100." },
+      ];
+      guesses.forEach((n, t) => {
+        // Turn 1 as OpenAI tool_calls, later turns as Hermes text: both render the same way.
+        messages.push(
+          t === 0
+            ? {
+                role: "assistant",
+                content: "Start in the middle.",
+                tool_calls: [
+                  {
+                    id: `call_${t}`,
+                    type: "function",
+                    function: { name: "guess", arguments: JSON.stringify({ n }) },
+                  },
+                ],
+              }
+            : {
+                role: "assistant",
+                content: `<tool_call>{"name": "guess", "arguments": {"n": ${n}}}</tool_call>`,
+              },
+          {
+            role: "tool",
+            tool_call_id: `call_${t}`,
+            name: "guess",
+            content: n < answer ? "higher" : n > answer ? "lower" : "correct",
+          },
+        );
+      });
+      messages.push({ role: "assistant", content: `<answer>${guesses.at(-1)}</answer>` });
+      return messages;
+    };
+    const group = scoredGroup(seeded.mathId, 2, 3);
+    await call(server.url, "POST", "/scored_data", {
+      ...group,
+      scores: [0.2, 1],
+      messages: [turns([50, 25, 12], 40), turns([32, 48, 40], 40)],
+    });
+    const newest = await api<GroupsJson>(`/v1/runs/${RUN}/groups?limit=1`);
+    await open(page, server.url, `#/rollouts/${newest.groups[0]?.id}`);
+    await page.waitForSelector("[data-testid=compare-left] [data-field=compare_conversation]");
+    // Best (seq 2, score 1) on the left, whole trajectory turn by turn.
+    const left = page.locator("[data-testid=compare-left]");
+    expect(await left.locator("[data-field=score]").textContent()).toBe("1");
+    expect(await left.locator("[data-field=tool_call]").allTextContents()).toEqual([
+      "guess(n=32)",
+      "guess(n=48)",
+      "guess(n=40)",
+    ]);
+    expect(await left.locator("[data-field=tool_result]").allTextContents()).toEqual([
+      "→ higher",
+      "→ lower",
+      "→ correct",
+    ]);
+    expect(await left.locator(".msg-assistant .msg-role").allTextContents()).toEqual([
+      "assistant · turn 1",
+      "assistant · turn 2",
+      "assistant · turn 3",
+      "assistant · turn 4",
+    ]);
+    // No escaped JSON, and the answered tool messages are not repeated on their own.
+    expect(await left.textContent()).not.toContain("tool_call>");
+    expect(await left.textContent()).not.toContain('"arguments"');
+    expect(await left.locator(".msg-tool").count()).toBe(0);
+    const right = page.locator("[data-testid=compare-right]");
+    expect(await right.locator("[data-field=tool_call]").first().textContent()).toBe("guess(n=50)");
+    // The sequences list opens the best-scored one first, with the same compact calls.
+    const first = page.locator("details.seq[data-rank='0']");
+    expect(await first.getAttribute("data-seq")).toBe("1");
+    expect(await first.getAttribute("open")).not.toBeNull();
+    expect(await first.locator("[data-field=tool_call]").count()).toBe(3);
+    expect(await page.locator("details.seq[data-rank='1']").getAttribute("open")).toBeNull();
+    await screenshot(page, "rollout-tools");
+  });
+
+  it("batches page and GET /batches show which groups were replays", async () => {
+    const run = "replays";
+    const root = `/runs/${run}`;
+    const v1 = `/v1/runs/${run}`;
+    await call(server.url, "POST", `${root}/register`, {
+      wandb_group: "e2e",
+      wandb_project: "replays",
+      batch_size: 4,
+      max_token_len: 512,
+      checkpoint_dir: "",
+      save_checkpoint_interval: 0,
+      starting_step: 0,
+      num_steps: 100,
+    });
+    const env = await call(server.url, "POST", `${root}/register-env`, {
+      max_token_length: 512,
+      desired_name: "math",
+      weight: 1,
+      group_size: 2,
+    });
+    await call(server.url, "PUT", `${v1}/replay`, { enabled: true, fraction: 0.5, threshold: 0 });
+    let seedNo = 0;
+    for (let b = 0; b < 3; b++) {
+      for (let i = 0; i < 2; i++) {
+        await call(server.url, "POST", `${root}/scored_data`, {
+          ...scoredGroup(Number(env.env_id), 2, seedNo++),
+          scores: [1, 0.5],
+        });
+      }
+      const lease = await call(server.url, "POST", `${v1}/batches/lease`, {});
+      await call(server.url, "POST", `${v1}/batches/${lease.batch_id}/ack`, {
+        lease_id: lease.lease_id,
+      });
+    }
+    const { batches } = await api<{
+      batches: {
+        batch_id: string;
+        num_groups: number;
+        replayed_groups: number;
+        groups: { id: number; replayed: boolean }[];
+      }[];
+    }>(`${v1}/batches`);
+    const mixed = batches.find((b) => b.replayed_groups > 0);
+    expect(mixed, JSON.stringify(batches)).toBeDefined();
+    expect(batches.at(-1)!.replayed_groups).toBe(0);
+    await open(page, server.url, `?run=${run}#/batches`);
+    const row = page.locator(`tr[data-batch-id="${mixed!.batch_id}"]`);
+    await row.waitFor();
+    expect(await row.locator("[data-field=num_groups]").textContent()).toBe(
+      `${mixed!.num_groups}${mixed!.replayed_groups} replayed`,
+    );
+    await row.getByRole("button", { name: "Manifest" }).click();
+    const manifest = page.locator(`#manifest-${mixed!.batch_id} tbody tr`);
+    const sources = await manifest.locator("[data-field=source]").allTextContents();
+    expect(sources.filter((s) => s === "replay")).toHaveLength(mixed!.replayed_groups);
+    expect(sources.filter((s) => s === "online")).toHaveLength(
+      mixed!.groups.filter((g) => !g.replayed).length,
+    );
+    for (const g of mixed!.groups) {
+      const manifestRow = page.locator(`#manifest-${mixed!.batch_id} tr[data-group-id="${g.id}"]`);
+      expect(await manifestRow.getAttribute("data-replayed")).toBe(String(g.replayed));
+    }
+    await screenshot(page, "batches-replays");
   });
 
   it("pauses and resumes an env from the envs page", async () => {

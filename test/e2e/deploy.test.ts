@@ -1,12 +1,15 @@
 /**
- * `npm run deploy`: the offline dry run builds the real Worker bundle and reports its size; a
- * real deploy without a Cloudflare login stops with instructions before touching anything remote.
+ * `npm run deploy`: the dry run builds the real Worker bundle and reports its size and plan with
+ * no network at all (a network namespace, a token in the environment), here and in a project
+ * made by init; a real deploy without a Cloudflare login stops with instructions before touching
+ * anything remote.
  */
-import { spawn } from "node:child_process";
-import { mkdtempSync, readFileSync, rmSync } from "node:fs";
+import { spawn, spawnSync } from "node:child_process";
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, symlinkSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
+import { runInit } from "../../src/cli/init-command";
 import { ROOT } from "./harness";
 
 const DEPLOY = join(ROOT, "scripts", "deploy.mjs");
@@ -20,11 +23,38 @@ interface Result {
   stderr: string;
 }
 
-function runDeploy(args: string[], env: NodeJS.ProcessEnv = process.env): Promise<Result> {
+/**
+ * `unshare -rn` (a user + network namespace: no interface but a down loopback) where the kernel
+ * allows it; elsewhere every proxy variable points at a closed port, so a request still fails.
+ */
+const NETNS = spawnSync("unshare", ["-rn", "true"]).status === 0;
+const OFFLINE_ENV: NodeJS.ProcessEnv = {
+  ...process.env,
+  // A dry run must not use these: a real-looking token, and an account.
+  CLOUDFLARE_API_TOKEN: "dry-run-must-not-use-this-token",
+  CLOUDFLARE_ACCOUNT_ID: "0123456789abcdef0123456789abcdef",
+  ...(NETNS
+    ? {}
+    : { HTTPS_PROXY: "http://127.0.0.1:9", HTTP_PROXY: "http://127.0.0.1:9", NO_PROXY: "" }),
+};
+
+function spawnOffline(cmd: string, args: string[]): [string, string[]] {
+  return NETNS ? ["unshare", ["-rn", cmd, ...args]] : [cmd, args];
+}
+
+function runDeploy(
+  args: string[],
+  env: NodeJS.ProcessEnv = process.env,
+  { cwd = ROOT, offline = false, npm = false } = {},
+): Promise<Result> {
   return new Promise((resolve) => {
-    const child = spawn(process.execPath, [DEPLOY, ...args], {
-      cwd: ROOT,
-      env,
+    const direct: [string, string[]] = npm
+      ? ["npm", ["run", "--silent", "deploy", "--", ...args]]
+      : [process.execPath, [DEPLOY, ...args]];
+    const [cmd, argv] = offline ? spawnOffline(...direct) : direct;
+    const child = spawn(cmd, argv, {
+      cwd,
+      env: offline ? OFFLINE_ENV : env,
       stdio: ["ignore", "pipe", "pipe"],
     });
     let stdout = "";
@@ -48,8 +78,17 @@ const MiB = 1024 * 1024;
 describe("scripts/deploy.mjs", () => {
   it("--dry-run builds the Worker offline with every Durable Object class exported", async () => {
     const outdir = join(scratch, "bundle");
-    const result = await runDeploy(["--dry-run", "--outdir", outdir]);
+    const result = await runDeploy(["--dry-run", "--outdir", outdir], process.env, {
+      offline: true,
+    });
     expect(result.code, result.stdout + result.stderr).toBe(0);
+    // What a real deploy would do, from the local config.
+    expect(result.stdout).toContain("a real deploy (`npm run deploy`) would:");
+    expect(result.stdout).toMatch(/apply the D1 migrations to database atropos-edge \(remote\)/);
+    expect(result.stdout).toMatch(
+      /upload the bundled tokenizers R2 bucket atropos-edge-payloads lacks: up to 7 .*MiB brotli/,
+    );
+    expect(result.stdout).toMatch(/wrangler deploy: Worker atropos-edge/);
 
     const bundle = readFileSync(join(outdir, "index.js"), "utf8");
     const exported = bundle.match(/export\s*\{([^}]*)\}\s*;?\s*(?:\/\/#[^\n]*\s*)?$/)?.[1] ?? "";
@@ -83,7 +122,7 @@ describe("scripts/deploy.mjs", () => {
     // No tokenizer in the script (Workers read them from R2): it fits even the Free plan's 3 MiB.
     expect(gzip).toBeLessThan(3);
     expect(result.stderr).not.toContain("WARNING");
-    expect(result.stdout).toContain("nothing was uploaded");
+    expect(result.stdout).toContain("nothing remote was touched, nothing was uploaded");
     console.log(`bundle: raw ${raw} MiB, gzip ${gzip} MiB`);
   });
 
@@ -115,6 +154,39 @@ describe("scripts/deploy.mjs", () => {
     expect(result.stderr).toContain("wrangler is not logged in");
     expect(result.stderr).toContain("npx wrangler login");
     expect(result.stdout).not.toContain("applying D1 migrations");
+  });
+
+  it("in a project made by init, `npm run deploy -- --dry-run` touches nothing remote either", async () => {
+    const project = join(scratch, "made-by-init");
+    runInit({ dir: project, name: "dry-project", atroposEdgeSpec: "0.1.0", log: () => {} });
+    // The installed package and its peer wrangler, as npm install would place them.
+    mkdirSync(join(project, "node_modules"));
+    symlinkSync(ROOT, join(project, "node_modules", "atropos-edge"), "dir");
+    symlinkSync(
+      join(ROOT, "node_modules", "wrangler"),
+      join(project, "node_modules", "wrangler"),
+      "dir",
+    );
+    const manifest = JSON.parse(readFileSync(join(project, "package.json"), "utf8")) as {
+      scripts: Record<string, string>;
+    };
+    expect(manifest.scripts.deploy).toBe("node node_modules/atropos-edge/scripts/deploy.mjs");
+    const outdir = join(scratch, "project-bundle");
+    const result = await runDeploy(["--dry-run", "--outdir", outdir], process.env, {
+      cwd: project,
+      offline: true,
+      npm: true,
+    });
+    expect(result.code, result.stdout + result.stderr).toBe(0);
+    expect(result.stdout).not.toMatch(/uploading tokenizer/);
+    expect(result.stdout).toMatch(/gzip\s+[\d.]+ MiB of the 10 MiB/);
+    // The plan names the project's own resources, not the repository's.
+    expect(result.stdout).toMatch(/database dry-project \(remote\) — not yet: .*placeholder/);
+    expect(result.stdout).toContain("R2 bucket dry-project-payloads lacks");
+    expect(result.stdout).toContain("wrangler deploy: Worker dry-project");
+    expect(result.stdout).toContain("nothing remote was touched");
+    // The project's Worker, with its example env, is what was built.
+    expect(readFileSync(join(outdir, "index.js"), "utf8")).toContain('"addition"');
   });
 
   it("rejects an unknown option", async () => {

@@ -18,6 +18,8 @@ describe("a user project made by init", () => {
     expect(plain(phase("init").stdout)).toContain("package-lock.json pins the versions");
     // The scaffold's tests and the newcomer's own test ran inside workerd.
     expect(plain(phase("test").stdout)).toMatch(/Test Files\s+2 passed/);
+    // …and the scaffold's end-to-end helper test in Node (the env against the simulator).
+    expect(plain(phase("test").stdout)).toContain("test/node/addition.e2e.test.ts");
     // Three batches were leased, trained on and acked (one policy version each).
     expect(run.summary.policy_versions.announced).toBeGreaterThanOrEqual(3);
     expect(run.summary.envs.palindrome?.steps.length).toBeGreaterThanOrEqual(3);

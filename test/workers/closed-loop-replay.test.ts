@@ -107,6 +107,24 @@ describe("replay buffer and mixing", () => {
     expect(replayedSeqs / totalSeqs).toBeLessThanOrEqual(0.25);
     const status = await json<{ replayed_sequences: number }>(call(`/v1/runs/${run}/replay`));
     expect(status.replayed_sequences).toBe(replayedSeqs);
+
+    // GET …/batches (the dashboard's batches page) says which groups were replays.
+    const page = await json<{
+      batches: {
+        replayed_groups: number;
+        num_groups: number;
+        groups: { id: number; replayed: boolean }[];
+      }[];
+    }>(call(`/v1/runs/${run}/batches`));
+    expect(page.batches).toHaveLength(7);
+    const listed = page.batches.flatMap((b) => b.groups.filter((g) => g.replayed));
+    expect(listed.reduce((n) => n + 2, 0)).toBe(replayedSeqs);
+    expect(listed.length).toBeGreaterThan(0);
+    for (const b of page.batches) {
+      expect(b.replayed_groups).toBe(b.groups.filter((g) => g.replayed).length);
+    }
+    // The first batch was all online.
+    expect(page.batches.at(-1)!.replayed_groups).toBe(0);
   });
 
   it("replays each group at most max_replays times, highest score first, within the staleness bound", async () => {

@@ -20,15 +20,29 @@ import { countDrop, runRolloutItem } from "./rollout-core";
 import { crossedMultiple, type EnvStatus, planWorkers, resolveMaxNumWorkers } from "./scheduler";
 
 export type ServeEvent =
-  | { type: "registered"; envId: number; name: string; startingStep: number }
+  /** totalSteps: the trainer step at which the loop stops (total_steps, or the trainer's num_steps). */
+  | {
+      type: "registered";
+      envId: number;
+      name: string;
+      startingStep: number;
+      totalSteps: number;
+    }
   | { type: "waiting_for_trainer" }
   | { type: "step"; step: number }
   | { type: "paused" }
   | { type: "submitted"; groups: number; status: number; ok: boolean }
   | { type: "dropped"; reason: string }
   | { type: "backing_off"; message: string }
-  /** errorClass: absent for evaluation failures. */
-  | { type: "worker_error"; message: string; errorClass?: "retryable" | "permanent" }
+  /** errorClass: absent for evaluation failures; error: what was thrown (its stack locates it). */
+  | {
+      type: "worker_error";
+      message: string;
+      errorClass?: "retryable" | "permanent";
+      error?: unknown;
+    }
+  /** One item finished: its groups went out or were dropped ("ran"), or it failed with an error. */
+  | { type: "item"; outcome: "ran" | "failed" }
   | { type: "status_error"; message: string }
   | { type: "eval"; step: number; result: EvalResult }
   /** Values of a finished step (env: observe()/metrics() and drops by reason) or an evaluation. */
@@ -103,14 +117,15 @@ export async function serveEnv<Item extends JsonValue, Config extends BaseEnvCon
     { pollMs: options.registerPollMs, signal, onWait: () => emit({ type: "waiting_for_trainer" }) },
   );
   const envId = registration.env_id;
+  const totalSteps = config.total_steps === -1 ? registration.num_steps : config.total_steps;
+  if (totalSteps === -1) throw new Error("total_steps is -1 and the API reported num_steps -1");
   emit({
     type: "registered",
     envId,
     name: registration.wandb_name,
     startingStep: registration.starting_step,
+    totalSteps,
   });
-  const totalSteps = config.total_steps === -1 ? registration.num_steps : config.total_steps;
-  if (totalSteps === -1) throw new Error("total_steps is -1 and the API reported num_steps -1");
   let currStep = registration.starting_step;
   const checkpoints = checkpointsFor(options.checkpointStore, api, envId, signal, (message) =>
     emit({ type: "checkpoint_error", message }),
@@ -282,10 +297,17 @@ export async function serveEnv<Item extends JsonValue, Config extends BaseEnvCon
       backlog.push(...result.backlog);
       if (result.kind === "submitted" || result.kind === "dropped") {
         for (const reason of result.drops) drop(reason);
+        emit({ type: "item", outcome: "ran" });
       } else {
         // No retry here: inference and the API client already retried transient failures.
         summary.workerErrors++;
-        emit({ type: "worker_error", message: result.message, errorClass: result.kind });
+        emit({
+          type: "worker_error",
+          message: result.message,
+          errorClass: result.kind,
+          error: result.error,
+        });
+        emit({ type: "item", outcome: "failed" });
         if (result.kind === "permanent") {
           const backingOff = failureBackoff.dropped(
             `every item failed with an error in the env's code (last: ${result.message})`,

