@@ -32,8 +32,8 @@ import {
   type TrainerProgress,
 } from "./progress";
 import { registerItemsAhead } from "./simulated-env";
-import type { FinishedRun } from "./train-output";
 import { openStateDir } from "./start-state";
+import type { FinishedRun } from "./train-output";
 
 export interface StartOptions extends InferenceFlags {
   /** The command the summary names (default: start). */

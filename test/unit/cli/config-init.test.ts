@@ -136,6 +136,9 @@ describe("config_init (static configInit)", () => {
         "a.jsonl",
         "--config",
         "cfg.yaml",
+        // Model names this package does not know need their tokenizer named.
+        "--tokenizer",
+        "qwen3",
       ],
       dir,
       env,
@@ -157,6 +160,8 @@ describe("config_init (static configInit)", () => {
         "2",
         "--model",
         "flag-model",
+        "--tokenizer",
+        "qwen3",
       ],
       dir,
       env,
