@@ -24,6 +24,7 @@ import {
 } from "./atropos-config";
 import { loadConfigFile, type OptionDefaults, type Resolved, resolveOptions } from "./config";
 import { PROJECT_ROOT } from "./dev-process";
+import { registerEngineCommand } from "./engine-command";
 import { isEnvPath, loadEnvDefinition } from "./env-loader";
 import { registerGuardCommand } from "./guard-command";
 import { registerImportCommand } from "./import-command";
@@ -696,6 +697,7 @@ export function buildProgram(dotted: DottedFlags = { env: {}, openai: {} }): Com
   registerTokenizeCommands(program);
   registerTokensCommand(program);
   registerInferenceServersCommand(program);
+  registerEngineCommand(program);
   registerMixCommand(program);
   registerReplayCommand(program);
   registerImportCommand(program);
