@@ -1,9 +1,9 @@
 """The engine tests' model and their independent reference (PyTorch, no llama.cpp).
 
-    python engine_reference.py make OUT_DIR TOKENIZER_DIR ARCH   # random tiny model, saved as HF
+    python engine_reference.py make OUT_DIR TOKENIZER_DIR ARCH [SEED]  # random tiny model, as HF
     python engine_reference.py score HF_DIR < sequences.json      # log p(token_i | tokens_<i)
 
-`make` builds the model from a config (random init, seed 0; no download) and copies the
+`make` builds the model from a config (random init, seeded; no download) and copies the
 tokenizer files beside it. `score` reads `[[ids...], ...]` and writes, per sequence, the logprob
 of every token after the first under a float32 forward pass.
 """
@@ -19,7 +19,7 @@ import torch
 from transformers import AutoModelForCausalLM, LlamaConfig, Qwen2Config, Qwen3Config
 
 
-def make(out_dir: str, tokenizer_dir: str, arch: str) -> None:
+def make(out_dir: str, tokenizer_dir: str, arch: str, seed: int = 0) -> None:
     out = Path(out_dir)
     vocab = json.loads((Path(tokenizer_dir) / "tokenizer.json").read_text(encoding="utf-8"))
     size = len(vocab["model"]["vocab"]) + len(
@@ -37,8 +37,8 @@ def make(out_dir: str, tokenizer_dir: str, arch: str) -> None:
         tie_word_embeddings=arch != "llama",
     )
     config = {"qwen2": Qwen2Config, "qwen3": Qwen3Config, "llama": LlamaConfig}[arch](**common)
-    torch.manual_seed(0)
-    model = AutoModelForCausalLM.from_config(config, torch_dtype=torch.float32)
+    torch.manual_seed(seed)
+    model = AutoModelForCausalLM.from_config(config, dtype=torch.float32)
     # Larger than the 0.02 default init: a nearly uniform model would hide mistakes in the
     # conversion (swapped Q/K rows give the same logprobs when attention is flat).
     with torch.no_grad():
@@ -52,7 +52,7 @@ def make(out_dir: str, tokenizer_dir: str, arch: str) -> None:
 
 def score(hf_dir: str) -> None:
     sequences: list[list[int]] = json.load(sys.stdin)
-    model = AutoModelForCausalLM.from_pretrained(hf_dir, torch_dtype=torch.float32)
+    model = AutoModelForCausalLM.from_pretrained(hf_dir, dtype=torch.float32)
     model.eval()
     results: list[list[float]] = []
     with torch.no_grad():
@@ -66,7 +66,7 @@ def score(hf_dir: str) -> None:
 if __name__ == "__main__":
     command = sys.argv[1]
     if command == "make":
-        make(sys.argv[2], sys.argv[3], sys.argv[4])
+        make(sys.argv[2], sys.argv[3], sys.argv[4], int(sys.argv[5]) if len(sys.argv) > 5 else 0)
     elif command == "score":
         score(sys.argv[2])
     else:
