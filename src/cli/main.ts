@@ -87,6 +87,12 @@ const INFERENCE: OptionSpec[] = [
     "bundled tokenizer or model name (atropos-edge tokenizers), a directory, a URL or an HF id",
     "qwen3",
   ),
+  opt(
+    "--engine <file.gguf>",
+    "engine",
+    "run this GGUF model on the llama.cpp engine in-process instead of the simulator (docs/INFERENCE.md)",
+    undefined,
+  ),
   opt("--sim-latency-ms <ms>", "simLatencyMs", "simulator latency per request", 0),
   opt("--sim-seed <n>", "simSeed", "simulator seed (outputs are deterministic per seed)", 0),
 ];
@@ -204,6 +210,7 @@ function inferenceFlags(o: Resolved<OptionDefaults>, env: EnvContext) {
   return {
     servers: env.atropos.openai,
     inferenceUrl: str(o.inferenceUrl),
+    engine: str(o.engine),
     serverType: String(o.serverType),
     model: String(o.model),
     apiKey: str(o.apiKey),
@@ -333,6 +340,12 @@ export function buildProgram(dotted: DottedFlags = { env: {}, openai: {} }): Com
         "--summary-json <file>",
         "summaryJson",
         "write the per-step learning curve as JSON",
+        undefined,
+      ),
+      opt(
+        "--engine <file.gguf>",
+        "engine",
+        "run this GGUF model on the llama.cpp engine in-process instead of the simulator (docs/INFERENCE.md)",
         undefined,
       ),
       opt("--sim-latency-ms <ms>", "simLatencyMs", "simulator latency per request", 0),

@@ -8,12 +8,18 @@ import type { Tokenizer, ToolDefinition } from "../env-workers/inference/types";
 import { ChatTemplate } from "../env-workers/tokenizers/index";
 import type { LlamaModel } from "./llama-api";
 
+/** GGUF token type of the padding rows llama.cpp's converter (and ours) add. */
+const UNUSED = 5;
+
 export class GgufTokenizer implements Tokenizer {
   readonly eosTokenId: number;
   readonly bosTokenId: number | null;
   readonly stopTokenIds: readonly number[];
   readonly specialTokenIds: ReadonlySet<number>;
+  /** Tokens in the GGUF, padding included (the embedding's rows). */
   readonly vocabSize: number;
+  /** The tokenizer's own tokens: the GGUF's without the unused padding at its end. */
+  readonly tokenizerVocabSize: number;
   private readonly template: ChatTemplate | null;
 
   constructor(
@@ -23,6 +29,10 @@ export class GgufTokenizer implements Tokenizer {
     const tokens = model.fileInfo.metadata.tokenizer?.ggml?.tokens;
     if (!tokens) throw new Error(`${name}: the GGUF has no tokenizer.ggml.tokens`);
     this.vocabSize = tokens.length;
+    const types = model.fileInfo.metadata.tokenizer?.ggml?.token_type ?? [];
+    let real = tokens.length;
+    while (real > 0 && types[real - 1] === UNUSED) real--;
+    this.tokenizerVocabSize = real;
     const eos = model.tokens.eot ?? model.tokens.eos;
     if (eos === null) throw new Error(`${name}: the GGUF names no end-of-sequence token`);
     this.eosTokenId = eos;

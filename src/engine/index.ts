@@ -20,6 +20,13 @@ export function llamaRuntime(log?: (line: string) => void): Promise<Llama> {
   return llama;
 }
 
+/** Frees the llama.cpp runtime (its native threads keep a process alive otherwise). */
+export async function closeLlamaRuntime(): Promise<void> {
+  const pending = llama;
+  llama = null;
+  if (pending) await (await pending).dispose();
+}
+
 /** Serves the GGUF at `options.model` until close(). */
 export async function startEngine(
   options: EngineServerOptions & { log?: (line: string) => void },

@@ -55,7 +55,10 @@ export interface LlamaModel {
 
 export interface GgufMetadata {
   general?: { architecture?: string; name?: string; file_type?: number };
-  tokenizer?: { chat_template?: string; ggml?: { tokens?: readonly string[] } };
+  tokenizer?: {
+    chat_template?: string;
+    ggml?: { tokens?: readonly string[]; token_type?: readonly number[] };
+  };
 }
 
 export interface LlamaContext {

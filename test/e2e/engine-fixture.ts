@@ -1,13 +1,14 @@
 /**
- * The engine tests' models: tiny random Qwen2/Llama checkpoints made with transformers from a
- * config (the 400-token test tokenizer; no download), written as GGUF by `engine convert`'s
- * writer, cached under node_modules/.cache/engine-tiny-<hash of the scripts> and made once.
+ * The engine tests' models: tiny random Qwen2/Qwen3/Llama checkpoints made with transformers
+ * from a config (the 400-token test tokenizer; no download), written as GGUF by `engine convert`'s
+ * writer (all in one Python process: test/e2e/python/engine_reference.py), cached under node_modules/.cache/engine-tiny-<hash of the scripts> and made once.
  * `score` is the independent reference: a PyTorch float32 forward pass of the same weights.
  */
-import { execFile } from "node:child_process";
+import { type ChildProcess, execFile, spawn } from "node:child_process";
 import { createHash } from "node:crypto";
 import { existsSync, mkdirSync, readFileSync, renameSync, rmSync } from "node:fs";
 import { join } from "node:path";
+import { createInterface } from "node:readline";
 import { promisify } from "node:util";
 import { CONVERTER } from "../../src/engine/convert";
 import { ROOT } from "./harness";
@@ -34,7 +35,6 @@ export function enginePython(): Promise<string> {
 }
 
 export async function tinyModel(arch: "qwen2" | "qwen3" | "llama", seed = 0): Promise<TinyModel> {
-  const py = await enginePython();
   const hash = createHash("sha256");
   for (const file of [REFERENCE, CONVERTER, join(TINY_TOKENIZER, "tokenizer.json")])
     hash.update(readFileSync(file));
@@ -50,33 +50,44 @@ export async function tinyModel(arch: "qwen2" | "qwen3" | "llama", seed = 0): Pr
   mkdirSync(dir, { recursive: true });
   const tmp = join(dir, `${name}.tmp-${process.pid}`);
   rmSync(tmp, { recursive: true, force: true });
-  await run(py, [REFERENCE, "make", tmp, TINY_TOKENIZER, arch, String(seed)], { timeout: 300_000 });
-  await run(py, [CONVERTER, tmp, `${tmp}.gguf`], { timeout: 300_000 });
+  await reference({ op: "make", out: tmp, tokenizer: TINY_TOKENIZER, arch, seed });
+  await reference({ op: "convert", model: tmp, out: `${tmp}.gguf` });
   rmSync(model.hfDir, { recursive: true, force: true });
   renameSync(tmp, model.hfDir);
   renameSync(`${tmp}.gguf`, model.gguf);
   return model;
 }
 
+let scorer: { child: ChildProcess; lines: AsyncIterator<string> } | null = null;
+let queue: Promise<unknown> = Promise.resolve();
+
+/** One request to the reference process (engine_reference.py serve), one at a time. */
+function reference<T>(request: Record<string, unknown>): Promise<T> {
+  const answer = queue.then(async () => {
+    if (!scorer) {
+      const child = spawn(await enginePython(), [REFERENCE, "serve"], {
+        stdio: ["pipe", "pipe", "inherit"],
+      });
+      scorer = { child, lines: createInterface({ input: child.stdout! })[Symbol.asyncIterator]() };
+    }
+    scorer.child.stdin!.write(`${JSON.stringify(request)}\n`);
+    const line = await scorer.lines.next();
+    if (line.done) throw new Error(`the PyTorch reference exited during ${String(request.op)}`);
+    return JSON.parse(line.value) as T;
+  });
+  queue = answer.catch(() => undefined);
+  return answer;
+}
+
 /** log p(token_i | tokens_<i) for i ≥ 1 of each sequence, by PyTorch in float32. */
-export async function score(model: TinyModel, sequences: number[][]): Promise<number[][]> {
-  const py = await enginePython();
-  const child = execFile(py, [REFERENCE, "score", model.hfDir], {
-    timeout: 300_000,
-    maxBuffer: 64 * 1024 * 1024,
-  });
-  const out = new Promise<string>((resolve, reject) => {
-    let text = "";
-    child.stdout?.on("data", (chunk: Buffer) => {
-      text += chunk.toString("utf8");
-    });
-    child.on("error", reject);
-    child.on("exit", (code) =>
-      code === 0 ? resolve(text) : reject(new Error(`score exited ${code}`)),
-    );
-  });
-  child.stdin?.end(JSON.stringify(sequences));
-  return JSON.parse(await out) as number[][];
+export function score(model: TinyModel, sequences: number[][]): Promise<number[][]> {
+  return reference({ op: "score", model: model.hfDir, sequences });
+}
+
+/** Ends the scorer process (afterAll). */
+export function stopScorer(): void {
+  scorer?.child.stdin?.end();
+  scorer = null;
 }
 
 export interface Sequence {

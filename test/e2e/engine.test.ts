@@ -7,14 +7,16 @@ import { mkdtempSync, readFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { openInference } from "../../src/cli/inference";
 import { runProcess } from "../../src/cli/process-command";
 import type { ChatMessage } from "../../src/core/group-types";
 import type { ServerType } from "../../src/core/server-config";
-import { type EngineServer, startEngine } from "../../src/engine/index";
+import { closeLlamaRuntime, type EngineServer, startEngine } from "../../src/engine/index";
 import { ServerManager } from "../../src/env-workers/inference/server-manager";
 import {
   maxLogprobError,
   type Sequence,
+  stopScorer,
   TINY_TOKENIZER,
   type TinyModel,
   tinyModel,
@@ -28,7 +30,11 @@ beforeAll(async () => {
   model = await tinyModel("qwen2");
   engine = await startEngine({ model: model.gguf, parallel: 4, threads: 1, ctx: 1024 });
 }, 600_000);
-afterAll(() => engine?.close());
+afterAll(async () => {
+  stopScorer();
+  await engine?.close();
+  await closeLlamaRuntime();
+});
 
 /** The fields of a vLLM completions choice the tests read. */
 interface Choice {
@@ -163,6 +169,83 @@ describe("engine: groups through every server type equal PyTorch", () => {
         sequences.push({ tokens: node.tokens, masks: node.masked_tokens, logprobs: node.logprobs });
       }
     }
+    expect(await maxLogprobError(model, sequences)).toBeLessThanOrEqual(TOLERANCE);
+  });
+});
+
+describe("engine convert: each architecture it states", () => {
+  it("Qwen3 (q/k norms) and Llama (Q/K rows permuted) GGUFs equal PyTorch", async () => {
+    for (const arch of ["qwen3", "llama"] as const) {
+      const tiny = await tinyModel(arch);
+      const server = await startEngine({ model: tiny.gguf, parallel: 2, threads: 1, ctx: 256 });
+      try {
+        const prompt = [1, 67, 85, 85, 75, 201, 1, 81];
+        const response = await fetch(`${server.url}/v1/completions`, {
+          method: "POST",
+          body: JSON.stringify({
+            prompt,
+            n: 2,
+            max_tokens: 16,
+            seed: 4,
+            logprobs: 0,
+            return_token_ids: true,
+          }),
+        });
+        const { choices } = (await response.json()) as { choices: Choice[] };
+        const sequences = choices.map((c) => ({
+          tokens: [...prompt, ...c.token_ids],
+          masks: [...prompt.map(() => -100), ...c.token_ids],
+          logprobs: [...prompt.map(() => 1), ...c.logprobs.token_logprobs],
+        }));
+        expect(await maxLogprobError(tiny, sequences), arch).toBeLessThanOrEqual(TOLERANCE);
+      } finally {
+        await server.close();
+      }
+    }
+  });
+});
+
+describe("--engine FILE.gguf on the env commands (process, start)", () => {
+  it("runs the envs on the model; a GGUF of another vocabulary is refused with both sizes", async () => {
+    const flags = {
+      serverType: "vllm",
+      model: "tiny",
+      simLatencyMs: 0,
+      simSeed: 0,
+      engine: model.gguf,
+    };
+    await expect(openInference({ ...flags, tokenizer: "qwen3" })).rejects.toThrow(
+      /has a vocabulary of 400 tokens but the run's tokenizer qwen3 has 151669/,
+    );
+    const out = join(mkdtempSync(join(tmpdir(), "engine-process-")), "groups.jsonl");
+    const logs: string[] = [];
+    const code = await runProcess(
+      {
+        ...flags,
+        tokenizer: TINY_TOKENIZER,
+        env: "letter_counting",
+        envConfig: { max_token_length: 8, ensure_scores_are_not_same: false },
+        groupSize: 2,
+        groups: 1,
+        out,
+        concurrency: 1,
+      },
+      (line) => logs.push(line),
+    );
+    expect(code, logs.join("\n")).toBe(0);
+    expect(logs.join("\n")).toMatch(
+      /llama\.cpp engine \(.*qwen2-0\.gguf\) at http:\/\/127\.0\.0\.1:\d+, spoken to as vllm/,
+    );
+    const group = JSON.parse(readFileSync(out, "utf8").trim()) as {
+      tokens: number[][];
+      masks: number[][];
+      inference_logprobs: number[][];
+    };
+    const sequences = group.tokens.map((tokens, i) => ({
+      tokens,
+      masks: group.masks[i]!,
+      logprobs: group.inference_logprobs[i]!,
+    }));
     expect(await maxLogprobError(model, sequences)).toBeLessThanOrEqual(TOLERANCE);
   });
 });

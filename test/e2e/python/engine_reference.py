@@ -1,11 +1,14 @@
 """The engine tests' model and their independent reference (PyTorch, no llama.cpp).
 
-    python engine_reference.py make OUT_DIR TOKENIZER_DIR ARCH [SEED]  # random tiny model, as HF
-    python engine_reference.py score HF_DIR < sequences.json      # log p(token_i | tokens_<i)
+    python engine_reference.py serve   # one JSON request per line in, one answer per line out:
+      {"op": "make", "out": DIR, "tokenizer": DIR, "arch": "qwen2", "seed": 0}  -> random tiny model
+      {"op": "convert", "model": DIR, "out": FILE}                             -> GGUF (f32)
+      {"op": "score", "model": DIR, "sequences": [[ids...], ...]}              -> logprobs
 
 `make` builds the model from a config (random init, seeded; no download) and copies the
-tokenizer files beside it. `score` reads `[[ids...], ...]` and writes, per sequence, the logprob
-of every token after the first under a float32 forward pass.
+tokenizer files beside it; `convert` is src/engine/python/hf_to_gguf.py's; `score` answers, per
+sequence, the logprob of every token after the first under a float32 forward pass. One process
+serves them all: torch and transformers are imported once.
 """
 
 from __future__ import annotations
@@ -50,24 +53,40 @@ def make(out_dir: str, tokenizer_dir: str, arch: str, seed: int = 0) -> None:
         shutil.copy(Path(tokenizer_dir) / name, out / name)
 
 
-def score(hf_dir: str) -> None:
-    sequences: list[list[int]] = json.load(sys.stdin)
-    model = AutoModelForCausalLM.from_pretrained(hf_dir, dtype=torch.float32)
-    model.eval()
+def score(model: torch.nn.Module, sequences: list[list[int]]) -> list[list[float]]:
     results: list[list[float]] = []
     with torch.no_grad():
         for ids in sequences:
             logits = model(torch.tensor([ids])).logits[0].to(torch.float64)
             logprobs = torch.log_softmax(logits, dim=-1)
             results.append([float(logprobs[i - 1, ids[i]]) for i in range(1, len(ids))])
-    json.dump(results, sys.stdout)
+    return results
+
+
+def serve() -> None:
+    sys.path.insert(0, str(Path(__file__).resolve().parents[3] / "src" / "engine" / "python"))
+    from hf_to_gguf import convert
+
+    for line in sys.stdin:
+        request = json.loads(line)
+        op = request["op"]
+        answer: object
+        if op == "make":
+            make(request["out"], request["tokenizer"], request["arch"], int(request.get("seed", 0)))
+            answer = "ok"
+        elif op == "convert":
+            answer = str(convert(request["model"], request["out"]).path)
+        elif op == "score":
+            # Loaded per request: a test may rewrite a checkpoint between two calls.
+            model = AutoModelForCausalLM.from_pretrained(request["model"], dtype=torch.float32)
+            model.eval()
+            answer = score(model, request["sequences"])
+        else:
+            raise SystemExit(f"unknown op {op}")
+        print(json.dumps(answer), flush=True)
 
 
 if __name__ == "__main__":
-    command = sys.argv[1]
-    if command == "make":
-        make(sys.argv[2], sys.argv[3], sys.argv[4], int(sys.argv[5]) if len(sys.argv) > 5 else 0)
-    elif command == "score":
-        score(sys.argv[2])
-    else:
-        raise SystemExit(f"unknown command {command}")
+    if sys.argv[1:] != ["serve"]:
+        raise SystemExit("usage: engine_reference.py serve")
+    serve()
