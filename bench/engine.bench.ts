@@ -2,7 +2,7 @@
  * `npm run bench:engine -- --model FILE.gguf [--threads N] [--parallel N]` — what the llama.cpp
  * engine costs on this machine: load time, resident memory, and generation speed over HTTP
  * (`/v1/completions` with token ids, logprobs and return_token_ids, as the vllm backend asks):
- * one choice of 64 tokens, then n = parallel choices of 64 tokens at once, each 3 times.
+ * one choice of 64 tokens, then n = parallel choices of 64 tokens at once, each twice.
  * Prints a table and, last, one JSON line.
  */
 import { cpus, totalmem } from "node:os";
@@ -15,10 +15,12 @@ const { values } = parseArgs({
     threads: { type: "string" },
     parallel: { type: "string", default: "4" },
     tokens: { type: "string", default: "64" },
+    rounds: { type: "string", default: "2" },
   },
 });
 if (!values.model) throw new Error("--model FILE.gguf is required");
 const parallel = Number(values.parallel);
+const ROUNDS = Number(values.rounds);
 const maxTokens = Number(values.tokens);
 const rssBefore = process.memoryUsage().rss;
 const loadStarted = performance.now();
@@ -56,22 +58,21 @@ async function round(n: number): Promise<{ seconds: number; tokens: number }> {
 const rows: { name: string; tokensPerSecond: number; seconds: number }[] = [];
 for (const n of [1, parallel]) {
   const runs = [];
-  for (let i = 0; i < 3; i++) runs.push(await round(n));
+  for (let i = 0; i < ROUNDS; i++) runs.push(await round(n));
   const tokens = runs.reduce((s, r) => s + r.tokens, 0);
   const seconds = runs.reduce((s, r) => s + r.seconds, 0);
   rows.push({
     name: `n=${n}, ${maxTokens} tokens`,
     tokensPerSecond: tokens / seconds,
-    seconds: seconds / 3,
+    seconds: seconds / ROUNDS,
   });
 }
 const rssMb = (process.memoryUsage().rss - rssBefore) / 1e6;
+const sizeMb = engine.model.sizeBytes / 1e6;
 await engine.close();
 
 const machine = `${cpus().length} × ${cpus()[0]?.model ?? "cpu"}, ${(totalmem() / 2 ** 30).toFixed(0)} GiB`;
-console.log(
-  `engine bench: ${values.model} (${(engine.model.sizeBytes / 1e6).toFixed(0)} MB) on ${machine}`,
-);
+console.log(`engine bench: ${values.model} (${sizeMb.toFixed(0)} MB) on ${machine}`);
 console.log(`load ${loadSeconds.toFixed(1)} s · resident memory added ${rssMb.toFixed(0)} MB`);
 for (const row of rows)
   console.log(

@@ -13,8 +13,10 @@ from pathlib import Path
 import torch
 from transformers import AutoModelForCausalLM, Qwen2Config
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src" / "engine" / "python"))
-from hf_to_gguf import convert  # noqa: E402
+sys.path.insert(
+    0, str(Path(__file__).resolve().parents[1] / "src" / "engine" / "python")
+)
+from hf_to_gguf import convert
 
 
 def main(tokenizer_dir: str, out_dir: str, dtype: str = "f16") -> None:

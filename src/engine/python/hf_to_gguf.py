@@ -79,7 +79,11 @@ def _tensors(hf_dir: Path) -> dict[str, torch.Tensor]:
 
 def _permute(w: np.ndarray, n_head: int) -> np.ndarray:
     """llama.cpp's Q/K row order for Llama-style (non-NeoX) rotary embeddings."""
-    return w.reshape(n_head, 2, w.shape[0] // n_head // 2, *w.shape[1:]).swapaxes(1, 2).reshape(w.shape)
+    return (
+        w.reshape(n_head, 2, w.shape[0] // n_head // 2, *w.shape[1:])
+        .swapaxes(1, 2)
+        .reshape(w.shape)
+    )
 
 
 def _rope_theta(config: dict[str, Any]) -> float:
@@ -144,12 +148,15 @@ def _find_regexes(node: Any) -> list[str]:
 
 
 def _chat_template(hf_dir: Path, tokenizer_config: dict[str, Any]) -> str | None:
-    jinja = hf_dir / "chat_template.jinja"  # transformers 5 writes the template beside the config
+    # transformers 5 writes the template beside the config
+    jinja = hf_dir / "chat_template.jinja"
     if jinja.is_file():
         return jinja.read_text(encoding="utf-8")
     template = tokenizer_config.get("chat_template")
     if isinstance(template, list):  # named templates: the default one
-        named = {t.get("name"): t.get("template") for t in template if isinstance(t, dict)}
+        named = {
+            t.get("name"): t.get("template") for t in template if isinstance(t, dict)
+        }
         template = named.get("default") or next(iter(named.values()), None)
     return template if isinstance(template, str) else None
 
@@ -161,18 +168,26 @@ def _token_text(value: Any) -> str | None:
     return value if isinstance(value, str) else None
 
 
-def _write_vocab(writer: gguf.GGUFWriter, hf_dir: Path, vocab_size: int, pre: str | None) -> None:
+def _write_vocab(
+    writer: gguf.GGUFWriter, hf_dir: Path, vocab_size: int, pre: str | None
+) -> None:
     tokenizer = _read_json(hf_dir / "tokenizer.json")
     config_path = hf_dir / "tokenizer_config.json"
     tokenizer_config = _read_json(config_path) if config_path.is_file() else {}
     model = tokenizer.get("model", {})
     if model.get("type") != "BPE":
-        raise ConvertError(f"tokenizer.json model type {model.get('type')!r}: only byte-level BPE is supported")
+        raise ConvertError(
+            f"tokenizer.json model type {model.get('type')!r}: only byte-level BPE is supported"
+        )
     by_id: dict[int, tuple[str, int]] = {
         int(i): (t, gguf.TokenType.NORMAL) for t, i in model["vocab"].items()
     }
     for added in tokenizer.get("added_tokens", []):
-        kind = gguf.TokenType.CONTROL if added.get("special") else gguf.TokenType.USER_DEFINED
+        kind = (
+            gguf.TokenType.CONTROL
+            if added.get("special")
+            else gguf.TokenType.USER_DEFINED
+        )
         by_id[int(added["id"])] = (added["content"], kind)
     size = max(vocab_size, max(by_id) + 1)
     tokens = [by_id.get(i, (f"[PAD{i}]", gguf.TokenType.UNUSED)) for i in range(size)]
@@ -188,7 +203,9 @@ def _write_vocab(writer: gguf.GGUFWriter, hf_dir: Path, vocab_size: int, pre: st
     bos = _token_text(tokenizer_config.get("bos_token"))
     pad = _token_text(tokenizer_config.get("pad_token"))
     if eos is None or eos not in ids:
-        raise ConvertError("tokenizer_config.json needs an eos_token from the vocabulary")
+        raise ConvertError(
+            "tokenizer_config.json needs an eos_token from the vocabulary"
+        )
     writer.add_eos_token_id(ids[eos])
     if bos is not None and bos in ids:
         writer.add_bos_token_id(ids[bos])
@@ -196,7 +213,9 @@ def _write_vocab(writer: gguf.GGUFWriter, hf_dir: Path, vocab_size: int, pre: st
         writer.add_pad_token_id(ids[pad])
     post = json.dumps(tokenizer.get("post_processor"))
     add_bos = tokenizer_config.get("add_bos_token")
-    writer.add_add_bos_token(bool(add_bos) if add_bos is not None else bos is not None and bos in post)
+    writer.add_add_bos_token(
+        bool(add_bos) if add_bos is not None else bos is not None and bos in post
+    )
     template = _chat_template(hf_dir, tokenizer_config)
     if template:
         writer.add_chat_template(template)
@@ -214,13 +233,19 @@ def convert(
     if dtype not in ("f32", "f16"):
         raise ConvertError(f"dtype {dtype!r}: use f32 or f16")
     if not (src / "config.json").is_file():
-        raise ConvertError(f"{src}: no config.json (a directory written by save_pretrained)")
+        raise ConvertError(
+            f"{src}: no config.json (a directory written by save_pretrained)"
+        )
     if not (src / "tokenizer.json").is_file():
-        raise ConvertError(f"{src}: no tokenizer.json (save the tokenizer beside the model)")
+        raise ConvertError(
+            f"{src}: no tokenizer.json (save the tokenizer beside the model)"
+        )
     config = _read_json(src / "config.json")
     hf_arch = (config.get("architectures") or ["?"])[0]
     if hf_arch not in ARCHITECTURES:
-        raise ConvertError(f"architecture {hf_arch}: supported are {', '.join(ARCHITECTURES)}")
+        raise ConvertError(
+            f"architecture {hf_arch}: supported are {', '.join(ARCHITECTURES)}"
+        )
     arch, permute = ARCHITECTURES[hf_arch]
     n_layer = int(config["num_hidden_layers"])
     n_head = int(config["num_attention_heads"])
@@ -244,7 +269,9 @@ def convert(
     writer.add_rope_freq_base(_rope_theta(config))
     writer.add_layer_norm_rms_eps(float(config.get("rms_norm_eps", 1e-6)))
     writer.add_vocab_size(vocab_size)
-    file_type = gguf.LlamaFileType.ALL_F32 if dtype == "f32" else gguf.LlamaFileType.MOSTLY_F16
+    file_type = (
+        gguf.LlamaFileType.ALL_F32 if dtype == "f32" else gguf.LlamaFileType.MOSTLY_F16
+    )
     writer.add_file_type(int(file_type))
     _write_vocab(writer, src, vocab_size, pre)
 
@@ -253,14 +280,18 @@ def convert(
     count = 0
     factors = _llama3_rope_factors(config, head_dim)
     if factors is not None:
-        writer.add_tensor(gguf.TENSOR_NAMES[gguf.MODEL_TENSOR.ROPE_FREQS] + ".weight", factors)
+        writer.add_tensor(
+            gguf.TENSOR_NAMES[gguf.MODEL_TENSOR.ROPE_FREQS] + ".weight", factors
+        )
         count += 1
     for name, tensor in _tensors(src).items():
         if name.endswith("rotary_emb.inv_freq") or (tied and name == "lm_head.weight"):
             continue
         new_name = names.get_name(name, try_suffixes=(".weight", ".bias"))
         if new_name is None:
-            raise ConvertError(f"tensor {name}: no GGUF name for it in {gguf.MODEL_ARCH_NAMES[arch]}")
+            raise ConvertError(
+                f"tensor {name}: no GGUF name for it in {gguf.MODEL_ARCH_NAMES[arch]}"
+            )
         data = tensor.to(torch.float32).numpy()
         if permute and name.endswith("q_proj.weight"):
             data = _permute(data, n_head)
@@ -280,11 +311,15 @@ def convert(
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description="Hugging Face checkpoint -> GGUF for llama.cpp")
+    parser = argparse.ArgumentParser(
+        description="Hugging Face checkpoint -> GGUF for llama.cpp"
+    )
     parser.add_argument("hf_dir")
     parser.add_argument("out")
     parser.add_argument("--dtype", default="f32", choices=("f32", "f16"))
-    parser.add_argument("--pre", default=None, help="llama.cpp pre-tokenizer name (default: detected)")
+    parser.add_argument(
+        "--pre", default=None, help="llama.cpp pre-tokenizer name (default: detected)"
+    )
     args = parser.parse_args(argv)
     try:
         result = convert(args.hf_dir, args.out, args.dtype, args.pre)
@@ -292,7 +327,9 @@ def main(argv: list[str] | None = None) -> int:
         print(f"convert: {error}", file=sys.stderr)
         return 2
     size = result.path.stat().st_size / 1e6
-    print(f"wrote {result.path} ({result.arch}, {result.tensors} tensors, vocab {result.vocab_size}, {size:.1f} MB)")
+    print(
+        f"wrote {result.path} ({result.arch}, {result.tensors} tensors, vocab {result.vocab_size}, {size:.1f} MB)"
+    )
     return 0
 
 

@@ -24,22 +24,30 @@ from transformers import AutoModelForCausalLM, LlamaConfig, Qwen2Config, Qwen3Co
 
 def make(out_dir: str, tokenizer_dir: str, arch: str, seed: int = 0) -> None:
     out = Path(out_dir)
-    vocab = json.loads((Path(tokenizer_dir) / "tokenizer.json").read_text(encoding="utf-8"))
+    vocab = json.loads(
+        (Path(tokenizer_dir) / "tokenizer.json").read_text(encoding="utf-8")
+    )
     size = len(vocab["model"]["vocab"]) + len(
-        [t for t in vocab.get("added_tokens", []) if t["id"] >= len(vocab["model"]["vocab"])]
+        [
+            t
+            for t in vocab.get("added_tokens", [])
+            if t["id"] >= len(vocab["model"]["vocab"])
+        ]
     )
-    common = dict(
-        vocab_size=size,
-        hidden_size=64,
-        intermediate_size=128,
-        num_hidden_layers=2,
-        num_attention_heads=4,
-        num_key_value_heads=2,
-        max_position_embeddings=2048,
-        rms_norm_eps=1e-6,
-        tie_word_embeddings=arch != "llama",
+    common = {
+        "vocab_size": size,
+        "hidden_size": 64,
+        "intermediate_size": 128,
+        "num_hidden_layers": 2,
+        "num_attention_heads": 4,
+        "num_key_value_heads": 2,
+        "max_position_embeddings": 2048,
+        "rms_norm_eps": 1e-6,
+        "tie_word_embeddings": arch != "llama",
+    }
+    config = {"qwen2": Qwen2Config, "qwen3": Qwen3Config, "llama": LlamaConfig}[arch](
+        **common
     )
-    config = {"qwen2": Qwen2Config, "qwen3": Qwen3Config, "llama": LlamaConfig}[arch](**common)
     torch.manual_seed(seed)
     model = AutoModelForCausalLM.from_config(config, dtype=torch.float32)
     # Larger than the 0.02 default init: a nearly uniform model would hide mistakes in the
@@ -64,7 +72,9 @@ def score(model: torch.nn.Module, sequences: list[list[int]]) -> list[list[float
 
 
 def serve() -> None:
-    sys.path.insert(0, str(Path(__file__).resolve().parents[3] / "src" / "engine" / "python"))
+    sys.path.insert(
+        0, str(Path(__file__).resolve().parents[3] / "src" / "engine" / "python")
+    )
     from hf_to_gguf import convert
 
     for line in sys.stdin:
@@ -72,13 +82,20 @@ def serve() -> None:
         op = request["op"]
         answer: object
         if op == "make":
-            make(request["out"], request["tokenizer"], request["arch"], int(request.get("seed", 0)))
+            make(
+                request["out"],
+                request["tokenizer"],
+                request["arch"],
+                int(request.get("seed", 0)),
+            )
             answer = "ok"
         elif op == "convert":
             answer = str(convert(request["model"], request["out"]).path)
         elif op == "score":
             # Loaded per request: a test may rewrite a checkpoint between two calls.
-            model = AutoModelForCausalLM.from_pretrained(request["model"], dtype=torch.float32)
+            model = AutoModelForCausalLM.from_pretrained(
+                request["model"], dtype=torch.float32
+            )
             model.eval()
             answer = score(model, request["sequences"])
         else:
