@@ -28,7 +28,11 @@ let python: Promise<string> | null = null;
 export function enginePython(): Promise<string> {
   python ??= run(
     "bash",
-    [join(ROOT, "examples", "python", "install_venv.sh"), "engine", "gguf, transformers, torch"],
+    [
+      join(ROOT, "examples", "python", "install_venv.sh"),
+      "engine",
+      "gguf, transformers, torch, fastapi",
+    ],
     { timeout: 600_000 },
   ).then((r) => r.stdout.trim());
   return python;

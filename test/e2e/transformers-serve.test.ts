@@ -3,41 +3,29 @@
  * `--server-type openai` runs an env against it (no token ids, so not training data), and
  * `--server-type vllm` is refused with a 422 whose error names the server type to use.
  */
-import { type ChildProcess, execFile, spawn } from "node:child_process";
+import { type ChildProcess, spawn } from "node:child_process";
 import { mkdtempSync, readFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
-import { promisify } from "node:util";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { runProcess } from "../../src/cli/process-command";
 import { ServerManager } from "../../src/env-workers/inference/server-manager";
-import { TINY_TOKENIZER, type TinyModel, tinyModel } from "./engine-fixture";
-import { freePort, ROOT } from "./harness";
-
-const run = promisify(execFile);
+import { enginePython, TINY_TOKENIZER, type TinyModel, tinyModel } from "./engine-fixture";
+import { freePort } from "./harness";
 
 describe("transformers serve as the `openai` server type", () => {
   let server: ChildProcess;
   let url: string;
   let model: TinyModel;
   beforeAll(async () => {
-    const [install, tiny, port] = await Promise.all([
-      run(
-        "bash",
-        [
-          join(ROOT, "examples", "python", "install_venv.sh"),
-          "serve",
-          "transformers, fastapi, uvicorn",
-        ],
-        {
-          timeout: 600_000,
-        },
-      ),
+    // The engine tests' venv has transformers[serving] (examples/python/requirements-engine.txt).
+    const [python, tiny, port] = await Promise.all([
+      enginePython(),
       tinyModel("qwen2"),
       freePort(),
     ]);
     model = tiny;
-    const bin = join(dirname(install.stdout.trim()), "transformers");
+    const bin = join(dirname(python), "transformers");
     const cache = mkdtempSync(join(tmpdir(), "hf-cache-"));
     server = spawn(
       bin,
