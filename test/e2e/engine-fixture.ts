@@ -38,6 +38,24 @@ export function enginePython(): Promise<string> {
   return python;
 }
 
+/** `tinyModel("qwen2")` after `steps` of Adam on fixed sequences: far from uniform. */
+export async function trainedTinyModel(steps = 60): Promise<TinyModel> {
+  const base = await tinyModel("qwen2");
+  const model = {
+    hfDir: `${base.hfDir}-trained${steps}`,
+    gguf: base.gguf.replace(/\.gguf$/, `-trained${steps}.gguf`),
+  };
+  if (existsSync(model.gguf)) return model;
+  const tmp = `${model.hfDir}.tmp-${process.pid}`;
+  rmSync(tmp, { recursive: true, force: true });
+  await reference({ op: "train", model: base.hfDir, out: tmp, steps });
+  await reference({ op: "convert", model: tmp, out: `${tmp}.gguf` });
+  rmSync(model.hfDir, { recursive: true, force: true });
+  renameSync(tmp, model.hfDir);
+  renameSync(`${tmp}.gguf`, model.gguf);
+  return model;
+}
+
 export async function tinyModel(arch: "qwen2" | "qwen3" | "llama", seed = 0): Promise<TinyModel> {
   const hash = createHash("sha256");
   for (const file of [REFERENCE, CONVERTER, join(TINY_TOKENIZER, "tokenizer.json")])
@@ -100,17 +118,21 @@ export interface Sequence {
   logprobs: number[];
 }
 
-/**
- * Checks prompt positions (mask −100, logprob 1.0) and returns the largest |engine − PyTorch|
- * over the trainable positions of all sequences.
- */
+/** The largest |engine − PyTorch| over the trainable positions (see logprobErrors). */
 export async function maxLogprobError(model: TinyModel, sequences: Sequence[]): Promise<number> {
+  return Math.max(...(await logprobErrors(model, sequences)));
+}
+
+/**
+ * Checks prompt positions (mask −100, logprob 1.0) and returns |engine − PyTorch| at every
+ * trainable position of all sequences.
+ */
+export async function logprobErrors(model: TinyModel, sequences: Sequence[]): Promise<number[]> {
   const reference = await score(
     model,
     sequences.map((s) => s.tokens),
   );
-  let max = 0;
-  let trainable = 0;
+  const errors: number[] = [];
   sequences.forEach((s, i) => {
     if (s.masks.length !== s.tokens.length || s.logprobs.length !== s.tokens.length)
       throw new Error(`sequence ${i}: tokens, masks and logprobs differ in length`);
@@ -123,10 +145,9 @@ export async function maxLogprobError(model: TinyModel, sequences: Sequence[]): 
       if (s.masks[t] !== token)
         throw new Error(`sequence ${i}: mask ${s.masks[t]} at ${t} is not the token ${token}`);
       if (t === 0) throw new Error(`sequence ${i}: the first token is trainable`);
-      trainable++;
-      max = Math.max(max, Math.abs((s.logprobs[t] as number) - (reference[i]?.[t - 1] as number)));
+      errors.push(Math.abs((s.logprobs[t] as number) - (reference[i]?.[t - 1] as number)));
     });
   });
-  if (trainable === 0) throw new Error("no trainable positions to compare");
-  return max;
+  if (errors.length === 0) throw new Error("no trainable positions to compare");
+  return errors;
 }

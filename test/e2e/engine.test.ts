@@ -14,12 +14,14 @@ import type { ServerType } from "../../src/core/server-config";
 import { closeLlamaRuntime, type EngineServer, startEngine } from "../../src/engine/index";
 import { ServerManager } from "../../src/env-workers/inference/server-manager";
 import {
+  logprobErrors,
   maxLogprobError,
   type Sequence,
   stopScorer,
   TINY_TOKENIZER,
   type TinyModel,
   tinyModel,
+  trainedTinyModel,
 } from "./engine-fixture";
 
 const TOLERANCE = 1e-3; // nats, for random f32 weights (measured: ~1e-5)
@@ -170,6 +172,68 @@ describe("engine: groups through every server type equal PyTorch", () => {
       }
     }
     expect(await maxLogprobError(model, sequences)).toBeLessThanOrEqual(TOLERANCE);
+  });
+});
+
+describe("engine: trained weights", () => {
+  it("a briefly trained model: median ≤ 1e-4 and p99 ≤ 5e-3 nats from PyTorch", async () => {
+    const trained = await trainedTinyModel();
+    const server = await startEngine({ model: trained.gguf, parallel: 4, threads: 1, ctx: 256 });
+    try {
+      const prompt = [1, 67, 85, 85, 75, 201, 1, 81];
+      const response = await fetch(`${server.url}/v1/completions`, {
+        method: "POST",
+        body: JSON.stringify({
+          prompt,
+          n: 8,
+          max_tokens: 24,
+          seed: 9,
+          logprobs: 0,
+          return_token_ids: true,
+        }),
+      });
+      const { choices } = (await response.json()) as { choices: Choice[] };
+      const errors = await logprobErrors(
+        trained,
+        choices.map((c) => ({
+          tokens: [...prompt, ...c.token_ids],
+          masks: [...prompt.map(() => -100), ...c.token_ids],
+          logprobs: [...prompt.map(() => 1), ...c.logprobs.token_logprobs],
+        })),
+      );
+      const sorted = [...errors].sort((a, b) => a - b);
+      const at = (q: number) => sorted[Math.min(sorted.length - 1, Math.floor(q * sorted.length))]!;
+      expect(sorted.length).toBeGreaterThan(50);
+      expect(at(0.5)).toBeLessThanOrEqual(1e-4);
+      expect(at(0.99)).toBeLessThanOrEqual(5e-3);
+      // the weights did move: the base model gives the same tokens other logprobs
+      const base = await post("/v1/completions", {
+        prompt: [...prompt, ...choices[0]!.token_ids],
+        max_tokens: 1,
+        seed: 1,
+        logprobs: 0,
+        return_token_ids: true,
+      });
+      expect(base.status).toBe(200);
+      const baseErrors = await logprobErrors(trained, [
+        {
+          tokens: [...prompt, ...choices[0]!.token_ids, ...base.body.choices[0].token_ids],
+          masks: [
+            ...prompt.map(() => -100),
+            ...choices[0]!.token_ids.map(() => -100),
+            ...base.body.choices[0].token_ids,
+          ],
+          logprobs: [
+            ...prompt.map(() => 1),
+            ...choices[0]!.token_ids.map(() => 1),
+            ...base.body.choices[0].logprobs.token_logprobs,
+          ],
+        },
+      ]);
+      expect(baseErrors[0]).toBeGreaterThan(0.01);
+    } finally {
+      await server.close();
+    }
   });
 });
 

@@ -2,6 +2,7 @@
 
     python engine_reference.py serve   # one JSON request per line in, one answer per line out:
       {"op": "make", "out": DIR, "tokenizer": DIR, "arch": "qwen2", "seed": 0}  -> random tiny model
+      {"op": "train", "model": DIR, "out": DIR, "steps": 60}                   -> trained copy
       {"op": "convert", "model": DIR, "out": FILE}                             -> GGUF (f32)
       {"op": "score", "model": DIR, "sequences": [[ids...], ...]}              -> logprobs
 
@@ -61,6 +62,24 @@ def make(out_dir: str, tokenizer_dir: str, arch: str, seed: int = 0) -> None:
         shutil.copy(Path(tokenizer_dir) / name, out / name)
 
 
+def train(src: str, out: str, steps: int) -> None:
+    """A briefly trained model: Adam on fixed random sequences until it is far from uniform."""
+    model = AutoModelForCausalLM.from_pretrained(src, dtype=torch.float32)
+    model.train()
+    generator = torch.Generator().manual_seed(1)
+    vocab = model.config.vocab_size
+    data = torch.randint(3, vocab, (8, 48), generator=generator)
+    optimizer = torch.optim.Adam(model.parameters(), lr=3e-3)
+    for _ in range(steps):
+        loss = model(data, labels=data).loss
+        optimizer.zero_grad()
+        loss.backward()
+        optimizer.step()
+    model.save_pretrained(out, safe_serialization=True)
+    for name in ("tokenizer.json", "tokenizer_config.json"):
+        shutil.copy(Path(src) / name, Path(out) / name)
+
+
 def score(model: torch.nn.Module, sequences: list[list[int]]) -> list[list[float]]:
     results: list[list[float]] = []
     with torch.no_grad():
@@ -88,6 +107,9 @@ def serve() -> None:
                 request["arch"],
                 int(request.get("seed", 0)),
             )
+            answer = "ok"
+        elif op == "train":
+            train(request["model"], request["out"], int(request["steps"]))
             answer = "ok"
         elif op == "convert":
             answer = str(convert(request["model"], request["out"]).path)
