@@ -19,6 +19,8 @@ export interface InferenceFlags {
   tokenizer: string;
   simLatencyMs: number;
   simSeed: number;
+  /** A GGUF file served by the llama.cpp engine in-process (instead of the simulator). */
+  engine?: string;
   /**
    * Atropos `openai:` server configs (APIServerConfig fields). The flags above override the
    * first; the others are extra servers (unless the simulator is used).
@@ -29,6 +31,8 @@ export interface InferenceFlags {
 export interface InferenceHandle {
   client: ServerManager;
   simulator: Simulator | null;
+  /** The first server's base URL (the simulator's or the engine's when this process runs it). */
+  baseUrl: string;
   describe: string;
   close(): Promise<void>;
 }
@@ -37,8 +41,13 @@ export async function openInference(flags: InferenceFlags): Promise<InferenceHan
   const serverType = flags.serverType;
   if (!isServerType(serverType)) throw serverTypeError(serverType);
   let simulator: Simulator | null = null;
+  let engine: LocalEngine | null = null;
   let baseUrl = flags.inferenceUrl;
-  if (!baseUrl) {
+  if (flags.engine) {
+    if (baseUrl) throw new Error("give --engine <file.gguf> or --inference-url, not both");
+    engine = await startLocalEngine(flags.engine, flags.tokenizer, flags.model);
+    baseUrl = `${engine.url}/v1`;
+  } else if (!baseUrl) {
     // The simulator answers every server type's requests, so --server-type is honoured.
     simulator = await startSimulator({
       port: 0,
@@ -59,9 +68,9 @@ export async function openInference(flags: InferenceFlags): Promise<InferenceHan
       tokenizer_name: flags.tokenizer,
       api_key: flags.apiKey ?? "",
     },
-    ...(simulator ? [] : others),
+    ...(simulator || engine ? [] : others),
   ];
-  if (!simulator) {
+  if (!simulator && !engine) {
     for (const c of configs) await assertReachable(String(c.base_url), c.api_key as string);
   }
   // why: the entries were checked field by field against APIServerConfig (atropos-config.ts);
@@ -70,13 +79,49 @@ export async function openInference(flags: InferenceFlags): Promise<InferenceHan
   return {
     client,
     simulator,
+    baseUrl,
     describe: simulator
       ? `inference simulator (test double) at ${simulator.url}, spoken to as ${serverType}`
-      : `${serverType} server at ${baseUrl}${configs.length > 1 ? ` (+${configs.length - 1} more)` : ""} (model ${flags.model})`,
+      : engine
+        ? `llama.cpp engine (${flags.engine}) at ${engine.url}, spoken to as ${serverType}`
+        : `${serverType} server at ${baseUrl}${configs.length > 1 ? ` (+${configs.length - 1} more)` : ""} (model ${flags.model})`,
     close: async () => {
       await simulator?.close();
+      await engine?.close();
     },
   };
+}
+
+interface LocalEngine {
+  url: string;
+  close(): Promise<void>;
+}
+
+/**
+ * `--engine FILE.gguf`: the llama.cpp engine in this process, refused when its vocabulary is not
+ * the run's tokenizer's (ids would mean other tokens).
+ */
+async function startLocalEngine(
+  file: string,
+  tokenizerName: string,
+  model: string,
+): Promise<LocalEngine> {
+  const { startEngine } = await import("../engine/index");
+  const engine = await startEngine({ model: file, port: 0, modelName: model });
+  const tokenizer = await getTokenizer(tokenizerName).catch(async (error: unknown) => {
+    await engine.close();
+    throw error;
+  });
+  const ours = engine.model.tokenizer.tokenizerVocabSize;
+  if (tokenizer.vocabSize !== ours) {
+    await engine.close();
+    throw new Error(
+      `--engine ${file} has a vocabulary of ${ours} tokens but the run's tokenizer ` +
+        `${tokenizerName} has ${tokenizer.vocabSize}: pass --tokenizer for that model (a ` +
+        "bundled name, or a directory with its tokenizer.json + tokenizer_config.json)",
+    );
+  }
+  return engine;
 }
 
 /**

@@ -25,6 +25,7 @@ import {
 import { loadConfigFile, type OptionDefaults, type Resolved, resolveOptions } from "./config";
 import { withInitConfig, withInitServers } from "./config-init";
 import { PROJECT_ROOT } from "./dev-process";
+import { registerEngineCommand } from "./engine-command";
 import { isEnvPath, loadEnvDefinition } from "./env-loader";
 import { registerGuardCommand } from "./guard-command";
 import { registerImportCommand } from "./import-command";
@@ -93,6 +94,12 @@ const INFERENCE: OptionSpec[] = [
     "forceTokenizer",
     "use --tokenizer even when --model is known to use another family",
     false,
+  ),
+  opt(
+    "--engine <file.gguf>",
+    "engine",
+    "run this GGUF model on the llama.cpp engine in-process instead of the simulator (docs/INFERENCE.md)",
+    undefined,
   ),
   opt("--sim-latency-ms <ms>", "simLatencyMs", "simulator latency per request", 0),
   opt("--sim-seed <n>", "simSeed", "simulator seed (outputs are deterministic per seed)", 0),
@@ -216,6 +223,7 @@ function inferenceFlags(o: Resolved<OptionDefaults>, env: EnvContext, def?: EnvD
   const flags = {
     servers: env.atropos.openai,
     inferenceUrl: str(o.inferenceUrl),
+    engine: str(o.engine),
     serverType: String(o.serverType),
     model: String(o.model),
     apiKey: str(o.apiKey),
@@ -371,6 +379,12 @@ export function buildProgram(dotted: DottedFlags = { env: {}, openai: {} }): Com
         "--output <dir>",
         "output",
         "write the run's trajectories, metrics, summary, judge calibration and the toy policy's weights here",
+        undefined,
+      ),
+      opt(
+        "--engine <file.gguf>",
+        "engine",
+        "run this GGUF model on the llama.cpp engine in-process instead of the simulator (docs/INFERENCE.md)",
         undefined,
       ),
       opt("--sim-latency-ms <ms>", "simLatencyMs", "simulator latency per request", 0),
@@ -743,6 +757,7 @@ export function buildProgram(dotted: DottedFlags = { env: {}, openai: {} }): Com
   registerTokenizeCommands(program);
   registerTokensCommand(program);
   registerInferenceServersCommand(program);
+  registerEngineCommand(program);
   registerMixCommand(program);
   registerReplayCommand(program);
   registerImportCommand(program);

@@ -146,9 +146,8 @@ const WORKER_FAILURES_BEFORE_GIVING_UP = 20;
  * the same --server-type as the Node side (the simulator answers every type).
  */
 function workerInference(options: StartOptions, inference: InferenceHandle) {
-  const simulated = inference.simulator !== null;
   return {
-    base_url: simulated ? `${inference.simulator!.url}/v1` : options.inferenceUrl!,
+    base_url: inference.baseUrl,
     server_type: options.serverType,
     model_name: options.model,
     tokenizer_name: options.tokenizer,

@@ -37,6 +37,8 @@ export interface GeneratedChoice {
   logprobs: number[];
   finishReason: "stop" | "length";
   responder: string;
+  /** The visible text when the generator trimmed it (a stop string); else decoded from tokens. */
+  text?: string;
 }
 
 /**

@@ -6,23 +6,40 @@ import {
   toolFormatFor,
 } from "../env-workers/inference/tool-calls";
 import type { Tokenizer, ToolDefinition } from "../env-workers/inference/types";
-import { type GeneratedChoice, type GenerationSettings, generateChoice } from "./generator";
-import type { ToyPolicy } from "./policy";
+import type { GeneratedChoice } from "./generator";
 
 /** A parsed request body; every handler validates what it reads. */
 export type Body = Record<string, unknown>;
 
 export class BadRequest extends Error {}
 
+/** One generation request as every wire format asks it: n choices for one prompt. */
+export interface Sampling {
+  n: number;
+  /** The request's `seed`; undefined = unseeded (each request differs). */
+  seed: number | undefined;
+  maxTokens: number;
+  stop: string[] | undefined;
+  temperature?: number;
+  topP?: number;
+  /** undefined = no top-k cut (vLLM's -1). */
+  topK?: number;
+  minP?: number;
+  /** The prompt's token ids when the request carried them (or the server tokenized them). */
+  promptIds?: number[];
+  /** How tool calls are written (default: the tokenizer family's format). */
+  toolFormat?: ToolFormatName;
+}
+
+/**
+ * What the wire code needs from whatever generates: the simulator's scripted answers and toy
+ * policy (src/sim/server.ts) or a real model (src/engine). The routes are written once, here.
+ */
 export interface ProtocolContext {
   tokenizer: Tokenizer;
-  settings: GenerationSettings;
   model: string;
   maxTokensDefault: number;
-  /** The toy policy answering registered prompts and the generic mix. */
-  policy: ToyPolicy | null;
-  /** Counts generated tokens and choices for stats(). */
-  record(choices: GeneratedChoice[]): void;
+  generate(promptText: string, sampling: Sampling): GeneratedChoice[] | Promise<GeneratedChoice[]>;
 }
 
 function int(value: unknown, fallback: number, name: string): number {
@@ -47,12 +64,8 @@ function tokenIds(value: unknown, name: string): number[] | null {
   return value as number[];
 }
 
-// Like a real sampler, unseeded requests differ from each other (deterministically, in arrival
-// order); an explicit `seed` reproduces its output exactly.
-let unseededRequests = 0;
-function requestSeedOf(seed: unknown): number {
-  if (seed === undefined || seed === null) return 0x40000000 + unseededRequests++;
-  return int(seed, 0, "seed");
+function seedOf(seed: unknown): number | undefined {
+  return seed === undefined || seed === null ? undefined : int(seed, 0, "seed");
 }
 
 function temperatureOf(value: unknown, name: string): number | undefined {
@@ -62,41 +75,41 @@ function temperatureOf(value: unknown, name: string): number | undefined {
   return value;
 }
 
-interface Sampling {
-  n: number;
-  requestSeed: number;
-  maxTokens: number;
-  stop: string[] | undefined;
-  temperature?: number;
-  promptIds?: number[];
-  toolFormat?: ToolFormatName;
+function probability(value: unknown, name: string): number | undefined {
+  if (value === undefined || value === null) return undefined;
+  if (typeof value !== "number" || !Number.isFinite(value) || value < 0 || value > 1)
+    throw new BadRequest(`${name} must be a number between 0 and 1`);
+  return value;
 }
 
-function generateMany(ctx: ProtocolContext, promptText: string, s: Sampling): GeneratedChoice[] {
+/** vLLM's top_k: -1 (or 0) turns the cut off. */
+function topKOf(value: unknown, name: string): number | undefined {
+  if (value === undefined || value === null || value === -1 || value === 0) return undefined;
+  return int(value, 0, name);
+}
+
+/** The sampling knobs every format spells the same way (vLLM's SamplingParams names). */
+function knobs(body: Body, prefix = ""): Pick<Sampling, "temperature" | "topP" | "topK" | "minP"> {
+  return {
+    temperature: temperatureOf(body.temperature, `${prefix}temperature`),
+    topP: probability(body.top_p, `${prefix}top_p`),
+    topK: topKOf(body.top_k, `${prefix}top_k`),
+    minP: probability(body.min_p, `${prefix}min_p`),
+  };
+}
+
+async function generateMany(
+  ctx: ProtocolContext,
+  promptText: string,
+  s: Sampling,
+): Promise<GeneratedChoice[]> {
   if (s.n < 1 || s.n > 128) throw new BadRequest("n must be between 1 and 128");
-  const choices = Array.from({ length: s.n }, (_, choiceIndex) =>
-    generateChoice(
-      ctx.tokenizer,
-      ctx.settings,
-      {
-        promptText,
-        choiceIndex,
-        requestSeed: s.requestSeed,
-        maxTokens: s.maxTokens,
-        stop: s.stop,
-        temperature: s.temperature,
-        promptIds: s.promptIds,
-        toolFormat: s.toolFormat,
-      },
-      ctx.policy,
-    ),
-  );
-  ctx.record(choices);
-  return choices;
+  return ctx.generate(promptText, s);
 }
 
 /** The text of a choice without its EOS, as OpenAI-compatible servers return it. */
 function visibleText(ctx: ProtocolContext, choice: GeneratedChoice): string {
+  if (choice.text !== undefined) return choice.text;
   const stopIds = ctx.tokenizer.stopTokenIds ?? [ctx.tokenizer.eosTokenId];
   const ids =
     choice.tokens.at(-1) !== undefined && stopIds.includes(choice.tokens.at(-1) as number)
@@ -122,7 +135,7 @@ function usage(promptTokens: number, choices: GeneratedChoice[]) {
  * OpenAI POST /v1/chat/completions; tool calls are written and parsed in the tokenizer family's
  * format (or the request's `tool_format`), like vLLM's --tool-call-parser for that family.
  */
-export function chatCompletions(ctx: ProtocolContext, body: Body): Body {
+export async function chatCompletions(ctx: ProtocolContext, body: Body): Promise<Body> {
   if (!Array.isArray(body.messages) || body.messages.length === 0)
     throw new BadRequest("messages must be a non-empty list");
   const tools = Array.isArray(body.tools) ? (body.tools as ToolDefinition[]) : undefined;
@@ -146,12 +159,12 @@ export function chatCompletions(ctx: ProtocolContext, body: Body): Body {
     ctx.maxTokensDefault,
     "max_tokens",
   );
-  const choices = generateMany(ctx, prompt, {
+  const choices = await generateMany(ctx, prompt, {
     n: int(body.n, 1, "n"),
-    requestSeed: requestSeedOf(body.seed),
+    seed: seedOf(body.seed),
     maxTokens,
     stop: stops(body.stop),
-    temperature: temperatureOf(body.temperature, "temperature"),
+    ...knobs(body),
     promptIds: promptTokens,
     toolFormat: format.name,
   });
@@ -192,7 +205,7 @@ export function chatCompletions(ctx: ProtocolContext, body: Body): Body {
 }
 
 /** OpenAI POST /v1/completions; prompt may be text or token ids (vLLM extension). */
-export function completions(ctx: ProtocolContext, body: Body): Body {
+export async function completions(ctx: ProtocolContext, body: Body): Promise<Body> {
   const ids = tokenIds(body.prompt, "prompt");
   let promptText: string;
   let promptLength: number;
@@ -210,12 +223,12 @@ export function completions(ctx: ProtocolContext, body: Body): Body {
   const asIds = body.return_tokens_as_token_ids === true;
   const returnIds = body.return_token_ids === true;
   const maxTokens = int(body.max_tokens, ctx.maxTokensDefault, "max_tokens");
-  const choices = generateMany(ctx, promptText, {
+  const choices = await generateMany(ctx, promptText, {
     n: int(body.n, 1, "n"),
-    requestSeed: requestSeedOf(body.seed),
+    seed: seedOf(body.seed),
     maxTokens,
     stop: stops(body.stop),
-    temperature: temperatureOf(body.temperature, "temperature"),
+    ...knobs(body),
     promptIds: ids ?? undefined,
   });
   return {
@@ -254,7 +267,7 @@ export function completions(ctx: ProtocolContext, body: Body): Body {
 }
 
 /** Atropos' custom vLLM `/generate` (docs/INFERENCE.md). */
-export function vllmGenerate(ctx: ProtocolContext, body: Body): Body {
+export async function vllmGenerate(ctx: ProtocolContext, body: Body): Promise<Body> {
   const prompt = body.prompt;
   let promptText: string;
   let promptIds: number[];
@@ -270,12 +283,12 @@ export function vllmGenerate(ctx: ProtocolContext, body: Body): Body {
     throw new BadRequest("prompt is required (a string or {prompt_token_ids})");
   }
   const maxTokens = int(body.max_tokens, ctx.maxTokensDefault, "max_tokens");
-  const choices = generateMany(ctx, promptText, {
+  const choices = await generateMany(ctx, promptText, {
     n: int(body.n, 1, "n"),
-    requestSeed: requestSeedOf(body.seed),
+    seed: seedOf(body.seed),
     maxTokens,
     stop: stops(body.stop),
-    temperature: temperatureOf(body.temperature, "temperature"),
+    ...knobs(body),
     promptIds,
   });
   const response: Body = {
@@ -294,7 +307,7 @@ export function vllmGenerate(ctx: ProtocolContext, body: Body): Body {
 }
 
 /** SGLang native `/generate`: one object per choice (a list when n > 1). */
-export function sglangGenerate(ctx: ProtocolContext, body: Body): Body | Body[] {
+export async function sglangGenerate(ctx: ProtocolContext, body: Body): Promise<Body | Body[]> {
   const ids = tokenIds(body.input_ids, "input_ids");
   let promptText: string;
   if (ids) promptText = ctx.tokenizer.decode(ids);
@@ -307,12 +320,12 @@ export function sglangGenerate(ctx: ProtocolContext, body: Body): Body | Body[] 
     ctx.maxTokensDefault,
     "sampling_params.max_new_tokens",
   );
-  const choices = generateMany(ctx, promptText, {
+  const choices = await generateMany(ctx, promptText, {
     n,
-    requestSeed: requestSeedOf(sampling.sampling_seed ?? sampling.seed),
+    seed: seedOf(sampling.sampling_seed ?? sampling.seed),
     maxTokens,
     stop: stops(sampling.stop),
-    temperature: temperatureOf(sampling.temperature, "sampling_params.temperature"),
+    ...knobs(sampling, "sampling_params."),
     promptIds: ids ?? undefined,
   });
   const promptLength = ids ? ids.length : ctx.tokenizer.encode(promptText).length;
@@ -339,20 +352,20 @@ export function sglangGenerate(ctx: ProtocolContext, body: Body): Body | Body[] 
  * `choices[{index, token_ids, finish_reason, logprobs: {content: [{token: "token_id:<id>",
  * logprob}]}}]` (vllm/entrypoints/serve/disagg).
  */
-export function vllmTokensGenerate(ctx: ProtocolContext, body: Body): Body {
+export async function vllmTokensGenerate(ctx: ProtocolContext, body: Body): Promise<Body> {
   const ids = tokenIds(body.token_ids, "token_ids");
   if (!ids) throw new BadRequest("token_ids must be a list of token ids");
   const sampling = body.sampling_params;
   if (!sampling || typeof sampling !== "object" || Array.isArray(sampling))
     throw new BadRequest("sampling_params is required (a SamplingParams object)");
   const params = sampling as Body;
-  const choices = generateMany(ctx, ctx.tokenizer.decode(ids), {
+  const choices = await generateMany(ctx, ctx.tokenizer.decode(ids), {
     n: int(params.n, 1, "sampling_params.n"),
-    requestSeed: requestSeedOf(params.seed),
+    seed: seedOf(params.seed),
     // SamplingParams' own default, which the older endpoint applied as it was.
     maxTokens: int(params.max_tokens, 16, "sampling_params.max_tokens"),
     stop: stops(params.stop),
-    temperature: temperatureOf(params.temperature, "sampling_params.temperature"),
+    ...knobs(params, "sampling_params."),
     promptIds: ids,
   });
   const wantLogprobs = params.logprobs !== undefined && params.logprobs !== null;
@@ -383,7 +396,7 @@ export function vllmTokensGenerate(ctx: ProtocolContext, body: Body): Body {
  * `completion_ids` (prompt-major, n per prompt) and, unless `logprobs` is null, the sampled
  * tokens' logprobs with their ids (one entry per position with `logprobs: 0`).
  */
-export function trlGenerate(ctx: ProtocolContext, body: Body): Body {
+export async function trlGenerate(ctx: ProtocolContext, body: Body): Promise<Body> {
   const prompts = body.prompts;
   if (
     !Array.isArray(prompts) ||
@@ -404,12 +417,12 @@ export function trlGenerate(ctx: ProtocolContext, body: Body): Body {
   for (const prompt of prompts as (string | number[])[]) {
     const ids = typeof prompt === "string" ? ctx.tokenizer.encode(prompt) : prompt;
     promptIds.push(ids);
-    for (const choice of generateMany(ctx, ctx.tokenizer.decode(ids), {
+    for (const choice of await generateMany(ctx, ctx.tokenizer.decode(ids), {
       n,
-      requestSeed: requestSeedOf(kwargs.seed),
+      seed: seedOf(kwargs.seed),
       maxTokens,
       stop: stops(kwargs.stop),
-      temperature: temperatureOf(body.temperature, "temperature"),
+      ...knobs(body),
       promptIds: ids,
     })) {
       completionIds.push(choice.tokens);

@@ -11,7 +11,8 @@ import type { AddressInfo, Socket } from "node:net";
 import { seededRng } from "../core/rng";
 import { getTokenizer } from "../env-workers/tokenizers/index";
 import { type Fault, type FaultRates, faultFor } from "./faults";
-import type { GeneratedChoice } from "./generator";
+import { type GeneratedChoice, generateChoice } from "./generator";
+import { errorBody, readBody, send, sendText, sendTruncated } from "./http";
 import { parseWeightsFile, ToyPolicy } from "./policy";
 import {
   BadRequest,
@@ -59,9 +60,7 @@ export interface Simulator {
   stats(): SimulatorStats;
 }
 
-const MAX_BODY_BYTES = 32 * 1024 * 1024;
-
-type Handler = (ctx: ProtocolContext, body: Body) => Body | Body[];
+type Handler = (ctx: ProtocolContext, body: Body) => Promise<Body | Body[]>;
 
 /** Generation routes: the only ones subject to latency and faults. */
 const GENERATION_ROUTES: Record<string, Handler> = {
@@ -95,15 +94,36 @@ export async function startSimulator(options: SimulatorOptions = {}): Promise<Si
     weightVersion: 0,
   };
   const policy = new ToyPolicy();
+  const settings = { seed, correctProbability: options.correctProbability ?? 0.5 };
+  // Like a real sampler, unseeded requests differ from each other (deterministically, in arrival
+  // order); an explicit `seed` reproduces its output exactly.
+  let unseededRequests = 0;
   const protocol: ProtocolContext = {
     tokenizer,
-    settings: { seed, correctProbability: options.correctProbability ?? 0.5 },
     model,
     maxTokensDefault: options.maxTokensDefault ?? 256,
-    policy,
-    record(choices: GeneratedChoice[]) {
+    generate(promptText, sampling): GeneratedChoice[] {
+      const requestSeed = sampling.seed ?? 0x40000000 + unseededRequests++;
+      const choices = Array.from({ length: sampling.n }, (_, choiceIndex) =>
+        generateChoice(
+          tokenizer,
+          settings,
+          {
+            promptText,
+            choiceIndex,
+            requestSeed,
+            maxTokens: sampling.maxTokens,
+            stop: sampling.stop,
+            temperature: sampling.temperature,
+            promptIds: sampling.promptIds,
+            toolFormat: sampling.toolFormat,
+          },
+          policy,
+        ),
+      );
       stats.choices += choices.length;
       stats.completionTokens += choices.reduce((sum, c) => sum + c.tokens.length, 0);
+      return choices;
     },
   };
   const sockets = new Set<Socket>();
@@ -208,7 +228,7 @@ export async function startSimulator(options: SimulatorOptions = {}): Promise<Si
     const raw = await readBody(req);
     // The answer is computed first and sent when the configured latency has passed since the
     // request arrived: latency is the total time, as a client sees from a real server.
-    const answer = answerFor(handler, raw);
+    const answer = await answerFor(handler, raw);
     const jitter = jitterMs > 0 ? seededRng(seed, "latency", requestNumber)() * jitterMs : 0;
     const delay = latencyMs + jitter + (fault === "slow" ? (faults.slowMs ?? 500) : 0);
     await wait(delay - (performance.now() - started));
@@ -220,10 +240,10 @@ export async function startSimulator(options: SimulatorOptions = {}): Promise<Si
     send(res, answer.status, answer.body, { "x-weight-version": String(answer.version) });
   }
 
-  function answerFor(
+  async function answerFor(
     handler: Handler,
     raw: string,
-  ): { status: number; body: Body | Body[]; version: number } {
+  ): Promise<{ status: number; body: Body | Body[]; version: number }> {
     const version = policy.version;
     let body: Body;
     try {
@@ -236,7 +256,7 @@ export async function startSimulator(options: SimulatorOptions = {}): Promise<Si
       return { status: 400, body: errorBody(message, "invalid_request_error", 400), version };
     }
     try {
-      return { status: 200, body: handler(protocol, body), version };
+      return { status: 200, body: await handler(protocol, body), version };
     } catch (error) {
       if (error instanceof BadRequest)
         return {
@@ -280,51 +300,4 @@ export async function startSimulator(options: SimulatorOptions = {}): Promise<Si
         server.close(() => resolve());
       }),
   };
-}
-
-function errorBody(message: string, type: string, code: number): Body {
-  return { error: { message, type, code } };
-}
-
-function send(
-  res: ServerResponse,
-  status: number,
-  body: unknown,
-  headers: Record<string, string> = {},
-): void {
-  const text = JSON.stringify(body);
-  res.writeHead(status, {
-    "content-type": "application/json",
-    "content-length": Buffer.byteLength(text),
-    ...headers,
-  });
-  res.end(text);
-}
-
-function sendText(res: ServerResponse, text: string): void {
-  res.writeHead(200, { "content-type": "text/plain", "content-length": Buffer.byteLength(text) });
-  res.end(text);
-}
-
-/** Promises the full length, sends half, then drops the connection. */
-function sendTruncated(res: ServerResponse, body: unknown): void {
-  const bytes = Buffer.from(JSON.stringify(body));
-  res.writeHead(200, { "content-type": "application/json", "content-length": bytes.length });
-  res.write(bytes.subarray(0, Math.floor(bytes.length / 2)), () => res.socket?.destroy());
-}
-
-function readBody(req: IncomingMessage): Promise<string> {
-  return new Promise((resolve, reject) => {
-    const chunks: Buffer[] = [];
-    let size = 0;
-    req.on("data", (chunk: Buffer) => {
-      size += chunk.length;
-      if (size > MAX_BODY_BYTES) {
-        req.destroy();
-        reject(new Error("request body too large"));
-      } else chunks.push(chunk);
-    });
-    req.on("end", () => resolve(Buffer.concat(chunks).toString("utf8")));
-    req.on("error", reject);
-  });
 }

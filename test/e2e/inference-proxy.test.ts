@@ -5,7 +5,9 @@
  * Atropos-style client does the same through the Atropos proxy routes; a Python contributor
  * (atropos_edge.TrajectoryContributor, test/e2e/python/contributor_agent.py) registers a task and
  * submits trajectories whose agent is that client. Every group must hold exactly the tokens,
- * masks and logprobs of a direct ManagedServer run of the same conversation.
+ * masks and logprobs of a direct ManagedServer run of the same conversation. The same client
+ * through the proxy to the llama.cpp engine (a tiny random model) gives a group equal to a
+ * PyTorch forward pass of the model's weights.
  */
 import { execFile } from "node:child_process";
 import { mkdtempSync, readFileSync } from "node:fs";
@@ -15,9 +17,11 @@ import { promisify } from "node:util";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { runExport } from "../../src/cli/export-command";
 import type { ChatMessage } from "../../src/core/group-types";
+import { closeLlamaRuntime, type EngineServer, startEngine } from "../../src/engine/index";
 import { ServerManager } from "../../src/env-workers/inference/server-manager";
 import type { SequenceNode, ToolDefinition } from "../../src/env-workers/inference/types";
 import { type Simulator, startSimulator } from "../../src/sim/server";
+import { maxLogprobError, stopScorer, type TinyModel, tinyModel } from "./engine-fixture";
 import { type DevServer, ROOT, startDevServer } from "./harness";
 
 const run = promisify(execFile);
@@ -95,33 +99,67 @@ describe("inference proxy: exact tokens from unmodified agents", () => {
   let server: DevServer;
   let sim: Simulator;
   let python: string;
+  let tiny: TinyModel;
+  let engine: EngineServer;
   beforeAll(async () => {
-    const [install, dev, simulator] = await Promise.all([
+    const [install, dev, simulator, model] = await Promise.all([
       run("bash", [join(examples, "install_openai.sh")], { timeout: 300_000 }),
       startDevServer(),
       startSimulator({ correctProbability: 1 }),
+      tinyModel("qwen2"),
     ]);
     python = install.stdout.trim().split("\n").at(-1) ?? "";
     server = dev;
     sim = simulator;
-    const res = await fetch(`${server.url}/v1/runs/${RUN}/inference`, {
+    tiny = model;
+    engine = await startEngine({ model: tiny.gguf, threads: 1, parallel: 2, ctx: 2048 });
+    await putInference(RUN, {
+      base_url: `${sim.url}/v1`,
+      model_name: "sim-policy",
+      api_key: "sk-e2e-secret",
+    });
+  }, 600_000);
+
+  /** Sets a run's inference server (a stock-vLLM wire, no health probes). */
+  async function putInference(run: string, config: Record<string, string>): Promise<void> {
+    const res = await fetch(`${server.url}/v1/runs/${run}/inference`, {
       method: "PUT",
       headers: { "content-type": "application/json" },
-      body: JSON.stringify([
-        {
-          base_url: `${sim.url}/v1`,
-          server_type: "vllm",
-          model_name: "sim-policy",
-          api_key: "sk-e2e-secret",
-          health_check: false,
-        },
-      ]),
+      body: JSON.stringify([{ server_type: "vllm", health_check: false, ...config }]),
     });
     expect(res.status, await res.clone().text()).toBe(200);
-  }, 360_000);
+  }
   afterAll(async () => {
+    stopScorer();
     await server?.stop();
     await sim?.close();
+    await engine?.close();
+    await closeLlamaRuntime();
+  });
+
+  it("the Python openai client through the proxy to the llama.cpp engine: a token-exact group", async () => {
+    const engineRun = `${RUN}-engine`;
+    await putInference(engineRun, { base_url: `${engine.url}/v1`, model_name: "tiny" });
+    const { stdout } = await run(
+      python,
+      [
+        join(examples, "proxy_agent.py"),
+        ...["--api", server.url, "--run", engineRun, "--session", "engine-1", "--max-turns", "1"],
+      ],
+      { timeout: 120_000 },
+    );
+    const transcript = JSON.parse(stdout) as Transcript;
+    expect(transcript.finish).toMatchObject({ status: "received", sequences: 1 });
+    const { payload } = await getJson<{ payload: Payload }>(
+      `${server.url}/v1/runs/${engineRun}/groups/${transcript.finish.group_id}`,
+    );
+    const sequence = {
+      tokens: payload.tokens[0]!,
+      masks: payload.masks[0]!,
+      logprobs: payload.inference_logprobs[0]!,
+    };
+    expect(sequence.masks.filter((m) => m !== -100).length).toBeGreaterThan(0);
+    expect(await maxLogprobError(tiny, [sequence])).toBeLessThanOrEqual(1e-3);
   });
 
   it("the Python openai client: 3 tool turns, finished into a group equal to a direct ManagedServer run", async () => {

@@ -163,6 +163,16 @@ export class HfTokenizer implements Tokenizer {
     return this.core.token_to_id(token);
   }
 
+  /** One more than the largest id of the vocabulary and the added tokens. */
+  get vocabSize(): number {
+    const { model, added_tokens: added = [] } = this.files.tokenizerJson;
+    const ids = model.vocab && typeof model.vocab === "object" ? Object.values(model.vocab) : [];
+    let max = -1;
+    for (const id of [...ids, ...added.map((t) => t.id)])
+      if (typeof id === "number" && id > max) max = id;
+    return max + 1;
+  }
+
   private requireId(token: string): number {
     const id = this.tokenId(token);
     if (id === undefined) throw new Error(`tokenizer ${this.name}: unknown token ${token}`);

@@ -19,9 +19,10 @@ const ALLOWED: Record<string, string[]> = {
   client: ["core"],
   envs: ["core", "env-workers", "sdk"],
   sim: ["core", "env-workers", "envs"],
+  engine: ["core", "env-workers", "sim"],
   worker: ["core", "api", "env-workers", "queues", "envs"],
   sdk: ["core", "api", "env-workers", "queues", "worker", "client", "sim"],
-  cli: ["core", "api", "env-workers", "queues", "worker", "envs", "client", "sim", "sdk"],
+  cli: ["core", "api", "env-workers", "queues", "worker", "envs", "client", "sim", "sdk", "engine"],
 };
 /**
  * `import type` may also name these (the Worker's bindings name its queue messages). The API

@@ -668,3 +668,24 @@ describe("backends against the simulator over HTTP", () => {
     expect((error as InferenceHttpError).retryable).toBe(false);
   });
 });
+
+describe("a server refusing vLLM's token fields", () => {
+  it("names the server type to use (transformers serve answers 422 Unexpected fields)", () => {
+    const body = JSON.stringify({
+      detail:
+        "Unexpected fields in the request: {'return_token_ids', 'return_tokens_as_token_ids'}",
+    });
+    const error = new InferenceHttpError(422, "http://127.0.0.1:8000/v1/completions", body);
+    expect(error.message).toContain("answered 422: Unexpected fields in the request");
+    expect(error.message).toMatch(
+      /use --server-type openai for a text-only OpenAI-compatible server such as `transformers serve`/,
+    );
+    expect(error.retryable).toBe(false);
+    const other = new InferenceHttpError(
+      422,
+      "http://x/v1/completions",
+      '{"detail":"n must be >= 1"}',
+    );
+    expect(other.message).not.toContain("--server-type");
+  });
+});

@@ -25,7 +25,9 @@ export class InferenceHttpError extends Error {
           : /\bmodel\b/i.test(serverMessage)
             ? "check --model / model_name: GET /v1/models lists the names this server serves"
             : undefined
-        : undefined;
+        : status === 422 && refusesTokenFields(bodyText)
+          ? REFUSED_TOKEN_FIELDS_HINT
+          : undefined;
     const said = serverMessage || "(empty body)";
     const withHint = hint
       ? `${/[.!?]$/.test(said) ? said : `${said}.`} ${hint[0]?.toUpperCase()}${hint.slice(1)}`
@@ -39,6 +41,20 @@ export class InferenceHttpError extends Error {
     return this.status >= 500 || this.status === 408 || this.status === 429;
   }
 }
+
+/**
+ * A 422 naming vLLM's token fields (or refusing unknown fields, as `transformers serve` does):
+ * the server is an OpenAI-compatible one that cannot return token ids.
+ */
+function refusesTokenFields(bodyText: string): boolean {
+  return /return_tokens?(_as_token)?_ids|unexpected fields/i.test(bodyText);
+}
+
+const REFUSED_TOKEN_FIELDS_HINT =
+  "this server refuses vLLM's token fields (return_token_ids), so it is not vLLM: use " +
+  "--server-type openai for a text-only OpenAI-compatible server such as `transformers serve` " +
+  "(not token-exact: its text is re-tokenized), or a server that returns token ids (vllm, " +
+  "sglang, trl, atropos, or `atropos-edge engine`)";
 
 /**
  * The message in an error body: OpenAI and newer vLLM/SGLang `{"error": {"message"}}`, older
