@@ -3,11 +3,12 @@
  * code it was found on (the lead keeps them and fixes the code). One `API_TOKEN=… npm run dev` on
  * loopback, a fake vLLM on loopback that reports `usage`; every loop is bounded in count.
  */
+import { spawnSync } from "node:child_process";
 import { createServer, type Server } from "node:http";
 import { type AddressInfo, connect } from "node:net";
 import { gzipSync } from "node:zlib";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { type DevServer, makeGroup, REGISTRATION, startDevServer } from "./harness";
+import { type DevServer, makeGroup, REGISTRATION, ROOT, startDevServer } from "./harness";
 
 const ADMIN = "hostile-findings-admin-token";
 const RUN = "findings";
@@ -212,4 +213,38 @@ describe("a client that goes away mid-body", () => {
     expect(dev.logs()).not.toMatch(/"status":500/);
     expect(dev.logs()).not.toContain('"msg":"unhandled"');
   });
+});
+
+describe("the Python sandbox", () => {
+  it("cannot signal the process that runs it", () => {
+    // The realm escape python-pool.test.ts documents (pop the import block, reach pyodide_js)
+    // gives JavaScript in the child, where Node's permission model does not cover process.kill:
+    // SIGKILL to process.ppid ends the host (an env worker host, `atropos-edge serve`, …).
+    const program = [
+      "import sys",
+      "sys.meta_path.pop(0)",
+      "import pyodide_js",
+      `pyodide_js.FS.mkdir.constructor("process.kill(process.ppid, 'SIGKILL')")()`,
+    ].join("\n");
+    const host = [
+      'import { PythonProcessPool } from "./src/env-workers/sandbox/node/python-pool.ts";',
+      "const pool = new PythonProcessPool({ size: 1, onWarning: () => undefined });",
+      "const code = process.env.HOSTILE_PROGRAM;",
+      'const r = await pool.run({ language: "python", code, timeout_ms: 20000, memory_mb: 64 });',
+      'console.log("host survived", r.error?.kind ?? "no error");',
+      "await pool.close();",
+    ].join("\n");
+    const run = spawnSync(
+      process.execPath,
+      ["--import", "tsx", "--input-type=module", "-e", host],
+      {
+        cwd: ROOT,
+        encoding: "utf8",
+        timeout: 90_000,
+        env: { ...process.env, HOSTILE_PROGRAM: program },
+      },
+    );
+    expect(run.signal, run.stderr.slice(-500)).toBeNull();
+    expect(run.stdout, run.stderr.slice(-500)).toContain("host survived");
+  }, 120_000);
 });
