@@ -58,11 +58,16 @@ async function send(
   token = ADMIN,
   headers: Record<string, string> = {},
 ) {
-  const raw = typeof body === "string" || body instanceof Uint8Array;
+  const payload =
+    typeof body === "string"
+      ? body
+      : body instanceof Uint8Array
+        ? new Uint8Array(body)
+        : JSON.stringify(body);
   const res = await fetch(`${dev.url}${path}`, {
     method,
     headers: { authorization: `Bearer ${token}`, "content-type": "application/json", ...headers },
-    ...(body === undefined ? {} : { body: raw ? body : JSON.stringify(body) }),
+    ...(body === undefined ? {} : { body: payload }),
     signal: AbortSignal.timeout(60_000),
   });
   const text = await res.text();
