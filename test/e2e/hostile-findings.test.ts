@@ -220,6 +220,22 @@ describe("a client that goes away mid-body", () => {
   });
 });
 
+describe("identities and the retry window", () => {
+  it("does not answer one contributor's group as a retry of another's", async () => {
+    // Today the dedupe window is per run, not per token: the second contributor's 200 says
+    // "duplicate", nothing is stored for it, and it has learned what another token sent.
+    const other = await token("findings-second-contributor");
+    const body = JSON.stringify(makeGroup(424242, 2, null));
+    const first = await send(`/runs/${RUN}/scored_data`, "POST", body, contributor);
+    expect(first.status, first.text).toBe(200);
+    const second = await send(`/runs/${RUN}/scored_data`, "POST", body, other);
+    expect(second.status, second.text).toBe(200);
+    expect(second.json().duplicate, second.text).toBeUndefined();
+    const own = await send(`/v1/runs/${RUN}/groups`, "GET", undefined, other);
+    expect(own.json().groups).toHaveLength(1);
+  });
+});
+
 describe("the Python sandbox", () => {
   it("cannot signal the process that runs it", () => {
     // The realm escape python-pool.test.ts documents (pop the import block, reach pyodide_js)
