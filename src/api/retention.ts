@@ -6,14 +6,14 @@
  * references it any more.
  * A removed group's trajectories and token texts go with it. Unset (or 0) keeps everything forever.
  */
-import { type Bindings, numberVar } from "./bindings";
+import { type BaseBindings, numberVar } from "./base-bindings";
 import { deleteInlinePayloads } from "./storage/payloads";
 import { deleteExpiredGroups, firstExpiringAck, referencedPayloadKeys } from "./storage/retention";
 import { deleteGroupTokenTexts } from "./storage/token-texts";
 import { deleteGroupTrajectories } from "./storage/trajectories";
 
 /** Retention in ms, or null to keep delivered groups forever. */
-export function retentionMs(env: Bindings): number | null {
+export function retentionMs(env: BaseBindings): number | null {
   const hours = numberVar(env.RETENTION_HOURS, 0);
   return hours > 0 ? hours * 3_600_000 : null;
 }
@@ -29,7 +29,7 @@ export interface CollectedGarbage {
 
 /** Removes up to `limit` groups of `run` delivered before `now - retention`, and orphaned payloads. */
 export async function collectGarbage(
-  env: Bindings,
+  env: BaseBindings,
   run: string,
   retention: number,
   now = Date.now(),
@@ -63,7 +63,7 @@ export async function collectGarbage(
 
 /** When the next delivered group of the run expires (ms since the epoch), or null if none. */
 export async function nextExpiry(
-  env: Bindings,
+  env: BaseBindings,
   run: string,
   retention: number,
 ): Promise<number | null> {

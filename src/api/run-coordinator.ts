@@ -13,8 +13,8 @@ import type { RegisterEnv, Registration } from "../core/schemas";
 import { minAcceptedVersion, reasonWithStaleness } from "../core/staleness";
 import { earliestExactSubset } from "../core/subset-sum";
 import { randomUuid128Digits } from "../core/uuid128";
+import { type BaseBindings, numberVar } from "./base-bindings";
 import { activeAllocations, planBatch, type ReplayPlan } from "./batch-plan";
-import { type Bindings, numberVar } from "./bindings";
 import { type RpcResult, rpcError } from "./errors";
 import { collectGarbage, nextExpiry, retentionMs } from "./retention";
 import { ackLease, getLease } from "./storage/acks";
@@ -100,7 +100,7 @@ function firstWindow(batchSize: number): number {
   return Math.min(QUEUE_WINDOW, Math.max(batchSize, 16));
 }
 
-export class RunCoordinator extends DurableObject<Bindings> {
+export class RunCoordinator extends DurableObject<BaseBindings> {
   private tail: Promise<unknown> = Promise.resolve();
   /** The run whose name the retention alarm reads from storage (saved once per object). */
   private retainedRun: string | null = null;
