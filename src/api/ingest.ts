@@ -19,7 +19,6 @@ import { checkSequenceLength } from "../core/group-rules";
 import { type GroupStats, groupStats } from "../core/group-stats";
 import { deflatePiece } from "../core/gzip-pieces";
 import type { ScoredDataInput } from "../core/schemas";
-import { sha256Hex } from "../core/sha256";
 import type { Trajectory } from "../core/trajectory";
 import { type Bindings, numberVar } from "./bindings";
 import { fail, trajectoriesOfSubmission, validateGroup } from "./group-validation";
@@ -57,22 +56,13 @@ export type StoredPayload = Pick<IngestItem, "payload" | "encoding" | "inline" |
 /**
  * The stored form of a validated group (src/api/storage/payloads.ts): small JSON as text, larger
  * JSON as one raw-deflate piece (compressed once here, sent to gzip clients as it is), in D1 while
- * its base64 fits, else in R2. `hash`: also the SHA-256 of the JSON.
+ * its base64 fits, else in R2.
  */
-export function canonicalPayloadOf(group: ScoredDataInput): StoredPayload;
-export function canonicalPayloadOf(
-  group: ScoredDataInput,
-  options: { hash: true },
-): StoredPayload & { sha256: string };
-export function canonicalPayloadOf(
-  group: ScoredDataInput,
-  options: { hash?: boolean } = {},
-): StoredPayload & { sha256?: string } {
+export function canonicalPayloadOf(group: ScoredDataInput): StoredPayload {
   const json = canonicalGroupJson(group, group.env_id ?? null);
   const bytes = textEncoder.encode(json) as Uint8Array<ArrayBuffer>;
-  const sha256 = options.hash ? sha256Hex(bytes) : undefined;
   if (bytes.byteLength <= PLAIN_MAX_BYTES) {
-    return { payload: bytes, encoding: "canonical", inline: json, raw: null, sha256 };
+    return { payload: bytes, encoding: "canonical", inline: json, raw: null };
   }
   const piece = deflatePiece(bytes);
   const inline = Math.ceil(piece.data.byteLength / 3) * 4 <= INLINE_MAX_BYTES;
@@ -81,7 +71,6 @@ export function canonicalPayloadOf(
     encoding: "deflate",
     inline: inline ? toBase64(piece.data) : null,
     raw: { length: piece.length, crc32: piece.crc32 },
-    sha256,
   };
 }
 
@@ -104,8 +93,6 @@ export interface IngestItem {
   inline: string | null;
   /** "deflate": the JSON's length and CRC-32. */
   raw: { length: number; crc32: number } | null;
-  /** SHA-256 of the group's JSON text as submitted. */
-  contentHash: string;
   /** Names the submission and the group's position in it (see submissionDedupeKey). */
   dedupeKey: string;
   /**
@@ -134,28 +121,21 @@ export interface BesideGroup {
 
 /**
  * The one ingest item of a validated group: its stored form, summary and what it carries beside.
- * `json` is the group as submitted (its trajectories are read from it); `contentHash` the SHA-256
- * of its JSON text when known, else computed here.
+ * `json` is the group as submitted (its trajectories are read from it).
  */
 export function ingestItemOf(
   group: ScoredDataInput,
   json: unknown,
   options: {
     dedupeKey: string;
-    contentHash?: string;
     tokenId?: string | null;
     loc?: (string | number)[];
   },
 ): IngestItem {
   const trajectories = trajectoriesOfSubmission(json, group.tokens.length, options.loc);
-  const { sha256, ...stored } =
-    options.contentHash === undefined
-      ? canonicalPayloadOf(group, { hash: true })
-      : { ...canonicalPayloadOf(group), sha256: options.contentHash };
   return {
     summary: summarizeGroup(group),
-    ...stored,
-    contentHash: sha256,
+    ...canonicalPayloadOf(group),
     dedupeKey: options.dedupeKey,
     tokenId: options.tokenId ?? null,
     beside: { trajectories, tokenTexts: group.token_texts ?? null },
@@ -241,7 +221,6 @@ async function writeCommit(env: Bindings, run: string, items: IngestItem[]) {
         encoding: item.encoding,
         raw: item.raw,
         inline: item.inline,
-        contentHash: item.contentHash,
         dedupeKey: item.dedupeKey,
         idempotencyKey: item.idempotencyKey ?? null,
         tokenId: item.tokenId ?? null,

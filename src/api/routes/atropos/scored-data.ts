@@ -52,7 +52,6 @@ export const scoredData = defineRoute(
         const group = await timings.measure("validate", () => validateGroup(json));
         const item = await timings.measure("canonical", () =>
           ingestItemOf(group, json, {
-            contentHash: hash,
             dedupeKey: submissionDedupeKey(hash, key, 0),
             tokenId: submitterOf(c),
           }),
