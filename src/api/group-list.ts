@@ -15,7 +15,7 @@ import { chunksOf, inflateBody, isGzipEncoded, parseJson } from "./body";
 import type { AppContext } from "./context";
 import { ApiError } from "./errors";
 import { fail, validateGroup } from "./group-validation";
-import { type IngestItem, ingestItemOf, submissionDedupeKey } from "./ingest";
+import { type IngestItem, ingestItemOf, submissionDedupeKey } from "./ingest-item";
 import { memoryCost, withMemory } from "./memory-budget";
 import { submitterOf } from "./middleware/auth";
 import { chargeBytes } from "./middleware/quotas";

@@ -19,7 +19,7 @@ import { scopesAllow } from "../core/tokens";
 import { numberVar } from "./bindings";
 import type { AppContext } from "./context";
 import { ApiError } from "./errors";
-import { submitGroupInProcess } from "./ingest";
+import { submitGroupInProcess } from "./ingest-submit";
 import { submitterOf } from "./middleware/auth";
 import { chargeProxyTokens, checkProxyTokens } from "./middleware/quotas";
 import { logUpstreamFailure, sanitizedFailure } from "./proxy-upstream";

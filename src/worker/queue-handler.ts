@@ -10,7 +10,7 @@
  * and a dead letter is recorded once.
  */
 import type { Bindings } from "../api/bindings";
-import { submitGroupInProcess } from "../api/ingest";
+import { submitGroupInProcess } from "../api/ingest-submit";
 import { redactSecrets } from "../api/proxy-upstream";
 import { recordDeadLetterOnce } from "../api/storage/env-workers";
 import { getRun } from "../api/storage/runs";
