@@ -57,8 +57,3 @@ type Declared<K extends keyof WorkerEnv> = K;
 type Narrowed = Declared<keyof TypedBindings | "RUN_COORDINATOR">;
 
 export type BaseBindings = Omit<WorkerEnv, Narrowed> & TypedBindings & OptionalSettings;
-
-export function numberVar(value: string | undefined, fallback: number): number {
-  const n = value === undefined ? Number.NaN : Number(value);
-  return Number.isFinite(n) ? n : fallback;
-}

@@ -5,8 +5,6 @@
 import type { BaseBindings } from "./base-bindings";
 import type { RunCoordinator } from "./run-coordinator";
 
-export { numberVar } from "./base-bindings";
-
 export type Bindings = BaseBindings & {
   RUN_COORDINATOR: DurableObjectNamespace<RunCoordinator>;
 };

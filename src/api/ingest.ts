@@ -16,9 +16,10 @@
 
 import { GroupCommit } from "../core/group-commit";
 import { checkSequenceLength } from "../core/group-rules";
-import { type Bindings, numberVar } from "./bindings";
+import type { Bindings } from "./bindings";
 import { fail } from "./group-validation";
 import type { IngestItem } from "./ingest-item";
+import { settingsOf } from "./settings";
 import {
   groupInsertStatements,
   itemKeyAnswer,
@@ -52,7 +53,7 @@ interface CommittedItem {
 
 /** A submission stored after this time is what a resend of it is a retry of (DEDUPE_WINDOW_SECONDS). */
 function dedupeCutoff(env: Bindings, now: number): number {
-  return now - numberVar(env.DEDUPE_WINDOW_SECONDS, 120) * 1000;
+  return now - settingsOf(env).DEDUPE_WINDOW_SECONDS * 1000;
 }
 
 // Bounds one commit: memory (payloads are held until written) and D1 batch size.

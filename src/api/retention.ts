@@ -6,7 +6,8 @@
  * references it any more.
  * A removed group's trajectories and token texts go with it. Unset (or 0) keeps everything forever.
  */
-import { type BaseBindings, numberVar } from "./base-bindings";
+import type { BaseBindings } from "./base-bindings";
+import { settingsOf } from "./settings";
 import { deleteInlinePayloads } from "./storage/payloads";
 import { deleteExpiredGroups, firstExpiringAck, referencedPayloadKeys } from "./storage/retention";
 import { deleteGroupTokenTexts } from "./storage/token-texts";
@@ -14,7 +15,7 @@ import { deleteGroupTrajectories } from "./storage/trajectories";
 
 /** Retention in ms, or null to keep delivered groups forever. */
 export function retentionMs(env: BaseBindings): number | null {
-  const hours = numberVar(env.RETENTION_HOURS, 0);
+  const hours = settingsOf(env).RETENTION_HOURS;
   return hours > 0 ? hours * 3_600_000 : null;
 }
 

@@ -13,10 +13,11 @@ import type { RegisterEnv, Registration } from "../core/schemas";
 import { minAcceptedVersion, reasonWithStaleness } from "../core/staleness";
 import { earliestExactSubset } from "../core/subset-sum";
 import { randomUuid128Digits } from "../core/uuid128";
-import { type BaseBindings, numberVar } from "./base-bindings";
+import type { BaseBindings } from "./base-bindings";
 import { activeAllocations, planBatch, type ReplayPlan } from "./batch-plan";
 import { type RpcResult, rpcError } from "./errors";
 import { collectGarbage, nextExpiry, retentionMs } from "./retention";
+import { settingsOf } from "./settings";
 import { ackLease, getLease } from "./storage/acks";
 import {
   dissolveLease,
@@ -160,7 +161,7 @@ export class RunCoordinator extends DurableObject<BaseBindings> {
       const now = Date.now();
       const { run: runRow, envs: existing } = await getRunAndEnvs(this.db, run);
       if (!runRow?.registered) return { status: "wait for trainer to start" };
-      const staleMs = numberVar(this.env.ENV_STALE_SECONDS, 120) * 1000;
+      const staleMs = settingsOf(this.env).ENV_STALE_SECONDS * 1000;
       const resumable =
         (body.env_key !== undefined
           ? existing.find((e) => e.envKey === body.env_key)
@@ -293,7 +294,7 @@ export class RunCoordinator extends DurableObject<BaseBindings> {
         await this.scheduleRetention(run, now);
       }
       if (!state.run?.registered) return { kind: "not_registered" };
-      const leaseSeconds = numberVar(this.env.COMPAT_LEASE_SECONDS, 3600);
+      const leaseSeconds = settingsOf(this.env).COMPAT_LEASE_SECONDS;
       return this.leaseLocked(
         run,
         state.run,
@@ -457,11 +458,7 @@ export class RunCoordinator extends DurableObject<BaseBindings> {
     replay: ReplayPlan | null = null,
   ): Promise<PackResult | MixResult> {
     const versionFloor = minVersion ?? -1;
-    const allocations = activeAllocations(
-      state.envs,
-      now,
-      numberVar(this.env.ENV_STALE_SECONDS, 120),
-    );
+    const allocations = activeAllocations(state.envs, now, settingsOf(this.env).ENV_STALE_SECONDS);
     // An allocated env's groups may sit behind the window; fetch enough of them explicitly.
     const extra = await queuedOfEnvs(
       this.db,

@@ -1,8 +1,8 @@
 import { type RunStats, runStatsSchema, type WorkerStatus } from "../../../core/api-schemas";
-import { numberVar } from "../../bindings";
 import { coordinator, runOf } from "../../context";
 import { ownGroupsOnly } from "../../middleware/auth";
 import { retentionMs } from "../../retention";
+import { settingsOf } from "../../settings";
 import { type GroupTotalsRow, runActivity } from "../../storage/run-stats";
 import { envStatus, getRun, listEnvs, queueCounts } from "../../storage/runs";
 import { staleCount } from "../../storage/staleness";
@@ -78,7 +78,7 @@ export const stats = defineRoute(
       staleCount(db, run),
       runActivity(db, run, now, since),
     ]);
-    const staleSeconds = numberVar(c.env.ENV_STALE_SECONDS, 120);
+    const staleSeconds = settingsOf(c.env).ENV_STALE_SECONDS;
     // What the diagnosis depends on besides the coordinator's own changes: it is reused while
     // these stay the same.
     const diagnosisKey = JSON.stringify([
