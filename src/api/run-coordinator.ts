@@ -7,6 +7,7 @@
  */
 import { DurableObject } from "cloudflare:workers";
 import { decideAck } from "../core/ack-rule";
+import type { RegisterEnvAnswer } from "../core/api-schemas";
 import type { PackResult } from "../core/packing";
 import type { MixResult } from "../core/replay-mix";
 import type { RegisterEnv, Registration } from "../core/schemas";
@@ -71,16 +72,7 @@ export type LeaseOutcome =
   | { kind: "none"; reason: string }
   | { kind: "not_registered" };
 
-export interface RegisterEnvResponse {
-  status: string;
-  env_id?: number;
-  wandb_name?: string;
-  checkpoint_dir?: string;
-  starting_step?: number;
-  checkpoint_interval?: number;
-  num_steps?: number;
-  resumed?: boolean;
-}
+export type RegisterEnvResponse = RegisterEnvAnswer;
 
 export interface LeaseOptions {
   consumer: "compat" | "lease";
