@@ -125,16 +125,19 @@ export async function ensureRun(d1: D1Database, run: string, now: number): Promi
   await ensureRunStatement(d1, run, now);
 }
 
-export interface TrainerRegistration {
-  batchSize: number;
-  maxTokenLen: number;
-  wandbGroup: string | null;
-  wandbProject: string | null;
-  checkpointDir: string | null;
-  saveCheckpointInterval: number;
-  numSteps: number;
-  startingStep: number;
-}
+/** What a registration writes into its run's row (the step starts at `startingStep`). */
+export type TrainerRegistration = Required<
+  Pick<
+    typeof runs.$inferInsert,
+    | "batchSize"
+    | "maxTokenLen"
+    | "wandbGroup"
+    | "wandbProject"
+    | "checkpointDir"
+    | "saveCheckpointInterval"
+    | "numSteps"
+  >
+> & { startingStep: number };
 
 /**
  * Records a trainer's registration, creating the run if needed. A (re)registering Atropos
