@@ -4,7 +4,6 @@
  * Checkpoints are kept in the object's SQLite storage (each ≤ 1 MB; the newest 20 are retained).
  */
 import { DurableObject } from "cloudflare:workers";
-import type { Bindings } from "./bindings";
 
 const KEEP = 20;
 
@@ -14,8 +13,9 @@ export interface CheckpointRecord {
   saved_at: number;
 }
 
-export class EnvSession extends DurableObject<Bindings> {
-  constructor(ctx: DurableObjectState, env: Bindings) {
+// It reads no binding: its env is not typed, so its module and the bindings import no ring.
+export class EnvSession extends DurableObject<unknown> {
+  constructor(ctx: DurableObjectState, env: unknown) {
     super(ctx, env);
     ctx.storage.sql.exec(
       "CREATE TABLE IF NOT EXISTS checkpoints (step INTEGER PRIMARY KEY, state TEXT NOT NULL, saved_at INTEGER NOT NULL)",

@@ -10,20 +10,17 @@
  */
 import { ArraySyntaxError, JsonArraySplitter, NotAnArray } from "../core/json-array-split";
 import { sha256Hasher } from "../core/sha256";
-import { numberVar } from "./bindings";
 import { chunksOf, inflateBody, isGzipEncoded, parseJson } from "./body";
 import type { AppContext } from "./context";
 import { ApiError } from "./errors";
 import { fail, validateGroup } from "./group-validation";
-import { type IngestItem, ingestItemOf, submissionDedupeKey } from "./ingest";
+import { type IngestItem, ingestItemOf, submissionDedupeKey } from "./ingest-item";
 import { memoryCost, withMemory } from "./memory-budget";
 import { submitterOf } from "./middleware/auth";
 import { chargeBytes } from "./middleware/quotas";
 import { bodyLimits } from "./request";
+import { settingsOf } from "./settings";
 import { readSubmissionBody, refuseBeforeReading } from "./submission-body";
-
-/** Default MAX_LIST_GROUPS. */
-export const MAX_LIST_GROUPS = 1024;
 
 export interface GroupList {
   items: IngestItem[];
@@ -86,7 +83,7 @@ export async function readGroupList(
   options: { key: string | undefined; nullEnv?: boolean },
 ): Promise<GroupList> {
   const limits = bodyLimits(c);
-  const maxGroups = numberVar(c.env.MAX_LIST_GROUPS, MAX_LIST_GROUPS);
+  const maxGroups = settingsOf(c.env).MAX_LIST_GROUPS;
   const tokenId = submitterOf(c);
   const hasher = sha256Hasher();
   const splitter = new JsonArraySplitter();

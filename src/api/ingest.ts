@@ -1,10 +1,11 @@
 /**
- * Ingest of scored groups: validate, canonicalise once (the stored bytes are what delivery
- * sends), write large payloads to R2, then record the group in D1 in one statement that also
- * dedupes retries, picks the buffered/queued state and stamps the policy version (the SQL is in
- * src/api/storage/groups.ts; a payload kept in D1 goes into group_payloads in the same
- * transaction, and so do its trajectories and token texts). A 200 is only sent after both
- * writes, so an acknowledged group, and everything it carried, survives any restart.
+ * The commit of ingest: items validated (group-validation.ts) and built (ingest-item.ts; the
+ * stored bytes are what delivery sends) are written, large payloads to R2, then each group to D1
+ * in one statement that also dedupes retries, picks the buffered/queued state and stamps the
+ * policy version (the SQL is in src/api/storage/groups.ts; a payload kept in D1 goes into
+ * group_payloads in the same transaction, and so do its trajectories and token texts). A 200 is
+ * only sent after both writes, so an acknowledged group, and everything it carried, survives any
+ * restart.
  *
  * Retries are recognised per submission, never per group content: each group carries a dedupe
  * key naming its request (Idempotency-Key, else the SHA-256 of the whole body) and its position
@@ -13,16 +14,12 @@
  * group, so the same body from another env is another submission.
  */
 
-import { canonicalGroupJson } from "../core/canonical-group";
 import { GroupCommit } from "../core/group-commit";
 import { checkSequenceLength } from "../core/group-rules";
-import { type GroupStats, groupStats } from "../core/group-stats";
-import { deflatePiece } from "../core/gzip-pieces";
-import type { ScoredDataInput } from "../core/schemas";
-import { sha256Hex } from "../core/sha256";
-import type { Trajectory } from "../core/trajectory";
-import { type Bindings, numberVar } from "./bindings";
-import { fail, trajectoriesOfSubmission, validateGroup } from "./group-validation";
+import type { Bindings } from "./bindings";
+import { fail } from "./group-validation";
+import type { IngestItem } from "./ingest-item";
+import { settingsOf } from "./settings";
 import {
   groupInsertStatements,
   itemKeyAnswer,
@@ -30,150 +27,16 @@ import {
   runIngestLimits,
   touchEnvStatement,
 } from "./storage/groups";
-import {
-  INLINE_MAX_BYTES,
-  PLAIN_MAX_BYTES,
-  payloadKey,
-  putPayload,
-  toBase64,
-} from "./storage/payloads";
+import { payloadKey, putPayload } from "./storage/payloads";
 import { submissionTokenTextsInsert } from "./storage/token-texts";
 import { submissionTrajectoryInserts } from "./storage/trajectories";
 import { Timings } from "./timings";
-
-/** What D1 records about a group: the parsed group itself is not held while a commit waits. */
-export interface GroupSummary {
-  envId: number | null;
-  policyVersion: number | null;
-  stats: GroupStats;
-  scoresJson: string;
-}
-
-const textEncoder = new TextEncoder();
-
-/** How a group is stored: see IngestItem. */
-export type StoredPayload = Pick<IngestItem, "payload" | "encoding" | "inline" | "raw">;
-
-/**
- * The stored form of a validated group (src/api/storage/payloads.ts): small JSON as text, larger
- * JSON as one raw-deflate piece (compressed once here, sent to gzip clients as it is), in D1 while
- * its base64 fits, else in R2. `hash`: also the SHA-256 of the JSON.
- */
-export function canonicalPayloadOf(group: ScoredDataInput): StoredPayload;
-export function canonicalPayloadOf(
-  group: ScoredDataInput,
-  options: { hash: true },
-): StoredPayload & { sha256: string };
-export function canonicalPayloadOf(
-  group: ScoredDataInput,
-  options: { hash?: boolean } = {},
-): StoredPayload & { sha256?: string } {
-  const json = canonicalGroupJson(group, group.env_id ?? null);
-  const bytes = textEncoder.encode(json) as Uint8Array<ArrayBuffer>;
-  const sha256 = options.hash ? sha256Hex(bytes) : undefined;
-  if (bytes.byteLength <= PLAIN_MAX_BYTES) {
-    return { payload: bytes, encoding: "canonical", inline: json, raw: null, sha256 };
-  }
-  const piece = deflatePiece(bytes);
-  const inline = Math.ceil(piece.data.byteLength / 3) * 4 <= INLINE_MAX_BYTES;
-  return {
-    payload: piece.data as Uint8Array<ArrayBuffer>,
-    encoding: "deflate",
-    inline: inline ? toBase64(piece.data) : null,
-    raw: { length: piece.length, crc32: piece.crc32 },
-    sha256,
-  };
-}
-
-export function summarizeGroup(group: ScoredDataInput): GroupSummary {
-  return {
-    envId: group.env_id ?? null,
-    policyVersion: group.policy_version ?? null,
-    stats: groupStats(group),
-    scoresJson: JSON.stringify(group.scores),
-  };
-}
-
-export interface IngestItem {
-  summary: GroupSummary;
-  /** The group's canonical JSON (what delivery sends) as stored: UTF-8, or compressed. */
-  payload: Uint8Array<ArrayBuffer>;
-  /** "deflate": `payload` is that JSON as one raw-deflate piece (src/core/gzip-pieces.ts). */
-  encoding: "canonical" | "deflate";
-  /** What D1 keeps when the payload is not in R2: the JSON, or the piece in base64. */
-  inline: string | null;
-  /** "deflate": the JSON's length and CRC-32. */
-  raw: { length: number; crc32: number } | null;
-  /** SHA-256 of the group's JSON text as submitted. */
-  contentHash: string;
-  /** Names the submission and the group's position in it (see submissionDedupeKey). */
-  dedupeKey: string;
-  /**
-   * Makes the insert conditional on this key being unused and records it in the same
-   * transaction, so two deliveries of one queue item can never both store a group.
-   */
-  idempotencyKey?: string;
-  /** The API token that submitted it (null: API_TOKEN, open local dev, env workers in process). */
-  tokenId?: string | null;
-  /** Trajectories and token texts, written in the group's own commit. */
-  beside?: BesideGroup;
-}
 
 export interface IngestOutcome {
   groupId: number;
   status: "queued" | "buffered";
   duplicate: boolean;
   envId: number | null;
-}
-
-/** What a submission carries beside its 14 keys, stored next to the group it became. */
-export interface BesideGroup {
-  trajectories: readonly Trajectory[] | null;
-  tokenTexts: string[][] | null;
-}
-
-/**
- * The one ingest item of a validated group: its stored form, summary and what it carries beside.
- * `json` is the group as submitted (its trajectories are read from it); `contentHash` the SHA-256
- * of its JSON text when known, else computed here.
- */
-export function ingestItemOf(
-  group: ScoredDataInput,
-  json: unknown,
-  options: {
-    dedupeKey: string;
-    contentHash?: string;
-    tokenId?: string | null;
-    loc?: (string | number)[];
-  },
-): IngestItem {
-  const trajectories = trajectoriesOfSubmission(json, group.tokens.length, options.loc);
-  const { sha256, ...stored } =
-    options.contentHash === undefined
-      ? canonicalPayloadOf(group, { hash: true })
-      : { ...canonicalPayloadOf(group), sha256: options.contentHash };
-  return {
-    summary: summarizeGroup(group),
-    ...stored,
-    contentHash: sha256,
-    dedupeKey: options.dedupeKey,
-    tokenId: options.tokenId ?? null,
-    beside: { trajectories, tokenTexts: group.token_texts ?? null },
-  };
-}
-
-/**
- * The dedupe key of the `index`-th group of a request: its Idempotency-Key when it has one (the
- * key decides), else the SHA-256 of the request body.
- */
-export function submissionDedupeKey(
-  bodyHash: string,
-  idempotencyKey: string | undefined,
-  index: number,
-): string {
-  return idempotencyKey === undefined
-    ? `body:${bodyHash}#${index}`
-    : `key:${idempotencyKey}#${index}`;
 }
 
 interface StoredRow {
@@ -190,7 +53,7 @@ interface CommittedItem {
 
 /** A submission stored after this time is what a resend of it is a retry of (DEDUPE_WINDOW_SECONDS). */
 function dedupeCutoff(env: Bindings, now: number): number {
-  return now - numberVar(env.DEDUPE_WINDOW_SECONDS, 120) * 1000;
+  return now - settingsOf(env).DEDUPE_WINDOW_SECONDS * 1000;
 }
 
 // Bounds one commit: memory (payloads are held until written) and D1 batch size.
@@ -241,7 +104,6 @@ async function writeCommit(env: Bindings, run: string, items: IngestItem[]) {
         encoding: item.encoding,
         raw: item.raw,
         inline: item.inline,
-        contentHash: item.contentHash,
         dedupeKey: item.dedupeKey,
         idempotencyKey: item.idempotencyKey ?? null,
         tokenId: item.tokenId ?? null,
@@ -414,37 +276,4 @@ async function requireRunLimits(env: Bindings, run: string, items: IngestItem[])
       },
     ]);
   }
-}
-
-/**
- * Submission from inside the Worker (queue consumers): same validation, storage and dedupe as
- * POST /scored_data, without an HTTP hop. `idempotencyKey` makes a redelivered queue message a no-op;
- * `tokenId` attributes the group (a finished proxy session: the token that finished it).
- */
-export async function submitGroupInProcess(
-  env: Bindings,
-  run: string,
-  group: unknown,
-  idempotencyKey: string,
-  tokenId: string | null = null,
-): Promise<{ status: "received" | "buffered" | "duplicate"; groupId?: number }> {
-  const item = ingestItemOf(validateGroup(group), group, {
-    dedupeKey: submissionDedupeKey("", idempotencyKey, 0),
-    tokenId,
-  });
-  const [outcome] = await ingestGroups(env, run, [{ ...item, idempotencyKey }]);
-  if (outcome!.status === "buffered" && outcome!.envId !== null) {
-    await env.RUN_COORDINATOR.get(env.RUN_COORDINATOR.idFromName(run)).releaseBuffered(
-      run,
-      outcome!.envId,
-    );
-  }
-  return {
-    status: outcome!.duplicate
-      ? "duplicate"
-      : outcome!.status === "buffered"
-        ? "buffered"
-        : "received",
-    groupId: outcome!.groupId,
-  };
 }

@@ -13,7 +13,8 @@
  * every other submission wait.
  */
 import { ByteBudget } from "../core/byte-budget";
-import { type Bindings, numberVar } from "./bindings";
+import type { Bindings } from "./bindings";
+import { settingsOf } from "./settings";
 
 let budget: ByteBudget | null = null;
 
@@ -26,6 +27,6 @@ export function memoryCost(bytes: number, gzip: boolean): number {
 }
 
 export function withMemory<T>(env: Bindings, cost: number, work: () => Promise<T>): Promise<T> {
-  budget ??= new ByteBudget(numberVar(env.MEMORY_BUDGET_MB, 8) * 2 ** 20);
+  budget ??= new ByteBudget(settingsOf(env).MEMORY_BUDGET_MB * 2 ** 20);
   return budget.run(cost, work);
 }

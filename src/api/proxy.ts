@@ -16,14 +16,14 @@ import {
   sessionTrajectories,
 } from "../core/proxy-session";
 import { scopesAllow } from "../core/tokens";
-import { numberVar } from "./bindings";
 import type { AppContext } from "./context";
 import { ApiError } from "./errors";
-import { submitGroupInProcess } from "./ingest";
+import { submitGroupInProcess } from "./ingest-submit";
 import { submitterOf } from "./middleware/auth";
 import { chargeProxyTokens, checkProxyTokens } from "./middleware/quotas";
 import { logUpstreamFailure, sanitizedFailure } from "./proxy-upstream";
 import { jsonBody } from "./request";
+import { settingsOf } from "./settings";
 import { getRunInference } from "./storage/inference";
 import {
   createSession,
@@ -33,13 +33,11 @@ import {
   saveTracking,
 } from "./storage/proxy-sessions";
 
-export const DEFAULT_SESSION_TTL_S = 3600;
-
 /** A session is one D1 row (at most 2 MB): refuse to grow it past this, with a way out. */
 export const MAX_SESSION_BYTES = 1_800_000;
 
 export function sessionTtlMs(c: AppContext): number {
-  return numberVar(c.env.PROXY_SESSION_TTL_S, DEFAULT_SESSION_TTL_S) * 1000;
+  return settingsOf(c.env).PROXY_SESSION_TTL_S * 1000;
 }
 
 export function sessionIdOf(c: AppContext): string {

@@ -7,6 +7,7 @@ import type { RunEvent } from "../core/api-schemas";
 import { checkEvaluation, describeRegression, type GuardAction } from "../core/regression-guard";
 import { privateTargetReason } from "../core/webhook-target";
 import type { Bindings } from "./bindings";
+import { settingsOf } from "./settings";
 import { updateEnvControl } from "./storage/env-control";
 import { addRunEvent, envBaselines, getGuard, putBaselines } from "./storage/guard";
 import { evaluationAtStep } from "./storage/metrics";
@@ -45,10 +46,8 @@ async function applyAction(
 }
 
 /** Whether the operator lets webhooks target private networks (GUARD_WEBHOOK_ALLOW_PRIVATE). */
-export function privateWebhooksAllowed(
-  env: Pick<Bindings, "GUARD_WEBHOOK_ALLOW_PRIVATE">,
-): boolean {
-  return env.GUARD_WEBHOOK_ALLOW_PRIVATE === "true";
+export function privateWebhooksAllowed(env: Bindings): boolean {
+  return settingsOf(env).GUARD_WEBHOOK_ALLOW_PRIVATE;
 }
 
 async function postWebhook(

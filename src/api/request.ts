@@ -4,10 +4,10 @@
  */
 import { z } from "zod";
 import { summarizeDetails, toValidationDetails } from "../core/validation";
-import { numberVar } from "./bindings";
 import { type BodyLimits, parseJson, readBody } from "./body";
 import type { AppContext } from "./context";
 import { ApiError } from "./errors";
+import { settingsOf } from "./settings";
 
 /**
  * Whether the client takes gzip. Cloudflare's edge (and Miniflare's imitation of it) replaces the
@@ -23,14 +23,12 @@ export function acceptsGzip(request: Request): boolean {
   return /\bgzip\b/i.test(value);
 }
 
-/** Default body idle limit (BODY_IDLE_TIMEOUT_MS): a body pausing this long gets 408. */
-export const BODY_IDLE_TIMEOUT_MS = 30_000;
-
 export function bodyLimits(c: AppContext): BodyLimits {
+  const settings = settingsOf(c.env);
   return {
-    maxBodyBytes: numberVar(c.env.MAX_BODY_BYTES, 64 * 1024 * 1024),
-    maxInflatedBytes: numberVar(c.env.MAX_INFLATED_BYTES, 64 * 1024 * 1024),
-    idleTimeoutMs: numberVar(c.env.BODY_IDLE_TIMEOUT_MS, BODY_IDLE_TIMEOUT_MS),
+    maxBodyBytes: settings.MAX_BODY_BYTES,
+    maxInflatedBytes: settings.MAX_INFLATED_BYTES,
+    idleTimeoutMs: settings.BODY_IDLE_TIMEOUT_MS,
   };
 }
 

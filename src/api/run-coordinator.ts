@@ -7,16 +7,18 @@
  */
 import { DurableObject } from "cloudflare:workers";
 import { decideAck } from "../core/ack-rule";
+import type { RegisterEnvAnswer } from "../core/api-schemas";
 import type { PackResult } from "../core/packing";
 import type { MixResult } from "../core/replay-mix";
 import type { RegisterEnv, Registration } from "../core/schemas";
 import { minAcceptedVersion, reasonWithStaleness } from "../core/staleness";
 import { earliestExactSubset } from "../core/subset-sum";
 import { randomUuid128Digits } from "../core/uuid128";
+import type { BaseBindings } from "./base-bindings";
 import { activeAllocations, planBatch, type ReplayPlan } from "./batch-plan";
-import { type Bindings, numberVar } from "./bindings";
 import { type RpcResult, rpcError } from "./errors";
 import { collectGarbage, nextExpiry, retentionMs } from "./retention";
+import { settingsOf } from "./settings";
 import { ackLease, getLease } from "./storage/acks";
 import {
   dissolveLease,
@@ -70,16 +72,7 @@ export type LeaseOutcome =
   | { kind: "none"; reason: string }
   | { kind: "not_registered" };
 
-export interface RegisterEnvResponse {
-  status: string;
-  env_id?: number;
-  wandb_name?: string;
-  checkpoint_dir?: string;
-  starting_step?: number;
-  checkpoint_interval?: number;
-  num_steps?: number;
-  resumed?: boolean;
-}
+export type RegisterEnvResponse = RegisterEnvAnswer;
 
 export interface LeaseOptions {
   consumer: "compat" | "lease";
@@ -100,7 +93,7 @@ function firstWindow(batchSize: number): number {
   return Math.min(QUEUE_WINDOW, Math.max(batchSize, 16));
 }
 
-export class RunCoordinator extends DurableObject<Bindings> {
+export class RunCoordinator extends DurableObject<BaseBindings> {
   private tail: Promise<unknown> = Promise.resolve();
   /** The run whose name the retention alarm reads from storage (saved once per object). */
   private retainedRun: string | null = null;
@@ -160,7 +153,7 @@ export class RunCoordinator extends DurableObject<Bindings> {
       const now = Date.now();
       const { run: runRow, envs: existing } = await getRunAndEnvs(this.db, run);
       if (!runRow?.registered) return { status: "wait for trainer to start" };
-      const staleMs = numberVar(this.env.ENV_STALE_SECONDS, 120) * 1000;
+      const staleMs = settingsOf(this.env).ENV_STALE_SECONDS * 1000;
       const resumable =
         (body.env_key !== undefined
           ? existing.find((e) => e.envKey === body.env_key)
@@ -293,7 +286,7 @@ export class RunCoordinator extends DurableObject<Bindings> {
         await this.scheduleRetention(run, now);
       }
       if (!state.run?.registered) return { kind: "not_registered" };
-      const leaseSeconds = numberVar(this.env.COMPAT_LEASE_SECONDS, 3600);
+      const leaseSeconds = settingsOf(this.env).COMPAT_LEASE_SECONDS;
       return this.leaseLocked(
         run,
         state.run,
@@ -457,11 +450,7 @@ export class RunCoordinator extends DurableObject<Bindings> {
     replay: ReplayPlan | null = null,
   ): Promise<PackResult | MixResult> {
     const versionFloor = minVersion ?? -1;
-    const allocations = activeAllocations(
-      state.envs,
-      now,
-      numberVar(this.env.ENV_STALE_SECONDS, 120),
-    );
+    const allocations = activeAllocations(state.envs, now, settingsOf(this.env).ENV_STALE_SECONDS);
     // An allocated env's groups may sit behind the window; fetch enough of them explicitly.
     const extra = await queuedOfEnvs(
       this.db,

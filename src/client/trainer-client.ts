@@ -20,6 +20,7 @@ import {
   HttpClient,
   parseJsonAnswer,
 } from "../core/http-client";
+import type { Registration } from "../core/schemas";
 import type { GroupTrajectories } from "../core/trajectory";
 
 export type { GroupPage };
@@ -35,17 +36,10 @@ export interface TrainerClientOptions {
   fetch?: typeof fetch;
 }
 
-/** Atropos' /register body (snake_case on the wire). */
-export interface TrainerRegistration {
-  batch_size: number;
-  max_token_len: number;
-  num_steps: number;
-  wandb_group?: string;
-  wandb_project?: string;
-  checkpoint_dir?: string;
-  save_checkpoint_interval?: number;
-  starting_step?: number;
-}
+type RequiredKeys = "batch_size" | "max_token_len" | "num_steps";
+/** Atropos' /register body (its schema's shape); `register` fills in what is left out. */
+export type TrainerRegistration = Pick<Registration, RequiredKeys> &
+  Partial<Omit<Registration, RequiredKeys>>;
 
 /** A group as delivered to a trainer: Atropos' 14 keys (env_id stamped by the API). */
 export type DeliveredGroup = ScoredDataGroup & Record<string, unknown>;

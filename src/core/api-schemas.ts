@@ -360,6 +360,8 @@ export const statusEnvSchema = z.object({
       "The run's policy version now: an env stamps it on the groups it starts sampling (not in Atropos).",
     ),
 });
+/** The answer of GET /status-env. */
+export type StatusEnv = z.infer<typeof statusEnvSchema>;
 
 export const registerEnvResponseSchema = z.object({
   status: z.string(),
@@ -371,6 +373,8 @@ export const registerEnvResponseSchema = z.object({
   num_steps: z.number().int().optional(),
   resumed: z.boolean().optional(),
 });
+/** The answer of POST /register-env (`status` other than "success": the trainer has not started). */
+export type RegisterEnvAnswer = z.infer<typeof registerEnvResponseSchema>;
 
 export const metricKindSchema = z
   .enum(["train", "env", "eval"])

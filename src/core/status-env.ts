@@ -4,6 +4,7 @@
  * weight 1.0 instead of a 500), nothing is mutated, and an allocated env's data is reserved for
  * every batch the queue holds, not only the next (see docs/COMPATIBILITY.md).
  */
+import type { StatusEnv } from "./api-schemas";
 
 export const MIN_ENV_WEIGHT = 0.01;
 
@@ -38,14 +39,8 @@ export interface QueueByEnv {
   maxGroupSize: number;
 }
 
-export interface StatusEnvResult {
-  current_step: number;
-  queue_size: number;
-  unallocated_fraction: number;
-  self_queue_size: number;
-  max_group_size: number;
-  env_weight: number;
-}
+/** The /status-env numbers computed here; the route adds the run's policy version. */
+export type StatusEnvResult = Omit<StatusEnv, "policy_version">;
 
 export function computeStatusEnv(input: {
   envId: number;

@@ -12,6 +12,7 @@ import type { BackingOff, EnvFeederPort, FeederSummary, ItemReport } from "../ap
 export type { FeederSummary };
 
 import { guardEvaluation } from "../api/regression-guard";
+import { listEnvWorker, reportWorkerStats } from "../api/storage/env-workers";
 import { recordMetrics } from "../api/storage/metrics";
 import { statusForEnv } from "../api/storage/status";
 import type { EnvWorkerRef, EnvWorkerSpec } from "../core/server-config";
@@ -208,12 +209,7 @@ export class EnvFeeder extends DurableObject<Bindings> implements EnvFeederPort 
     parseEnvConfig(def.configSchema, spec.config);
     const previous = await this.load();
     // Listed in D1 first, so a reset of the run always finds (and clears) this feeder.
-    await this.env.DB.prepare(
-      `INSERT INTO env_workers (run, name, env_name, started_at) VALUES (?1, ?2, ?3, ?4)
-       ON CONFLICT (run, name) DO UPDATE SET env_name = excluded.env_name, started_at = excluded.started_at`,
-    )
-      .bind(run, name, spec.envName, Date.now())
-      .run();
+    await listEnvWorker(this.env.DB, { run, name, envName: spec.envName, startedAt: Date.now() });
     this.state = {
       run,
       name,
@@ -526,24 +522,17 @@ export class EnvFeeder extends DurableObject<Bindings> implements EnvFeederPort 
 
   private async reportStats(state: FeederState): Promise<void> {
     if (state.envId === null) return;
-    await this.env.DB.prepare(
-      `INSERT INTO worker_stats (run, env_id, env_name, items_in_flight, items_succeeded, items_failed, worker_status, updated_at)
-       VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)
-       ON CONFLICT (run, env_id) DO UPDATE SET items_in_flight = excluded.items_in_flight,
-         items_succeeded = excluded.items_succeeded, items_failed = excluded.items_failed,
-         worker_status = excluded.worker_status, updated_at = excluded.updated_at`,
-    )
-      .bind(
-        state.run,
-        state.envId,
-        state.spec.envName,
-        Object.keys(state.inFlight).length,
-        state.succeeded,
-        state.failed,
-        // An evaluation holds training back (Atropos' STOP_TRAIN): the dashboard shows it as such.
+    await reportWorkerStats(this.env.DB, {
+      run: state.run,
+      envId: state.envId,
+      envName: state.spec.envName,
+      itemsInFlight: Object.keys(state.inFlight).length,
+      itemsSucceeded: state.succeeded,
+      itemsFailed: state.failed,
+      // An evaluation holds training back (Atropos' STOP_TRAIN): the dashboard shows it as such.
+      workerStatus:
         this.evaluation !== null && state.status !== "stopped" ? "evaluating" : state.status,
-        Date.now(),
-      )
-      .run();
+      updatedAt: Date.now(),
+    });
   }
 }

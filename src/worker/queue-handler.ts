@@ -10,8 +10,10 @@
  * and a dead letter is recorded once.
  */
 import type { Bindings } from "../api/bindings";
-import { submitGroupInProcess } from "../api/ingest";
+import { submitGroupInProcess } from "../api/ingest-submit";
 import { redactSecrets } from "../api/proxy-upstream";
+import { recordDeadLetterOnce } from "../api/storage/env-workers";
+import { getRun } from "../api/storage/runs";
 import type { BaseEnv, JsonValue } from "../env-workers/base-env";
 import { type BaseEnvConfig, parseEnvConfig } from "../env-workers/config";
 import type { EnvDefinition } from "../env-workers/define-env";
@@ -76,10 +78,7 @@ export async function rollOutItem(
     );
     // Messages are decoded from the group's tokens during validation.
     if (cfg.include_messages || cfg.include_token_texts) await loadTokenizer(instance.tokenizer);
-    const run = await env.DB.prepare("SELECT max_token_len FROM runs WHERE name = ?1")
-      .bind(msg.run)
-      .first<{ max_token_len: number }>();
-    maxTokenLen = run?.max_token_len ?? -1;
+    maxTokenLen = (await getRun(env.DB, msg.run))?.maxTokenLen ?? -1;
   } catch (error) {
     return rolloutFailure(error);
   }
@@ -154,23 +153,19 @@ async function recordDeadLetter(
   why: string,
 ) {
   const prefix = `item ${msg.itemId}: `;
-  await env.DB.prepare(
-    `INSERT INTO dead_letters (run, env_name, env_id, item, error, attempts, created_at)
-     SELECT ?1, ?2, ?3, ?4, ?5, ?6, ?7
-     WHERE NOT EXISTS (SELECT 1 FROM dead_letters WHERE run = ?1 AND substr(error, 1, ?8) = ?9)`,
-  )
-    .bind(
-      msg.run,
-      msg.spec.envName,
-      msg.envId,
-      JSON.stringify(msg.item).slice(0, 10_000),
-      `${prefix}${why}`.slice(0, 2000),
+  await recordDeadLetterOnce(
+    env.DB,
+    {
+      run: msg.run,
+      envName: msg.spec.envName,
+      envId: msg.envId,
+      item: JSON.stringify(msg.item).slice(0, 10_000),
+      error: `${prefix}${why}`.slice(0, 2000),
       attempts,
-      Date.now(),
-      prefix.length,
-      prefix,
-    )
-    .run();
+      createdAt: Date.now(),
+    },
+    prefix,
+  );
   await feeder(env, msg.feeder).report(msg.itemId, { ok: false });
 }
 
@@ -180,10 +175,8 @@ async function recordDeadLetter(
  * a message still on the queue at reset time would land its group under a re-registered env id.
  */
 async function predatesRun(env: Bindings, msg: RolloutItemMessage): Promise<boolean> {
-  const run = await env.DB.prepare("SELECT created_at FROM runs WHERE name = ?1")
-    .bind(msg.run)
-    .first<{ created_at: number }>();
-  return run === null || run.created_at > msg.issuedAt;
+  const run = await getRun(env.DB, msg.run);
+  return run === undefined || run.createdAt > msg.issuedAt;
 }
 
 function logStaleItem(msg: RolloutItemMessage): void {

@@ -8,7 +8,7 @@ import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
 import { createApp } from "../../src/api/app";
 import type { Bindings } from "../../src/api/bindings";
-import { submitGroupInProcess } from "../../src/api/ingest";
+import { submitGroupInProcess } from "../../src/api/ingest-submit";
 import { atroposNodesSchema, proxySessionStateSchema } from "../../src/core/api-schemas";
 import { createInferenceProxy } from "../../src/env-workers/inference/proxy";
 import { call, group, json, post, setupRun, uniqueRun } from "./helpers";

@@ -17,7 +17,7 @@ import {
 import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
 import type { Bindings } from "../../src/api/bindings";
-import { submitGroupInProcess } from "../../src/api/ingest";
+import { submitGroupInProcess } from "../../src/api/ingest-submit";
 import { parseServerConfig } from "../../src/core/server-config";
 import type { EnvWorkerSpec } from "../../src/env-workers/worker-env";
 import type { RolloutItemMessage } from "../../src/queues/messages";

@@ -9,6 +9,7 @@
 import type { AppContext } from "../context";
 import { ApiError } from "../errors";
 import type { StoredToken } from "../storage/tokens";
+import { addProxyTokens, chargeBytesWithin, usageOf } from "../storage/usage";
 
 interface Bucket {
   tokens: number;
@@ -37,12 +38,6 @@ export function checkRate(token: StoredToken, now = Date.now()): void {
   }
   bucket.tokens -= 1;
 }
-
-const CHARGE_BYTES = `
-INSERT INTO token_usage (token_id, day, bytes) SELECT ?1, ?2, ?3 WHERE ?3 <= ?4
-ON CONFLICT (token_id, day) DO UPDATE SET bytes = bytes + excluded.bytes
-  WHERE token_usage.bytes + excluded.bytes <= ?4
-RETURNING bytes`;
 
 function utcDay(now: number): string {
   return new Date(now).toISOString().slice(0, 10);
@@ -74,12 +69,8 @@ export async function refuseDeclaredOverQuota(
   const quota = principal.token.bytesPerDay;
   const day = utcDay(now);
   if (declared <= quota) {
-    const row = await c.env.DB.prepare(
-      "SELECT bytes FROM token_usage WHERE token_id = ?1 AND day = ?2",
-    )
-      .bind(token.id, day)
-      .first<{ bytes: number }>();
-    if ((row?.bytes ?? 0) + declared <= quota) return;
+    const used = await usageOf(c.env.DB, token.id, day);
+    if (used.bytes + declared <= quota) return;
   }
   throw overBytesQuota(token, declared, day, now);
 }
@@ -93,10 +84,8 @@ export async function chargeBytes(c: AppContext, bytes: number, now = Date.now()
   if (principal.kind !== "token" || principal.token.bytesPerDay === null) return;
   const { token } = principal;
   const day = utcDay(now);
-  const row = await c.env.DB.prepare(CHARGE_BYTES)
-    .bind(token.id, day, bytes, token.bytesPerDay)
-    .first<{ bytes: number }>();
-  if (row) return;
+  const quota = principal.token.bytesPerDay;
+  if (await chargeBytesWithin(c.env.DB, token.id, day, bytes, quota)) return;
   throw overBytesQuota(token, bytes, day, now);
 }
 
@@ -120,12 +109,7 @@ export async function checkProxyTokens(c: AppContext, now = Date.now()): Promise
   const token = proxyQuotaToken(c);
   if (!token) return;
   const day = new Date(now).toISOString().slice(0, 10);
-  const row = await c.env.DB.prepare(
-    "SELECT proxy_tokens FROM token_usage WHERE token_id = ?1 AND day = ?2",
-  )
-    .bind(token.id, day)
-    .first<{ proxy_tokens: number }>();
-  const used = row?.proxy_tokens ?? 0;
+  const used = (await usageOf(c.env.DB, token.id, day)).proxyTokens;
   if (used < token.proxyTokensPerDay) return;
   const retryAfter = retryAfterDay(day, now);
   throw new ApiError(
@@ -145,10 +129,5 @@ export async function chargeProxyTokens(
   const token = proxyQuotaToken(c);
   if (!token || tokens <= 0) return;
   const day = new Date(now).toISOString().slice(0, 10);
-  await c.env.DB.prepare(
-    `INSERT INTO token_usage (token_id, day, bytes, proxy_tokens) VALUES (?1, ?2, 0, ?3)
-     ON CONFLICT (token_id, day) DO UPDATE SET proxy_tokens = proxy_tokens + excluded.proxy_tokens`,
-  )
-    .bind(token.id, day, tokens)
-    .run();
+  await addProxyTokens(c.env.DB, token.id, day, tokens);
 }

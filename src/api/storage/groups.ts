@@ -20,7 +20,6 @@ export interface GroupInsert {
   encoding: "canonical" | "deflate";
   raw: { length: number; crc32: number } | null;
   inline: string | null;
-  contentHash: string;
   dedupeKey: string;
   idempotencyKey: string | null;
   tokenId: string | null;
@@ -32,16 +31,16 @@ export interface GroupInsert {
 const INSERT_GROUP = `
 INSERT INTO groups (run, env_id, status, num_seqs, total_tokens, completion_tokens, score_mean,
   score_min, score_max, scores_json, policy_version, payload_key, payload_encoding, payload_bytes,
-  content_hash, dedupe_key, created_at, queued_at, payload_offset, token_id, raw_bytes, raw_crc32)
+  dedupe_key, created_at, queued_at, payload_offset, token_id, raw_bytes, raw_crc32)
 SELECT ?1, ?2,
   CASE WHEN ?2 IS NOT NULL AND ?3 < (SELECT group_size FROM envs WHERE run = ?1 AND env_id = ?2)
     THEN 'buffered' ELSE 'queued' END,
   ?3, ?4, ?5, ?6, ?7, ?8, ?9,
   COALESCE(?10, (SELECT policy_version FROM runs WHERE name = ?1), 0),
-  ?11, ?20, ?12, ?13, ?18, ?14, ?14, ?17, ?19, ?21, ?22
+  ?11, ?19, ?12, ?17, ?13, ?13, ?16, ?18, ?20, ?21
 WHERE (?2 IS NULL OR EXISTS (SELECT 1 FROM envs WHERE run = ?1 AND env_id = ?2))
-  AND NOT EXISTS (SELECT 1 FROM groups WHERE run = ?1 AND dedupe_key = ?18 AND created_at > ?15)
-  AND (?16 IS NULL OR NOT EXISTS (SELECT 1 FROM idempotency_keys WHERE run = ?1 AND key = ?16))
+  AND NOT EXISTS (SELECT 1 FROM groups WHERE run = ?1 AND dedupe_key = ?17 AND created_at > ?14)
+  AND (?15 IS NULL OR NOT EXISTS (SELECT 1 FROM idempotency_keys WHERE run = ?1 AND key = ?15))
 RETURNING id, status`;
 
 // Right after INSERT_GROUP: the group it just inserted, if it inserted one (a retry inserts none).
@@ -85,7 +84,6 @@ export function groupInsertStatements(
         g.policyVersion,
         g.payloadKey,
         g.payloadBytes,
-        g.contentHash,
         g.now,
         g.dedupeCutoff,
         g.idempotencyKey,

@@ -1,7 +1,7 @@
 /**
  * Reads of run and env metadata shared by the Worker routes and the Durable Objects.
  */
-import { and, eq, sql } from "drizzle-orm";
+import { and, eq, lt, sql } from "drizzle-orm";
 import { drizzle } from "drizzle-orm/d1";
 import type { EnvRecordForStatus, QueueByEnv } from "../../core/status-env";
 import { batches, envs, runs } from "./schema";
@@ -33,6 +33,34 @@ export async function getEnv(
     .where(and(eq(envs.run, run), eq(envs.envId, envId)))
     .limit(1);
   return rows[0];
+}
+
+/** Every run, oldest first, as GET /v1/runs lists them. */
+export async function listRunSummaries(d1: D1Database) {
+  return db(d1)
+    .select({
+      name: runs.name,
+      step: runs.step,
+      policyVersion: runs.policyVersion,
+      batchSize: runs.batchSize,
+      registered: runs.registered,
+      createdAt: runs.createdAt,
+    })
+    .from(runs)
+    .orderBy(runs.createdAt);
+}
+
+/** An env's heartbeat: its last-seen time, written at most every 5 s. */
+export async function touchEnv(
+  d1: D1Database,
+  run: string,
+  envId: number,
+  now: number,
+): Promise<void> {
+  await db(d1)
+    .update(envs)
+    .set({ lastSeenAt: now })
+    .where(and(eq(envs.run, run), eq(envs.envId, envId), lt(envs.lastSeenAt, now - 5000)));
 }
 
 export function isEnvActive(env: EnvRow, now: number, staleSeconds: number): boolean {
@@ -97,16 +125,19 @@ export async function ensureRun(d1: D1Database, run: string, now: number): Promi
   await ensureRunStatement(d1, run, now);
 }
 
-export interface TrainerRegistration {
-  batchSize: number;
-  maxTokenLen: number;
-  wandbGroup: string | null;
-  wandbProject: string | null;
-  checkpointDir: string | null;
-  saveCheckpointInterval: number;
-  numSteps: number;
-  startingStep: number;
-}
+/** What a registration writes into its run's row (the step starts at `startingStep`). */
+export type TrainerRegistration = Required<
+  Pick<
+    typeof runs.$inferInsert,
+    | "batchSize"
+    | "maxTokenLen"
+    | "wandbGroup"
+    | "wandbProject"
+    | "checkpointDir"
+    | "saveCheckpointInterval"
+    | "numSteps"
+  >
+> & { startingStep: number };
 
 /**
  * Records a trainer's registration, creating the run if needed. A (re)registering Atropos

@@ -124,8 +124,6 @@ export const groups = sqliteTable(
     rawCrc32: integer("raw_crc32"),
     /** Byte offset in the R2 object: concurrent submissions share one object (group commit). */
     payloadOffset: integer("payload_offset").notNull().default(0),
-    /** SHA-256 of the group's JSON text. */
-    contentHash: text("content_hash").notNull(),
     /**
      * Names the submission this group came from and its position in it (Idempotency-Key, else the
      * request body's SHA-256): a retry carries the same key, so it is recognised within the

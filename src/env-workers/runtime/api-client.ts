@@ -9,6 +9,7 @@
  */
 
 import { abortableSleep } from "../../core/abortable-sleep";
+import type { RegisterEnvAnswer } from "../../core/api-schemas";
 import type { ScoredDataGroup } from "../../core/group-types";
 import {
   ApiResponseError,
@@ -27,15 +28,9 @@ export interface RegisterEnvRequest {
   min_batch_allocation: number | null;
 }
 
-export interface RegisterEnvResponse {
-  status: "success";
-  env_id: number;
-  wandb_name: string;
-  checkpoint_dir: string;
-  starting_step: number;
-  checkpoint_interval: number;
-  num_steps: number;
-}
+/** A successful registration: every field the answer may leave out is there. */
+export type RegisterEnvResponse = Required<Omit<RegisterEnvAnswer, "status" | "resumed">> &
+  Pick<RegisterEnvAnswer, "resumed"> & { status: "success" };
 
 export interface ServerInfo {
   batch_size: number;

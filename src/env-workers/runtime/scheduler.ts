@@ -4,19 +4,15 @@
  * a = min_batch_allocation, B = batch_size, M = max_batches_offpolicy, X = status max_group_size,
  * G = group_size, S = status self_queue_size, Q = status queue_size.
  */
+import type { StatusEnv } from "../../core/api-schemas";
 import type { BaseEnvConfig } from "../config";
 
-/** The body of GET /status-env. */
-export interface EnvStatus {
-  current_step: number;
-  queue_size: number;
-  unallocated_fraction: number;
-  self_queue_size: number;
-  max_group_size: number;
-  env_weight: number;
-  /** The run's policy version (atropos-edge only; the original server does not send it). */
-  policy_version?: number;
-}
+/**
+ * The body of GET /status-env as an env reads it: `policy_version` is atropos-edge's own (the
+ * original server does not send it).
+ */
+export type EnvStatus = Omit<StatusEnv, "policy_version"> &
+  Partial<Pick<StatusEnv, "policy_version">>;
 
 /** max_num_workers, with -1 → per-node × number of inference servers. */
 export function resolveMaxNumWorkers(

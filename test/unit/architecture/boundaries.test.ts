@@ -1,7 +1,8 @@
 /**
  * The folder boundaries of docs/ARCHITECTURE.md, checked on every import in src/: which part may
  * import which (at run time; `import type` may also name the platform layer's shapes), no import
- * cycles between modules, and example envs that use nothing but the public API.
+ * cycles between modules (type-only imports included), D1 SQL only in the storage room, and
+ * example envs that use nothing but the public API.
  */
 import { readdirSync, readFileSync, statSync } from "node:fs";
 import { dirname, join, normalize, relative } from "node:path";
@@ -92,9 +93,9 @@ describe("architecture boundaries", () => {
     expect(violations).toEqual([]);
   });
 
-  it("has no import cycles between modules", () => {
+  it("has no import cycles between modules, type-only imports included", () => {
     const graph = new Map<string, string[]>();
-    for (const e of edges.filter((edge) => !edge.typeOnly)) {
+    for (const e of edges) {
       graph.set(e.from, [...(graph.get(e.from) ?? []), e.to]);
     }
     const state = new Map<string, "open" | "done">();
@@ -113,6 +114,18 @@ describe("architecture boundaries", () => {
     };
     for (const file of files) visit(file, []);
     expect(cycles).toEqual([]);
+  });
+
+  it("speaks D1 SQL only in the storage room (src/api/storage/)", () => {
+    const storage = join(SRC, "api", "storage");
+    // A Durable Object's own SQLite (`ctx.storage.sql.exec`) is not D1 and stays in its object.
+    const outside = files
+      .filter((file) => !file.startsWith(storage))
+      .filter((file) =>
+        /\.prepare\(|\bdrizzle\(|from "drizzle-orm/.test(readFileSync(file, "utf8")),
+      )
+      .map((file) => relative(ROOT, file));
+    expect(outside).toEqual([]);
   });
 
   it("example envs use only the public API (atropos-edge's src/sdk/env.ts) and their own files", () => {

@@ -2,12 +2,8 @@ import { deliveredGroupSchema } from "../../../core/api-schemas";
 import { runOf } from "../../context";
 import { canonicalPayload } from "../../delivery";
 import { rawJson } from "../../request";
-import {
-  GROUP_PAYLOAD_JOIN,
-  GROUP_REF_COLUMNS,
-  type GroupRefRow,
-  groupRef,
-} from "../../storage/payloads";
+import { latestQueuedGroupRef } from "../../storage/group-reads";
+import { groupRef } from "../../storage/payloads";
 import { defineRoute, jsonContent } from "../define";
 
 export const latestExample = defineRoute(
@@ -23,12 +19,7 @@ export const latestExample = defineRoute(
   },
   async (c) => {
     const run = runOf(c);
-    const row = await c.env.DB.prepare(
-      `SELECT ${GROUP_REF_COLUMNS} FROM groups g ${GROUP_PAYLOAD_JOIN}
-       WHERE g.run = ?1 AND g.status <> 'buffered' ORDER BY COALESCE(g.queued_at, g.created_at) DESC, g.id DESC LIMIT 1`,
-    )
-      .bind(run)
-      .first<GroupRefRow>();
+    const row = await latestQueuedGroupRef(c.env.DB, run);
     if (!row) {
       return c.json({
         tokens: [],

@@ -4,7 +4,8 @@ import { sha256Hex } from "../../../core/sha256";
 import { inflateBody, parseJson } from "../../body";
 import { coordinator, keepAliveOf, runOf } from "../../context";
 import { validateGroup } from "../../group-validation";
-import { ingestGroups, ingestItemOf, submissionDedupeKey } from "../../ingest";
+import { ingestGroups } from "../../ingest";
+import { ingestItemOf, submissionDedupeKey } from "../../ingest-item";
 import { memoryCost, withMemory } from "../../memory-budget";
 import { submitterOf } from "../../middleware/auth";
 import { bodyLimits } from "../../request";
@@ -52,7 +53,6 @@ export const scoredData = defineRoute(
         const group = await timings.measure("validate", () => validateGroup(json));
         const item = await timings.measure("canonical", () =>
           ingestItemOf(group, json, {
-            contentHash: hash,
             dedupeKey: submissionDedupeKey(hash, key, 0),
             tokenId: submitterOf(c),
           }),

@@ -6,6 +6,7 @@ import { parseJson, readBody } from "../../body";
 import { type AppContext, runOf } from "../../context";
 import { ApiError } from "../../errors";
 import { bodyLimits } from "../../request";
+import { touchEnv } from "../../storage/runs";
 import { statusForEnv } from "../../storage/status";
 import { bodyErrors, defineRoute, errors, jsonContent, jsonRequest } from "../define";
 
@@ -62,13 +63,7 @@ export const statusEnv = defineRoute(
     }
     // Heartbeat, written at most every 5 s per env.
     const now = Date.now();
-    c.executionCtx.waitUntil(
-      c.env.DB.prepare(
-        "UPDATE envs SET last_seen_at = ?3 WHERE run = ?1 AND env_id = ?2 AND last_seen_at < ?3 - 5000",
-      )
-        .bind(run, envId, now)
-        .run(),
-    );
+    c.executionCtx.waitUntil(touchEnv(c.env.DB, run, envId, now));
     // policy_version: envs stamp the version their rollouts are sampled under (not the one
     // current when the group arrives); Atropos clients ignore the extra field.
     return c.json({ ...found.status, policy_version: found.policyVersion });

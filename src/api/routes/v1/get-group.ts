@@ -4,10 +4,10 @@ import { canonicalPayload } from "../../delivery";
 import { ApiError } from "../../errors";
 import { ownGroupsOnly } from "../../middleware/auth";
 import { intParam, intPathParam } from "../../request";
-import { GROUP_PAYLOAD_JOIN, type GroupRefRow, groupRef } from "../../storage/payloads";
+import { groupDetailRow } from "../../storage/group-reads";
+import { groupRef } from "../../storage/payloads";
 import { groupTokenTextsOf } from "../../storage/token-texts";
 import { defineRoute, errors, jsonContent, runParams } from "../define";
-import { GROUP_COLUMNS, GROUP_JOINS } from "./list-groups";
 
 export const getGroup = defineRoute(
   {
@@ -28,11 +28,7 @@ export const getGroup = defineRoute(
   async (c) => {
     const run = runOf(c);
     const id = intParam(c, "id");
-    const row = await c.env.DB.prepare(
-      `SELECT ${GROUP_COLUMNS}, g.payload_key, g.payload_encoding, g.payload_offset, g.payload_bytes, p.body AS payload_inline ${GROUP_JOINS} ${GROUP_PAYLOAD_JOIN} WHERE g.run = ?1 AND g.id = ?2`,
-    )
-      .bind(run, id)
-      .first<Record<string, unknown> & GroupRefRow>();
+    const row = await groupDetailRow(c.env.DB, run, id);
     // A contributor sees only its own groups; others are "not found" so ids reveal nothing.
     const own = ownGroupsOnly(c);
     if (!row || (own !== null && row.token_id !== own)) {

@@ -2,6 +2,7 @@ import { groupTrajectoriesSchema } from "../../../core/trajectory";
 import { runOf } from "../../context";
 import { ApiError } from "../../errors";
 import { intParam, intPathParam } from "../../request";
+import { groupExists } from "../../storage/group-reads";
 import { groupTrajectories } from "../../storage/trajectories";
 import { defineRoute, errors, jsonContent, runParams } from "../define";
 
@@ -24,10 +25,8 @@ export const getTrajectories = defineRoute(
     const run = runOf(c);
     const id = intParam(c, "id");
     // Another run's group id is "not found" here too, not an empty list.
-    const group = await c.env.DB.prepare("SELECT 1 AS found FROM groups WHERE run = ?1 AND id = ?2")
-      .bind(run, id)
-      .first();
-    if (!group) throw new ApiError("NOT_FOUND", `group ${id} does not exist in run '${run}'`);
+    if (!(await groupExists(c.env.DB, run, id)))
+      throw new ApiError("NOT_FOUND", `group ${id} does not exist in run '${run}'`);
     return c.json({
       run,
       group_id: id,

@@ -1,11 +1,11 @@
 import { leaseResponseSchema } from "../../../core/api-schemas";
 import { leaseRequestSchema } from "../../../core/schemas";
-import { numberVar } from "../../bindings";
 import { coordinator, runOf } from "../../context";
 import { batchResponse } from "../../delivery";
 import { ApiError } from "../../errors";
 import { submitterOf } from "../../middleware/auth";
 import { jsonBody } from "../../request";
+import { settingsOf } from "../../settings";
 import { bodyErrors, defineRoute, errors, jsonContent, jsonRequest, runParams } from "../define";
 
 export const leaseBatch = defineRoute(
@@ -32,7 +32,7 @@ export const leaseBatch = defineRoute(
     const body = await jsonBody(c, leaseRequestSchema, { optional: true });
     const outcome = await coordinator(c, run).lease(run, {
       consumer: "lease",
-      leaseSeconds: body.lease_seconds ?? numberVar(c.env.DEFAULT_LEASE_SECONDS, 300),
+      leaseSeconds: body.lease_seconds ?? settingsOf(c.env).DEFAULT_LEASE_SECONDS,
       maxStaleness: body.max_staleness ?? null,
       holder: submitterOf(c),
     });

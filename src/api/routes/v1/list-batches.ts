@@ -2,6 +2,7 @@ import { z } from "zod";
 import { batchPageSchema } from "../../../core/api-schemas";
 import { runOf } from "../../context";
 import { numberQuery, queryNumber } from "../../request";
+import { batchGroupRows, listBatchRows } from "../../storage/batch-list";
 import { defineRoute, jsonContent, runParams } from "../define";
 
 export const listBatches = defineRoute(
@@ -25,22 +26,15 @@ export const listBatches = defineRoute(
     const run = runOf(c);
     const limit = Math.min(200, Math.max(1, Math.round(queryNumber(c, "limit") ?? 50)));
     const cursor = queryNumber(c, "cursor");
-    const { results } = await c.env.DB.prepare(
-      `SELECT id AS batch_id, step, status, num_groups, num_seqs, created_at, lease_expires_at, acked_at,
-       max_staleness, policy_version AS policy_version_at_formation, group_ids, replay_ids
-     FROM batches WHERE run = ?1 AND step < ?2 ORDER BY step DESC LIMIT ?3`,
-    )
-      .bind(run, cursor ?? Number.MAX_SAFE_INTEGER, limit + 1)
-      .all<
-        Record<string, unknown> & { group_ids: string; replay_ids: string | null; step: number }
-      >();
+    const results = await listBatchRows(
+      c.env.DB,
+      run,
+      cursor ?? Number.MAX_SAFE_INTEGER,
+      limit + 1,
+    );
     const page = results.slice(0, limit);
     const allIds = page.flatMap((b) => JSON.parse(b.group_ids) as number[]);
-    const { results: groupRows } = await c.env.DB.prepare(
-      "SELECT id, env_id, policy_version, num_seqs FROM groups WHERE id IN (SELECT value FROM json_each(?1))",
-    )
-      .bind(JSON.stringify(allIds))
-      .all<{ id: number; env_id: number | null; policy_version: number; num_seqs: number }>();
+    const groupRows = await batchGroupRows(c.env.DB, allIds);
     const byId = new Map(groupRows.map((g) => [g.id, g]));
     return c.json({
       batches: page.map(({ group_ids, replay_ids, ...b }) => {

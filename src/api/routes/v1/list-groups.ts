@@ -4,13 +4,12 @@ import { runOf } from "../../context";
 import { ApiError } from "../../errors";
 import { ownGroupsOnly } from "../../middleware/auth";
 import { numberQuery, queryNumber } from "../../request";
+import { GROUP_STATUSES, type GroupFilter, listGroupRows } from "../../storage/group-reads";
 import { defineRoute, jsonContent, runParams } from "../define";
 
-export const GROUP_COLUMNS = `g.id, g.env_id, e.real_name AS env_name, g.status, g.num_seqs, g.total_tokens,
-  g.completion_tokens, g.score_mean, g.score_min, g.score_max, g.policy_version, g.created_at,
-  g.batch_id, b.step, g.token_id`;
-export const GROUP_JOINS = `FROM groups g LEFT JOIN envs e ON e.run = g.run AND e.env_id = g.env_id
-  LEFT JOIN batches b ON b.id = g.batch_id`;
+function isGroupStatus(status: string): status is (typeof GROUP_STATUSES)[number] {
+  return (GROUP_STATUSES as readonly string[]).includes(status);
+}
 
 export const listGroups = defineRoute(
   {
@@ -37,46 +36,28 @@ export const listGroups = defineRoute(
   },
   async (c) => {
     const run = runOf(c);
-    const where = ["g.run = ?"];
-    const params: (string | number)[] = [run];
-    const own = ownGroupsOnly(c);
-    if (own !== null) {
-      where.push("g.token_id = ?");
-      params.push(own);
-    }
-    const filters: [string, string][] = [
-      ["env_id", "g.env_id = ?"],
-      ["min_score", "g.score_mean >= ?"],
-      ["max_score", "g.score_mean <= ?"],
-      ["policy_version", "g.policy_version = ?"],
-      ["since", "g.created_at >= ?"],
-      ["until", "g.created_at <= ?"],
-      ["cursor", "g.id < ?"],
-    ];
-    for (const [name, clause] of filters) {
-      const v = queryNumber(c, name);
-      if (v !== undefined) {
-        where.push(clause);
-        params.push(v);
-      }
-    }
+    const filter: GroupFilter = {
+      tokenId: ownGroupsOnly(c),
+      envId: queryNumber(c, "env_id"),
+      minScore: queryNumber(c, "min_score"),
+      maxScore: queryNumber(c, "max_score"),
+      policyVersion: queryNumber(c, "policy_version"),
+      since: queryNumber(c, "since"),
+      until: queryNumber(c, "until"),
+      cursor: queryNumber(c, "cursor"),
+    };
     const status = c.req.query("status");
     if (status) {
-      if (!["buffered", "queued", "leased", "delivered", "stale"].includes(status)) {
+      if (!isGroupStatus(status)) {
         throw new ApiError(
           "BAD_REQUEST",
           "status must be one of buffered, queued, leased, delivered, stale",
         );
       }
-      where.push("g.status = ?");
-      params.push(status);
+      filter.status = status;
     }
     const limit = Math.min(200, Math.max(1, Math.round(queryNumber(c, "limit") ?? 50)));
-    const { results } = await c.env.DB.prepare(
-      `SELECT ${GROUP_COLUMNS} ${GROUP_JOINS} WHERE ${where.join(" AND ")} ORDER BY g.id DESC LIMIT ${limit + 1}`,
-    )
-      .bind(...params)
-      .all<GroupRow>();
+    const results: GroupRow[] = await listGroupRows(c.env.DB, run, filter, limit + 1);
     const page = results.slice(0, limit);
     return c.json({
       groups: page,

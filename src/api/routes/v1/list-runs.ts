@@ -1,5 +1,6 @@
 import { z } from "zod";
 import { runSummarySchema } from "../../../core/api-schemas";
+import { listRunSummaries } from "../../storage/runs";
 import { defineRoute, jsonContent } from "../define";
 
 export const listRuns = defineRoute(
@@ -16,16 +17,16 @@ export const listRuns = defineRoute(
     },
   },
   async (c) => {
-    const { results } = await c.env.DB.prepare(
-      "SELECT name, step, policy_version, batch_size, registered, created_at FROM runs ORDER BY created_at",
-    ).all<{
-      name: string;
-      step: number;
-      policy_version: number;
-      batch_size: number;
-      registered: number;
-      created_at: number;
-    }>();
-    return c.json({ runs: results.map((r) => ({ ...r, registered: r.registered === 1 })) });
+    const rows = await listRunSummaries(c.env.DB);
+    return c.json({
+      runs: rows.map((r) => ({
+        name: r.name,
+        step: r.step,
+        policy_version: r.policyVersion,
+        batch_size: r.batchSize,
+        registered: r.registered,
+        created_at: r.createdAt,
+      })),
+    });
   },
 );

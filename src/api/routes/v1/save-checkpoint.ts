@@ -3,6 +3,7 @@ import { parseJson, readBody } from "../../body";
 import { type AppContext, runOf } from "../../context";
 import { ApiError } from "../../errors";
 import { bodyLimits, intParam, intPathParam } from "../../request";
+import { getEnv } from "../../storage/runs";
 import { bodyErrors, defineRoute, errors, jsonContent, runParams } from "../define";
 
 export function envSession(c: AppContext, run: string, envId: number) {
@@ -51,10 +52,7 @@ export const saveCheckpoint = defineRoute(
         { type: "dict_type", loc: ["body"], msg: "Input should be a valid dictionary" },
       ]);
     }
-    const envExists = await c.env.DB.prepare("SELECT 1 FROM envs WHERE run = ?1 AND env_id = ?2")
-      .bind(run, envId)
-      .first();
-    if (!envExists)
+    if (!(await getEnv(c.env.DB, run, envId)))
       throw new ApiError("NOT_FOUND", `env_id ${envId} is not registered in run '${run}'`);
     const saved = await envSession(c, run, envId).saveCheckpoint(step, JSON.stringify(state));
     return c.json({ status: "saved", step: saved.step, saved_at: saved.saved_at });

@@ -1,8 +1,9 @@
 import { type RunStats, runStatsSchema, type WorkerStatus } from "../../../core/api-schemas";
-import { numberVar } from "../../bindings";
 import { coordinator, runOf } from "../../context";
 import { ownGroupsOnly } from "../../middleware/auth";
 import { retentionMs } from "../../retention";
+import { settingsOf } from "../../settings";
+import { type GroupTotalsRow, runActivity } from "../../storage/run-stats";
 import { envStatus, getRun, listEnvs, queueCounts } from "../../storage/runs";
 import { staleCount } from "../../storage/staleness";
 import { defineRoute, jsonContent, runParams } from "../define";
@@ -19,10 +20,7 @@ interface GroupTotals {
 }
 
 /** Adds up per-(env, token) group totals by `key`, in first-seen order. */
-function sumBy<K>(
-  rows: Record<string, number | string | null>[],
-  key: (row: Record<string, number | string | null>) => K,
-): Map<K, GroupTotals> {
+function sumBy<K>(rows: GroupTotalsRow[], key: (row: GroupTotalsRow) => K): Map<K, GroupTotals> {
   const sums = new Map<K, GroupTotals>();
   for (const r of rows) {
     const k = key(r);
@@ -37,7 +35,7 @@ function sumBy<K>(
     };
     t.groups += Number(r.groups ?? 0);
     t.seqs += Number(r.seqs ?? 0);
-    t.scoreSum += Number(r.score_sum ?? 0);
+    t.scoreSum += Number(r.scoreSum ?? 0);
     t.scored += Number(r.scored ?? 0);
     t.completion += Number(r.completion ?? 0);
     t.bytes += Number(r.bytes ?? 0);
@@ -73,69 +71,14 @@ export const stats = defineRoute(
     const windowS = 60;
     const since = now - windowS * 1000;
     const db = c.env.DB;
-    const [runRow, envRows, counts, stale, batched] = await Promise.all([
+    const [runRow, envRows, counts, stale, activity] = await Promise.all([
       getRun(db, run),
       listEnvs(db, run),
       queueCounts(db, run),
       staleCount(db, run),
-      db.batch([
-        db
-          .prepare(
-            "SELECT COUNT(*) AS g, COALESCE(SUM(num_seqs), 0) AS s FROM groups WHERE run = ?1 AND created_at > ?2",
-          )
-          .bind(run, since),
-        db
-          .prepare(
-            "SELECT COUNT(*) AS b, COALESCE(SUM(num_seqs), 0) AS s FROM batches WHERE run = ?1 AND created_at > ?2",
-          )
-          .bind(run, since),
-        db
-          .prepare(
-            "SELECT created_at FROM groups WHERE run = ?1 AND status = 'queued' ORDER BY id LIMIT 1",
-          )
-          .bind(run),
-        db
-          .prepare(
-            "SELECT COALESCE(SUM(lease_expires_at > ?2), 0) AS outstanding, COALESCE(SUM(lease_expires_at <= ?2), 0) AS expired FROM batches WHERE run = ?1 AND status = 'leased'",
-          )
-          .bind(run, now),
-        db
-          .prepare(
-            "SELECT formation_ms FROM batches WHERE run = ?1 AND formation_ms IS NOT NULL ORDER BY created_at DESC LIMIT 200",
-          )
-          .bind(run),
-        db
-          .prepare(
-            // One pass over the run's groups serves the per-env and the per-token totals.
-            `SELECT env_id, token_id, COUNT(*) AS groups, SUM(num_seqs) AS seqs,
-               SUM(score_mean) AS score_sum, COUNT(score_mean) AS scored,
-               SUM(completion_tokens) AS completion, COALESCE(SUM(payload_bytes), 0) AS bytes,
-               COALESCE(SUM(status = 'delivered'), 0) AS delivered
-             FROM groups WHERE run = ?1 GROUP BY env_id, token_id`,
-          )
-          .bind(run),
-        db
-          .prepare(
-            "SELECT MIN(policy_version) AS lo, MAX(policy_version) AS hi FROM groups WHERE run = ?1 AND status = 'queued'",
-          )
-          .bind(run),
-        db.prepare("SELECT COUNT(*) AS n FROM dead_letters WHERE run = ?1").bind(run),
-        db
-          .prepare(
-            "SELECT id, env_id, error, created_at FROM dead_letters WHERE run = ?1 ORDER BY id DESC LIMIT 10",
-          )
-          .bind(run),
-        db
-          .prepare(
-            "SELECT env_id, items_in_flight, items_succeeded, items_failed, worker_status FROM worker_stats WHERE run = ?1",
-          )
-          .bind(run),
-      ]),
+      runActivity(db, run, now, since),
     ]);
-    type Row = Record<string, number | string | null>;
-    const rows = (i: number) => (batched[i]?.results ?? []) as Row[];
-    const first = (i: number) => rows(i)[0] ?? {};
-    const staleSeconds = numberVar(c.env.ENV_STALE_SECONDS, 120);
+    const staleSeconds = settingsOf(c.env).ENV_STALE_SECONDS;
     // What the diagnosis depends on besides the coordinator's own changes: it is reused while
     // these stay the same.
     const diagnosisKey = JSON.stringify([
@@ -166,13 +109,11 @@ export const stats = defineRoute(
       byEnv.set(r.env_id, e);
     }
     const names = new Map(envRows.map((e) => [e.envId, e.realName]));
-    const perEnv = sumBy(rows(5), (r) => Number(r.env_id ?? -1));
-    const workers = new Map(rows(9).map((r) => [Number(r.env_id), r]));
-    const formation = rows(4)
-      .map((r) => Number(r.formation_ms))
-      .sort((a, b) => a - b);
-    const oldest = first(2).created_at as number | undefined;
-    const byToken = [...sumBy(rows(5), (r) => (r.token_id as string | null) ?? null)];
+    const perEnv = sumBy(activity.groupTotals, (r) => r.envId ?? -1);
+    const workers = new Map(activity.workers.map((r) => [r.envId, r]));
+    const formation = [...activity.formationMs].sort((a, b) => a - b);
+    const oldest = activity.oldestQueuedAt;
+    const byToken = [...sumBy(activity.groupTotals, (r) => r.tokenId)];
     const total = (field: keyof GroupTotals) =>
       byToken.reduce((sum, [, totals]) => sum + totals[field], 0);
     const own = ownGroupsOnly(c);
@@ -200,19 +141,19 @@ export const stats = defineRoute(
         })),
       },
       leases: {
-        outstanding: Number(first(3).outstanding ?? 0),
-        expired: Number(first(3).expired ?? 0),
+        outstanding: Number(activity.leases.outstanding ?? 0),
+        expired: Number(activity.leases.expired ?? 0),
       },
       rates: {
         window_s: windowS,
-        ingest_groups_per_s: Number(first(0).g ?? 0) / windowS,
-        ingest_sequences_per_s: Number(first(0).s ?? 0) / windowS,
-        delivered_batches_per_s: Number(first(1).b ?? 0) / windowS,
-        delivered_sequences_per_s: Number(first(1).s ?? 0) / windowS,
+        ingest_groups_per_s: Number(activity.ingested.groups ?? 0) / windowS,
+        ingest_sequences_per_s: Number(activity.ingested.seqs ?? 0) / windowS,
+        delivered_batches_per_s: Number(activity.delivered.batches ?? 0) / windowS,
+        delivered_sequences_per_s: Number(activity.delivered.seqs ?? 0) / windowS,
       },
       batch_formation: {
         samples: formation.length,
-        last_ms: rows(4)[0] ? Number(rows(4)[0]!.formation_ms) : null,
+        last_ms: activity.formationMs[0] ?? null,
         p50_ms: percentile(formation, 50),
         p99_ms: percentile(formation, 99),
       },
@@ -235,22 +176,22 @@ export const stats = defineRoute(
           sequences_submitted: s?.seqs ?? 0,
           mean_score: s && s.scored > 0 ? s.scoreSum / s.scored : null,
           mean_completion_tokens: s && s.seqs > 0 ? s.completion / s.seqs : null,
-          items_in_flight: w ? Number(w.items_in_flight) : null,
-          items_succeeded: w ? Number(w.items_succeeded) : null,
-          items_failed: w ? Number(w.items_failed) : null,
+          items_in_flight: w ? w.itemsInFlight : null,
+          items_succeeded: w ? w.itemsSucceeded : null,
+          items_failed: w ? w.itemsFailed : null,
           // Envs run by an EnvFeeder (queue path) report their own state; others have none.
-          worker_status: (w?.worker_status as WorkerStatus | null | undefined) ?? null,
+          worker_status: (w?.workerStatus as WorkerStatus | null | undefined) ?? null,
         };
       }),
       dead_letters: {
-        count: Number(first(7).n ?? 0),
-        recent: rows(8) as unknown as RunStats["dead_letters"]["recent"],
+        count: activity.deadLetters,
+        recent: activity.recentDeadLetters,
       },
       blocked_reason: diagnosis,
       policy_versions: {
         current: runRow?.policyVersion ?? 0,
-        queued_min: (first(6).lo as number | null) ?? null,
-        queued_max: (first(6).hi as number | null) ?? null,
+        queued_min: activity.queuedPolicyVersions.lo ?? null,
+        queued_max: activity.queuedPolicyVersions.hi ?? null,
       },
       retention: {
         hours: retention === null ? null : retention / 3_600_000,

@@ -1,0 +1,122 @@
+/**
+ * The one builder of an ingest item: a validated group's stored form (canonical JSON, compressed
+ * when large), its summary for D1 and what it carries beside (trajectories, token texts). Every
+ * way in builds its items here: POST /scored_data, /scored_data_list, replay import and the
+ * in-process submission of the queue path and the inference proxy.
+ */
+import { canonicalGroupJson } from "../core/canonical-group";
+import { type GroupStats, groupStats } from "../core/group-stats";
+import { deflatePiece } from "../core/gzip-pieces";
+import type { ScoredDataInput } from "../core/schemas";
+import type { Trajectory } from "../core/trajectory";
+import { trajectoriesOfSubmission } from "./group-validation";
+import { INLINE_MAX_BYTES, PLAIN_MAX_BYTES, toBase64 } from "./storage/payloads";
+
+/** What D1 records about a group: the parsed group itself is not held while a commit waits. */
+export interface GroupSummary {
+  envId: number | null;
+  policyVersion: number | null;
+  stats: GroupStats;
+  scoresJson: string;
+}
+
+const textEncoder = new TextEncoder();
+
+/** How a group is stored: see IngestItem. */
+export type StoredPayload = Pick<IngestItem, "payload" | "encoding" | "inline" | "raw">;
+
+/**
+ * The stored form of a validated group (src/api/storage/payloads.ts): small JSON as text, larger
+ * JSON as one raw-deflate piece (compressed once here, sent to gzip clients as it is), in D1 while
+ * its base64 fits, else in R2.
+ */
+export function canonicalPayloadOf(group: ScoredDataInput): StoredPayload {
+  const json = canonicalGroupJson(group, group.env_id ?? null);
+  const bytes = textEncoder.encode(json) as Uint8Array<ArrayBuffer>;
+  if (bytes.byteLength <= PLAIN_MAX_BYTES) {
+    return { payload: bytes, encoding: "canonical", inline: json, raw: null };
+  }
+  const piece = deflatePiece(bytes);
+  const inline = Math.ceil(piece.data.byteLength / 3) * 4 <= INLINE_MAX_BYTES;
+  return {
+    payload: piece.data as Uint8Array<ArrayBuffer>,
+    encoding: "deflate",
+    inline: inline ? toBase64(piece.data) : null,
+    raw: { length: piece.length, crc32: piece.crc32 },
+  };
+}
+
+export function summarizeGroup(group: ScoredDataInput): GroupSummary {
+  return {
+    envId: group.env_id ?? null,
+    policyVersion: group.policy_version ?? null,
+    stats: groupStats(group),
+    scoresJson: JSON.stringify(group.scores),
+  };
+}
+
+export interface IngestItem {
+  summary: GroupSummary;
+  /** The group's canonical JSON (what delivery sends) as stored: UTF-8, or compressed. */
+  payload: Uint8Array<ArrayBuffer>;
+  /** "deflate": `payload` is that JSON as one raw-deflate piece (src/core/gzip-pieces.ts). */
+  encoding: "canonical" | "deflate";
+  /** What D1 keeps when the payload is not in R2: the JSON, or the piece in base64. */
+  inline: string | null;
+  /** "deflate": the JSON's length and CRC-32. */
+  raw: { length: number; crc32: number } | null;
+  /** Names the submission and the group's position in it (see submissionDedupeKey). */
+  dedupeKey: string;
+  /**
+   * Makes the insert conditional on this key being unused and records it in the same
+   * transaction, so two deliveries of one queue item can never both store a group.
+   */
+  idempotencyKey?: string;
+  /** The API token that submitted it (null: API_TOKEN, open local dev, env workers in process). */
+  tokenId?: string | null;
+  /** Trajectories and token texts, written in the group's own commit. */
+  beside?: BesideGroup;
+}
+
+/** What a submission carries beside its 14 keys, stored next to the group it became. */
+export interface BesideGroup {
+  trajectories: readonly Trajectory[] | null;
+  tokenTexts: string[][] | null;
+}
+
+/**
+ * The one ingest item of a validated group: its stored form, summary and what it carries beside.
+ * `json` is the group as submitted (its trajectories are read from it).
+ */
+export function ingestItemOf(
+  group: ScoredDataInput,
+  json: unknown,
+  options: {
+    dedupeKey: string;
+    tokenId?: string | null;
+    loc?: (string | number)[];
+  },
+): IngestItem {
+  const trajectories = trajectoriesOfSubmission(json, group.tokens.length, options.loc);
+  return {
+    summary: summarizeGroup(group),
+    ...canonicalPayloadOf(group),
+    dedupeKey: options.dedupeKey,
+    tokenId: options.tokenId ?? null,
+    beside: { trajectories, tokenTexts: group.token_texts ?? null },
+  };
+}
+
+/**
+ * The dedupe key of the `index`-th group of a request: its Idempotency-Key when it has one (the
+ * key decides), else the SHA-256 of the request body.
+ */
+export function submissionDedupeKey(
+  bodyHash: string,
+  idempotencyKey: string | undefined,
+  index: number,
+): string {
+  return idempotencyKey === undefined
+    ? `body:${bodyHash}#${index}`
+    : `key:${idempotencyKey}#${index}`;
+}
