@@ -4,7 +4,29 @@
 // stdin, answers on stdout and exits. With `--make-snapshot PATH` it writes the snapshot instead.
 // Plain JavaScript so it starts without a TypeScript loader.
 import { constants as fsConstants, readFileSync, writeFileSync } from "node:fs";
+import { syncBuiltinESMExports } from "node:module";
+import os from "node:os";
 import { createInterface } from "node:readline";
+
+// Python can reach this JavaScript realm (pop the import block, import pyodide_js, call a
+// Function constructor), and Node's permission model does not cover signals: process.kill could
+// end the host (process.ppid), pid 1 or any process of the user, and process._debugProcess
+// (SIGUSR1) would open an inspector in the host. Take them away before Pyodide or user code runs;
+// the raw bindings are not reachable again (process.binding is refused below, internals are not
+// exposed). process.exit/abort stay: they end only this child.
+const refused = (what) => () => {
+  throw new Error(`${what} is not available in the sandbox`);
+};
+for (const name of ["kill", "_kill", "_debugProcess", "_debugEnd", "_linkedBinding", "dlopen"]) {
+  Object.defineProperty(process, name, {
+    value: refused(`process.${name}`),
+    writable: false,
+    configurable: false,
+  });
+}
+// Renicing another process is the one other cross-process call left in the built-in modules.
+os.setPriority = refused("os.setPriority");
+syncBuiltinESMExports();
 
 const protocolOut = process.stdout;
 // Pyodide and user code must not write to the protocol stream.

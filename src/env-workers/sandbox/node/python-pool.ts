@@ -3,8 +3,8 @@
  * could be made), waits warm, runs exactly one request and dies. Isolation comes from the OS and
  * the process, not from Pyodide: the child starts in a new network namespace (`unshare -n`, no
  * interfaces but a down loopback), under Node's permission model (it may read only the Pyodide
- * package; no writes, child processes or workers), with an empty environment; its wasm memory
- * is capped and its RSS polled; a wall-clock timer kills it.
+ * package; no writes, child processes or workers; no signals to other processes), with an empty
+ * environment; its wasm memory is capped and its RSS polled; a wall-clock timer kills it.
  */
 import { type ChildProcess, spawn, spawnSync } from "node:child_process";
 import { mkdtempSync, readFileSync, realpathSync, rmSync } from "node:fs";
