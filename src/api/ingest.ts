@@ -164,16 +164,19 @@ export function ingestItemOf(
 
 /**
  * The dedupe key of the `index`-th group of a request: its Idempotency-Key when it has one (the
- * key decides), else the SHA-256 of the request body.
+ * key decides), else the SHA-256 of the request body; scoped to the submitting token (`tokenId`),
+ * so one contributor's body is never answered as a retry of another's. Null (API_TOKEN, open
+ * local development, the Worker itself) keeps the unscoped key Atropos clients have always had.
  */
 export function submissionDedupeKey(
   bodyHash: string,
   idempotencyKey: string | undefined,
   index: number,
+  tokenId: string | null,
 ): string {
-  return idempotencyKey === undefined
-    ? `body:${bodyHash}#${index}`
-    : `key:${idempotencyKey}#${index}`;
+  const key =
+    idempotencyKey === undefined ? `body:${bodyHash}#${index}` : `key:${idempotencyKey}#${index}`;
+  return tokenId === null ? key : `token:${tokenId}/${key}`;
 }
 
 interface StoredRow {
@@ -429,7 +432,7 @@ export async function submitGroupInProcess(
   tokenId: string | null = null,
 ): Promise<{ status: "received" | "buffered" | "duplicate"; groupId?: number }> {
   const item = ingestItemOf(validateGroup(group), group, {
-    dedupeKey: submissionDedupeKey("", idempotencyKey, 0),
+    dedupeKey: submissionDedupeKey("", idempotencyKey, 0, null),
     tokenId,
   });
   const [outcome] = await ingestGroups(env, run, [{ ...item, idempotencyKey }]);
