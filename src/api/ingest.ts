@@ -163,10 +163,8 @@ export function ingestItemOf(
 }
 
 /**
- * The dedupe key of the `index`-th group of a request: its Idempotency-Key when it has one (the
- * key decides), else the SHA-256 of the request body; scoped to the submitting token (`tokenId`),
- * so one contributor's body is never answered as a retry of another's. Null (API_TOKEN, open
- * local development, the Worker itself) keeps the unscoped key Atropos clients have always had.
+ * The dedupe key of the `index`-th group of a request: its Idempotency-Key, else the body's SHA-256,
+ * per submitting token (null: API_TOKEN, open dev, the Worker: the run-wide key Atropos expects).
  */
 export function submissionDedupeKey(
   bodyHash: string,
@@ -174,9 +172,8 @@ export function submissionDedupeKey(
   index: number,
   tokenId: string | null,
 ): string {
-  const key =
-    idempotencyKey === undefined ? `body:${bodyHash}#${index}` : `key:${idempotencyKey}#${index}`;
-  return tokenId === null ? key : `token:${tokenId}/${key}`;
+  const key = idempotencyKey === undefined ? `body:${bodyHash}` : `key:${idempotencyKey}`;
+  return tokenId === null ? `${key}#${index}` : `token:${tokenId}/${key}#${index}`;
 }
 
 interface StoredRow {
