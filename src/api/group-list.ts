@@ -164,7 +164,7 @@ export async function readGroupList(
   }
   const hash = hasher.hex();
   for (const [i, item] of items.entries()) {
-    item.dedupeKey = submissionDedupeKey(hash, options.key, i);
+    item.dedupeKey = submissionDedupeKey(hash, options.key, i, tokenId);
   }
   return { items, hash };
 }

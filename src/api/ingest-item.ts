@@ -108,15 +108,15 @@ export function ingestItemOf(
 }
 
 /**
- * The dedupe key of the `index`-th group of a request: its Idempotency-Key when it has one (the
- * key decides), else the SHA-256 of the request body.
+ * The dedupe key of the `index`-th group of a request: its Idempotency-Key, else the body's SHA-256,
+ * per submitting token (null: API_TOKEN, open dev, the Worker: the run-wide key Atropos expects).
  */
 export function submissionDedupeKey(
   bodyHash: string,
   idempotencyKey: string | undefined,
   index: number,
+  tokenId: string | null,
 ): string {
-  return idempotencyKey === undefined
-    ? `body:${bodyHash}#${index}`
-    : `key:${idempotencyKey}#${index}`;
+  const key = idempotencyKey === undefined ? `body:${bodyHash}` : `key:${idempotencyKey}`;
+  return tokenId === null ? `${key}#${index}` : `token:${tokenId}/${key}#${index}`;
 }

@@ -20,7 +20,7 @@ export async function submitGroupInProcess(
   tokenId: string | null = null,
 ): Promise<{ status: "received" | "buffered" | "duplicate"; groupId?: number }> {
   const item = ingestItemOf(validateGroup(group), group, {
-    dedupeKey: submissionDedupeKey("", idempotencyKey, 0),
+    dedupeKey: submissionDedupeKey("", idempotencyKey, 0, null),
     tokenId,
   });
   const [outcome] = await ingestGroups(env, run, [{ ...item, idempotencyKey }]);

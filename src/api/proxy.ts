@@ -20,7 +20,7 @@ import type { AppContext } from "./context";
 import { ApiError } from "./errors";
 import { submitGroupInProcess } from "./ingest-submit";
 import { submitterOf } from "./middleware/auth";
-import { chargeProxyTokens, checkProxyTokens } from "./middleware/quotas";
+import { reserveProxyTokens } from "./middleware/quotas";
 import { logUpstreamFailure, sanitizedFailure } from "./proxy-upstream";
 import { jsonBody } from "./request";
 import { settingsOf } from "./settings";
@@ -165,7 +165,7 @@ export async function forwardProxyCall(
   }
   const session = await usableSession(c, run, id, { create, now: Date.now() });
   requireOpen(session);
-  await checkProxyTokens(c);
+  const settle = await reserveProxyTokens(c, body);
   const tracking: ProxyTracking = structuredClone(session.tracking);
   let answer: Record<string, unknown>;
   try {
@@ -174,6 +174,7 @@ export async function forwardProxyCall(
         ? await proxy.chatCompletion(inference.servers, tracking, body)
         : await proxy.completion(inference.servers, tracking, body);
   } catch (error) {
+    await settle(0);
     if (error instanceof ProxyInputError) throw new ApiError("BAD_REQUEST", error.message);
     logUpstreamFailure(run, inference.servers, error);
     throw new ApiError(
@@ -181,7 +182,7 @@ export async function forwardProxyCall(
       `the run's inference servers failed: ${sanitizedFailure(error)} (the Worker's log has the details)`,
     );
   }
-  await chargeProxyTokens(c, totalTokens(answer));
+  await settle(totalTokens(answer));
   const size = JSON.stringify(tracking).length;
   if (size > MAX_SESSION_BYTES) {
     throw new ApiError(

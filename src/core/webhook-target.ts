@@ -1,6 +1,7 @@
 /**
  * Whether a webhook URL points into a private network: loopback, private, link-local, CGNAT,
- * unique-local and other non-public addresses, and host names that only resolve inside a network
+ * unique-local, site-local and other non-public addresses (also as IPv6 tunnels carry them:
+ * IPv4-mapped, NAT64, 6to4 and Teredo), and host names that only resolve inside a network
  * (localhost, *.local, *.internal, single labels). A trainer must not make the server POST there
  * (server-side request forgery) unless the operator allows it. Host names are judged by name
  * only: a Worker cannot resolve DNS before fetching.
@@ -58,13 +59,20 @@ function privateV6(groups: number[]): boolean {
   if (zeros(7) && h === 1) return true; // ::1
   if ((a & 0xfe00) === 0xfc00) return true; // fc00::/7 unique local
   if ((a & 0xffc0) === 0xfe80) return true; // fe80::/10 link-local
+  if ((a & 0xffc0) === 0xfec0) return true; // fec0::/10 site-local (deprecated, still routed)
+  // Teredo (2001::/32): the client's IPv4 address is hidden in it, so none is trusted.
+  if (a === 0x2001 && groups[1] === 0) return true;
+  // 6to4 (2002:a.b.c.d::/48): a relay forwards to the embedded IPv4 address.
+  if (a === 0x2002 && privateV4((((groups[1] ?? 0) << 16) | (groups[2] ?? 0)) >>> 0)) return true;
   if ((a & 0xff00) === 0xff00) return true; // multicast
-  // IPv4-mapped (::ffff:a.b.c.d), IPv4-compatible (::a.b.c.d) and NAT64 (64:ff9b::a.b.c.d).
+  // IPv4-mapped (::ffff:a.b.c.d), IPv4-compatible (::a.b.c.d), NAT64 (64:ff9b::a.b.c.d) and
+  // local-use NAT64 (64:ff9b:1::/48, RFC 8215; any address in it is a local translator's).
   const embedded = ((g << 16) | h) >>> 0;
   if (zeros(5) && (f === 0xffff || f === 0)) return privateV4(embedded);
   if (a === 0x64 && groups[1] === 0xff9b && groups.slice(2, 6).every((x) => x === 0)) {
     return privateV4(embedded);
   }
+  if (a === 0x64 && groups[1] === 0xff9b && groups[2] === 1) return true;
   return false;
 }
 

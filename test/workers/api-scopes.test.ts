@@ -291,3 +291,40 @@ describe("scopes", () => {
     expect(usage?.bytes).toBe(size);
   });
 });
+
+describe("the retry window per token", () => {
+  it("keeps body-hash and Idempotency-Key dedupe to the token that submitted", async () => {
+    const run = uniqueRun("dedupe-token");
+    const envId = await setupRun(run, ADMIN);
+    const [alice, bob] = await Promise.all(
+      ["alice", "bob"].map((name) => createToken({ name, scopes: ["contributor"], run })),
+    );
+    const submit = (token: string, body: unknown, key?: string) =>
+      request(`/runs/${run}/scored_data`, {
+        method: "POST",
+        token,
+        headers: { "content-type": "application/json", ...(key ? { "idempotency-key": key } : {}) },
+        body: JSON.stringify(body),
+      });
+    // The same body from two contributors is two contributions; from one, a retry.
+    expect(await json(submit(alice!.secret, group(1, 2, envId)))).toEqual({ status: "received" });
+    expect(await json(submit(bob!.secret, group(1, 2, envId)))).toEqual({ status: "received" });
+    expect(await json(submit(bob!.secret, group(1, 2, envId)))).toMatchObject({ duplicate: true });
+    // One key name used by two contributors for different bodies: neither is a replay or a 422.
+    const a = await submit(alice!.secret, group(2, 2, envId), "k-1");
+    const b = await submit(bob!.secret, group(3, 2, envId), "k-1");
+    expect(a.status).toBe(200);
+    expect(b.status, await b.clone().text()).toBe(200);
+    expect(b.headers.get("idempotent-replayed")).toBeNull();
+    const again = await submit(bob!.secret, group(3, 2, envId), "k-1");
+    expect(again.headers.get("idempotent-replayed")).toBe("true");
+    // API_TOKEN keeps the run-wide window Atropos clients rely on.
+    expect(await json(submit(ADMIN, group(4, 2, envId)))).toEqual({ status: "received" });
+    expect(await json(submit(ADMIN, group(4, 2, envId)))).toMatchObject({ duplicate: true });
+    const stats = await json<{ by_token: { token_id: string; groups: number }[] }>(
+      send(`/v1/runs/${run}/stats`, "GET", ADMIN),
+    );
+    const groups = (id: string) => stats.by_token.find((t) => t.token_id === id)?.groups;
+    expect([groups(alice!.id), groups(bob!.id)]).toEqual([2, 2]);
+  });
+});

@@ -175,6 +175,26 @@ describe("proxy_tokens_per_day", () => {
   });
 });
 
+describe("proxy_tokens_per_day reservations", () => {
+  it("hand back a failed call's reservation and settle an answered one to its usage", async () => {
+    const failing = app({ echo: true });
+    const send = app({ echo: false });
+    const run = await runWithServers(send, "reserve");
+    // Each answered call uses 5 tokens (3 prompt + 2 completion ids); its worst case is more.
+    const agent = await contributor(send, run, { proxy_tokens_per_day: 10 });
+    const chat = (to: typeof send, session: string) =>
+      to(`/v1/runs/${run}/proxy/${session}/v1/chat/completions`, "POST", HI, agent);
+    // The failed call reserved the whole quota; its reservation is handed back.
+    expect((await chat(failing, "r1")).status).toBe(503);
+    // Reserves all 10, settles to 5: the next call still fits, and then the day is used.
+    expect((await chat(send, "r2")).status).toBe(200);
+    expect((await chat(send, "r3")).status).toBe(200);
+    const over = await chat(send, "r4");
+    expect(over.status).toBe(429);
+    expect(await over.text()).toContain("10 used or reserved");
+  });
+});
+
 describe("group trajectories", () => {
   it("answers 404 for a group of another run, as GET of the group does", async () => {
     const run = uniqueRun("traj-own");

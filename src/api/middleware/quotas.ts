@@ -9,7 +9,13 @@
 import type { AppContext } from "../context";
 import { ApiError } from "../errors";
 import type { StoredToken } from "../storage/tokens";
-import { addProxyTokens, chargeBytesWithin, usageOf } from "../storage/usage";
+import {
+  chargeBytesWithin,
+  proxyTokensUsed,
+  reserveProxyTokens as reserveUsage,
+  settleProxyTokens,
+  usageOf,
+} from "../storage/usage";
 
 interface Bucket {
   tokens: number;
@@ -100,34 +106,61 @@ function proxyQuotaToken(c: AppContext): (StoredToken & { proxyTokensPerDay: num
   return principal.token as StoredToken & { proxyTokensPerDay: number };
 }
 
+/** Completion tokens reserved for a proxy call that does not say `max_tokens`. */
+export const DEFAULT_PROXY_RESERVE_TOKENS = 1024;
+
+/** Tries to reserve a call's tokens before giving up as busy (each try sees what others took). */
+const RESERVE_TRIES = 4;
+
 /**
- * Refuses (429) an inference-proxy call once the caller's token has used its proxy_tokens_per_day
- * (prompt + completion tokens per UTC day). A call is checked before it is forwarded and charged
- * after, so the call that crosses the quota completes and the next one is refused.
+ * The most tokens a proxy call can use: its prompt (about 4 characters a token, an overestimate
+ * for most tokenizers) plus `n` completions of `max_tokens` (or `max_completion_tokens`, or
+ * DEFAULT_PROXY_RESERVE_TOKENS when the call sets neither).
  */
-export async function checkProxyTokens(c: AppContext, now = Date.now()): Promise<void> {
+export function proxyCallWorstCase(body: Record<string, unknown>): number {
+  const prompt = JSON.stringify(body.messages ?? body.prompt ?? "").length;
+  const limit = [body.max_tokens, body.max_completion_tokens].find(
+    (v): v is number => typeof v === "number" && Number.isFinite(v) && v >= 0,
+  );
+  const n = typeof body.n === "number" && Number.isInteger(body.n) && body.n > 1 ? body.n : 1;
+  return Math.ceil(prompt / 4) + n * Math.ceil(limit ?? DEFAULT_PROXY_RESERVE_TOKENS);
+}
+
+/** Hands a reservation back, charging what the call used instead (0 when it failed). */
+export type SettleProxyTokens = (used: number) => Promise<void>;
+
+/**
+ * Reserves an inference-proxy call's tokens against the caller's proxy_tokens_per_day (prompt +
+ * completion tokens per UTC day) before it is forwarded, atomically in D1, so calls sent at once
+ * cannot all pass a check made before any of them is charged. The reservation is the call's worst
+ * case (`proxyCallWorstCase`), or what is left of the quota when that is less: the call that
+ * crosses the quota completes, and every call after it (or beside it) is refused with 429 until
+ * the next UTC day. Returns the settle step, which the caller runs once the call is done.
+ */
+export async function reserveProxyTokens(
+  c: AppContext,
+  body: Record<string, unknown>,
+  now = Date.now(),
+): Promise<SettleProxyTokens> {
   const token = proxyQuotaToken(c);
-  if (!token) return;
-  const day = new Date(now).toISOString().slice(0, 10);
-  const used = (await usageOf(c.env.DB, token.id, day)).proxyTokens;
-  if (used < token.proxyTokensPerDay) return;
-  const retryAfter = retryAfterDay(day, now);
+  if (!token) return async () => {};
+  const key = { tokenId: token.id, day: utcDay(now) };
+  const quota = token.proxyTokensPerDay;
+  const worst = Math.max(1, proxyCallWorstCase(body));
+  let used = 0;
+  for (let attempt = 0; attempt < RESERVE_TRIES; attempt++) {
+    used = await proxyTokensUsed(c.env.DB, key);
+    const reserve = Math.min(worst, quota - used);
+    if (reserve <= 0) break;
+    if (await reserveUsage(c.env.DB, key, reserve, quota)) {
+      return (spent) => settleProxyTokens(c.env.DB, key, reserve, Math.max(0, spent));
+    }
+  }
+  const retryAfter = retryAfterDay(key.day, now);
   throw new ApiError(
     "TOO_MANY_REQUESTS",
-    `token '${token.name}' is over its proxy_tokens_per_day quota (${token.proxyTokensPerDay} inference-proxy tokens per UTC day, prompt + completion; ${used} used today); retry after ${retryAfter} s`,
+    `token '${token.name}' is over its proxy_tokens_per_day quota (${quota} inference-proxy tokens per UTC day, prompt + completion; ${used} used or reserved by calls in flight today); retry after ${retryAfter} s`,
     undefined,
     { "Retry-After": String(retryAfter) },
   );
-}
-
-/** Counts a forwarded call's prompt + completion tokens against the caller's quota. */
-export async function chargeProxyTokens(
-  c: AppContext,
-  tokens: number,
-  now = Date.now(),
-): Promise<void> {
-  const token = proxyQuotaToken(c);
-  if (!token || tokens <= 0) return;
-  const day = new Date(now).toISOString().slice(0, 10);
-  await addProxyTokens(c.env.DB, token.id, day, tokens);
 }

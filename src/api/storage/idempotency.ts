@@ -15,6 +15,8 @@ export async function findAnswer(
   key: string,
   route: string,
   requestHash: string,
+  /** The key as the client sent it (`key` may be scoped to its token). */
+  shown = key,
 ): Promise<StoredAnswer | null> {
   const row = await d1
     .prepare(
@@ -26,7 +28,7 @@ export async function findAnswer(
   if (row.route !== route || row.request_hash !== requestHash) {
     throw new ApiError(
       "VALIDATION_FAILED",
-      `Idempotency-Key '${key}' was already used for a different request; use a new key for each distinct request`,
+      `Idempotency-Key '${shown}' was already used for a different request; use a new key for each distinct request`,
       [
         {
           type: "value_error",

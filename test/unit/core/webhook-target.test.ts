@@ -29,6 +29,22 @@ describe("privateTargetReason", () => {
     }
   });
 
+  it("flags IPv6 forms that reach a private IPv4 address or a site: 6to4, Teredo, site-local", () => {
+    for (const url of [
+      "http://[2002:7f00:1::]/", // 6to4 of 127.0.0.1
+      "http://[2002:a00:1::1]/", // 6to4 of 10.0.0.1
+      "http://[2002:c0a8:101::]/", // 6to4 of 192.168.1.1
+      "http://[2002:a9fe:a9fe::]/", // 6to4 of 169.254.169.254
+      "http://[fec0::1]/",
+      "http://[feff::1]/",
+      "http://[2001::1]/", // Teredo
+      "http://[2001:0:4136:e378:8000:63bf:3fff:fdd2]/",
+      "http://[64:ff9b:1::a00:1]/", // local-use NAT64
+    ]) {
+      expect(privateTargetReason(url), url).not.toBeNull();
+    }
+  });
+
   it("lets public addresses and names through", () => {
     for (const url of [
       "https://hooks.example/guard",
@@ -36,6 +52,9 @@ describe("privateTargetReason", () => {
       "http://172.32.0.1/",
       "http://[2606:4700::1111]/",
       "http://[::ffff:8.8.8.8]/",
+      "http://[2002:808:808::1]/", // 6to4 of 8.8.8.8
+      "http://[2001:db9::1]/", // 2001:db9 is not Teredo's 2001:0
+      "http://[2001:4860:4860::8888]/",
     ]) {
       expect(privateTargetReason(url), url).toBeNull();
     }

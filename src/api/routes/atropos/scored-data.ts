@@ -53,7 +53,7 @@ export const scoredData = defineRoute(
         const group = await timings.measure("validate", () => validateGroup(json));
         const item = await timings.measure("canonical", () =>
           ingestItemOf(group, json, {
-            dedupeKey: submissionDedupeKey(hash, key, 0),
+            dedupeKey: submissionDedupeKey(hash, key, 0, submitterOf(c)),
             tokenId: submitterOf(c),
           }),
         );
