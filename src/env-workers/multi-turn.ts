@@ -83,7 +83,12 @@ export abstract class MultiTurnEnv<
     return 8;
   }
 
-  /** Whether the episode ends after this reply (default: a reply without tool calls). */
+  /**
+   * Whether the episode ends after this reply, before its tools run (default: a reply without
+   * tool calls). Each turn goes reply → isDone → tools → envResponse; to stop on what a tool
+   * returned, return null from envResponse instead. A turn that leaves the model nothing to answer
+   * (no tool result and no env message) ends the episode whatever isDone says.
+   */
   protected isDone(turn: AssistantTurn, _state: State): boolean {
     return turn.calls.length === 0 && turn.errors.length === 0;
   }
@@ -163,6 +168,7 @@ export abstract class MultiTurnEnv<
           finished = true;
           break;
         }
+        const answered = messages.length;
         record.tools = await runTools(reply, toolbox, format, messages);
         const more = await this.envResponse(reply, state, record.tools);
         if (more === null) {
@@ -170,6 +176,12 @@ export abstract class MultiTurnEnv<
           break;
         }
         messages.push(...more);
+        // Nothing for the model to answer (no tool result, no env message): sampling again would
+        // put two assistant turns in a row and break the tracked sequence, so the episode ends.
+        if (messages.length === answered) {
+          finished = true;
+          break;
+        }
       }
       const node = managed.getState().nodes.at(-1);
       if (!node) throw new Error("managed server tracked no sequence");

@@ -182,4 +182,26 @@ describe("MultiTurnEnv", () => {
     expect(e.finished).toBe(true);
     expect(e.messages.map((m) => m.role)).toEqual(["user", "assistant", "user", "assistant"]);
   });
+
+  it("a reply that leaves the model nothing to answer ends the episode, whatever isDone says", async () => {
+    const { tokenizer, inference, requests } = await scriptedInference("qwen3", [
+      '<tool_call>\n{"name": "add", "arguments": {"a": 2, "b": 3}}\n</tool_call>',
+      "It is 5.",
+      "It is still 5.",
+    ]);
+    class NeverDone extends AddEnv {
+      protected override isDone(): boolean {
+        return false;
+      }
+    }
+    const env = new NeverDone(parseEnvConfig(ToolsConfig, {}), inference, tokenizer);
+    const e = await env.rollout(await env.getNextItem());
+    expect(e.finished).toBe(true);
+    expect(requests).toHaveLength(2);
+    expect(e.messages.map((m) => m.role)).toEqual(["user", "assistant", "tool", "assistant"]);
+    const spans = e.node.masked_tokens.filter(
+      (m, i, a) => m !== -100 && (i === 0 || a[i - 1] === -100),
+    );
+    expect(spans).toHaveLength(2);
+  });
 });
