@@ -56,7 +56,13 @@ interface CallView {
 
 /** An assistant message's tool calls (OpenAI tool_calls, else Hermes blocks) and plain text. */
 function callsOf(m: ChatMessage): { calls: CallView[]; text: string } {
-  const raw = typeof m.content === "string" ? m.content : (JSON.stringify(m.content) ?? "");
+  // A reply that is only tool calls has content null: show no text for it.
+  const raw =
+    typeof m.content === "string"
+      ? m.content
+      : m.content == null
+        ? ""
+        : (JSON.stringify(m.content) ?? "");
   const calls: CallView[] = (m.tool_calls ?? []).map((c) => ({
     name: c.function?.name ?? "?",
     args: parseJson(c.function?.arguments),

@@ -61,6 +61,18 @@ describe("HTML report", () => {
                 content: '<tool_call>{"name": "guess", "arguments": {"n": 48}}</tool_call>',
               },
               { role: "tool", name: "guess", content: "correct <3" },
+              {
+                role: "assistant",
+                content: null,
+                tool_calls: [
+                  {
+                    id: "call_2",
+                    type: "function",
+                    function: { name: "guess", arguments: '{"n":48}' },
+                  },
+                ],
+              },
+              { role: "tool", tool_call_id: "call_2", name: "guess", content: "correct" },
               { role: "assistant", content: "It is 48." },
             ],
           ],
@@ -75,7 +87,11 @@ describe("HTML report", () => {
     expect(report).toContain(
       '<b>assistant · turn 2</b><div class="call"><code>guess(n=48)</code><pre>→ correct &lt;3</pre></div>',
     );
-    expect(report).toContain("<b>assistant · turn 3</b><pre>It is 48.</pre>");
+    // A reply that is only a call (content null) shows the call and no text.
+    expect(report).toContain(
+      '<b>assistant · turn 3</b><div class="call"><code>guess(n=48)</code><pre>→ correct</pre></div>',
+    );
+    expect(report).toContain("<b>assistant · turn 4</b><pre>It is 48.</pre>");
     // The answered tool messages are shown under their calls only.
     expect(report).not.toContain('<div class="msg tool">');
     expect(report).not.toContain("&quot;arguments&quot;");
