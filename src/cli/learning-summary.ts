@@ -156,7 +156,7 @@ export function riseOf(steps: StepRecord[], n: number = RISE_STEPS): EnvRise | n
 const fixed = (x: number | null, digits: number) => (x === null ? "–" : x.toFixed(digits));
 const percent = (x: number | null) => (x === null ? "–" : `${(100 * x).toFixed(0)}%`);
 const describeWindow = (w: StepWindow) =>
-  `${fixed(w.mean_score, 3)} / ${percent(w.accuracy)} (steps ${w.from_step === w.to_step ? w.from_step : `${w.from_step}–${w.to_step}`})`;
+  `${fixed(w.mean_score, 3)} / ${percent(w.accuracy)} (${w.from_step === w.to_step ? `step ${w.from_step}` : `steps ${w.from_step}–${w.to_step}`})`;
 
 /** The summary's rise lines: per env, mean score / accuracy over the first → the last steps. */
 export function riseLines(summary: LearningSummary): string[] {
