@@ -11,7 +11,7 @@
 import { ArraySyntaxError, JsonArraySplitter, NotAnArray } from "../core/json-array-split";
 import { sha256Hasher } from "../core/sha256";
 import { numberVar } from "./bindings";
-import { chunksOf, inflateBody, isGzipEncoded, parseJson } from "./body";
+import { chunksOf, inflateBody, isGzipEncoded, parseJson, refuseTooDeep } from "./body";
 import type { AppContext } from "./context";
 import { ApiError } from "./errors";
 import { fail, validateGroup } from "./group-validation";
@@ -65,6 +65,7 @@ async function* inflatedPieces(
 const decoder = new TextDecoder();
 
 function parseElement(text: Uint8Array, index: number): unknown {
+  refuseTooDeep(text, ["body", index]);
   try {
     return JSON.parse(decoder.decode(text));
   } catch (error) {
