@@ -6,9 +6,7 @@ const nested = (levels: number) => `${'{"a":'.repeat(levels)}1${"}".repeat(level
 
 describe("tooDeep", () => {
   it("lets a group of ordinary depth through", () => {
-    expect(tooDeep(bytes('{"tokens":[[1,2]],"distill_token_ids":[[[1]]],"m":"{[[[["}'))).toBe(
-      null,
-    );
+    expect(tooDeep(bytes('{"tokens":[[1,2]],"distill_token_ids":[[[1]]],"m":"{[[[["}'))).toBe(null);
     expect(tooDeep(bytes(`{"group_overrides":${nested(MAX_JSON_DEPTH - 1)}}`))).toBe(null);
   });
 
