@@ -77,7 +77,11 @@ export async function* chunksOf(
         next = await readWithin(reader, idleMs);
       } catch (error) {
         if (error instanceof BodyIdle) throw bodyTimeout(idleMs);
-        throw error;
+        // A request body's stream fails only when its connection does: the client went away.
+        throw new ApiError(
+          "CLIENT_CLOSED",
+          `the client closed the connection before the ${what} arrived whole (${String(error)})`,
+        );
       }
       if (next.done) return;
       total += next.value.byteLength;
