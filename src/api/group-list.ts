@@ -111,8 +111,12 @@ export async function readGroupList(
       items.push(ingestItemOf(group, json, { dedupeKey: "", tokenId, loc: ["body", i] }));
     }
   };
+  let first = true;
   /** Feeds one piece of the list's text; `charged`: its parsing runs under the memory budget. */
-  const feed = async (piece: Uint8Array, charged: boolean) => {
+  const feed = async (data: Uint8Array, charged: boolean) => {
+    // A UTF-8 byte order mark before the list is skipped, as /scored_data's decoder does.
+    const piece = first && startsWithBom(data) ? data.subarray(3) : data;
+    first = false;
     hasher.update(piece);
     splitter.push(piece, onElement);
     if (elements.length === 0) return;
@@ -171,6 +175,10 @@ export async function readGroupList(
     item.dedupeKey = submissionDedupeKey(hash, options.key, i);
   }
   return { items, hash };
+}
+
+function startsWithBom(bytes: Uint8Array): boolean {
+  return bytes.length >= 3 && bytes[0] === 0xef && bytes[1] === 0xbb && bytes[2] === 0xbf;
 }
 
 function concat(pieces: Uint8Array[]): Uint8Array {

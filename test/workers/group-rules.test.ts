@@ -187,6 +187,42 @@ describe("group rules", () => {
     expect((await post(`/runs/${run}/scored_data`, ok)).status).toBe(200);
   });
 
+  it("accepts a UTF-8 byte order mark before a list, as before a single group", async () => {
+    const run = uniqueRun("rules-bom");
+    const { envIds } = await setupRun(run, 8, [2]);
+    const list = `\uFEFF${JSON.stringify([group(11, 2, envIds[0]!)])}`;
+    const res = await post(`/runs/${run}/scored_data_list`, list);
+    expect(res.status, await res.text()).toBe(200);
+  });
+
+  it("bounds the sizes a trainer and an env register; Atropos' own values pass", async () => {
+    const run = uniqueRun("rules-sizes");
+    for (const [field, value] of [
+      ["max_token_len", 0],
+      ["batch_size", 1e9],
+    ] as const) {
+      const res = await post(`/runs/${run}/register`, { ...REGISTRATION, [field]: value });
+      expect(res.status).toBe(422);
+      const { detail } = await res.json<Refusal>();
+      expect(detail[0]!.loc).toEqual(["body", field]);
+    }
+    expect(
+      (await post(`/runs/${run}/register`, { ...REGISTRATION, max_token_len: -1 })).status,
+    ).toBe(200);
+    const env = { max_token_length: 2048, desired_name: "sizes", group_size: 16, weight: 1 };
+    for (const [field, value] of [
+      ["max_token_length", -5],
+      ["group_size", 1e9],
+      ["desired_name", "x".repeat(100_000)],
+    ] as const) {
+      const res = await post(`/runs/${run}/register-env`, { ...env, [field]: value });
+      expect(res.status).toBe(422);
+      const { detail } = await res.json<Refusal>();
+      expect(detail[0]!.loc).toEqual(["body", field]);
+    }
+    expect((await post(`/runs/${run}/register-env`, env)).status).toBe(200);
+  });
+
   it("refuses an env weight that is not finite and bounded; /status-env stays a number", async () => {
     const run = uniqueRun("rules-weight");
     expect((await post(`/runs/${run}/register`, REGISTRATION)).status).toBe(200);
