@@ -5,7 +5,7 @@ import { inflateBody, parseJson } from "../../body";
 import { coordinator, keepAliveOf, runOf } from "../../context";
 import { validateGroup } from "../../group-validation";
 import { ingestGroups, ingestItemOf, submissionDedupeKey } from "../../ingest";
-import { memoryCost, withMemory } from "../../memory-budget";
+import { withInflated } from "../../memory-budget";
 import { submitterOf } from "../../middleware/auth";
 import { bodyLimits } from "../../request";
 import { validIdempotencyKey } from "../../storage/idempotency";
@@ -42,11 +42,11 @@ export const scoredData = defineRoute(
     const timings = c.get("timings");
     const key = validIdempotencyKey(c.req.header("idempotency-key"));
     const body = await timings.measure("read", () => readSubmissionBody(c));
-    const { item, hash } = await withMemory(
+    const { item, hash } = await withInflated(
       c.env,
-      memoryCost(body.raw.byteLength, body.gzip),
-      async () => {
-        const bytes = body.gzip ? inflateBody(body.raw, bodyLimits(c).maxInflatedBytes) : body.raw;
+      body,
+      (raw) => inflateBody(raw, bodyLimits(c).maxInflatedBytes),
+      async (bytes) => {
         const hash = await timings.measure("hash", () => sha256Hex(bytes));
         const json = await timings.measure("parse", () => parseJson(bytes));
         const group = await timings.measure("validate", () => validateGroup(json));
