@@ -32,3 +32,29 @@ describe("toValidationDetails", () => {
     expect(detail).toMatchObject({ type: "finite_number", msg: "Input should be a finite number" });
   });
 });
+
+describe("toValidationDetails on the API's schemas", () => {
+  it("names the problem of present values: 1e400, 0.5 for an integer", async () => {
+    const { evalReportSchema, leaseRequestSchema, scoredDataSchema } = await import(
+      "../../../src/core/schemas"
+    );
+    const { finishSessionRequestSchema } = await import("../../../src/core/proxy-session");
+    const cases: [z.ZodType, string][] = [
+      [finishSessionRequestSchema, '{"scores":[1e400]}'],
+      [leaseRequestSchema, '{"lease_seconds":1e400}'],
+      [evalReportSchema, '{"step":1,"metrics":{"loss":1e400}}'],
+      [scoredDataSchema, '{"tokens":[[1]],"masks":[[1]],"scores":[1],"env_id":0.5}'],
+      [scoredDataSchema, '{"tokens":[[1]],"masks":[[1]],"scores":[1],"policy_version":0.5}'],
+      [scoredDataSchema, '{"tokens":[[1]],"masks":[[1]],"scores":[1e400]}'],
+    ];
+    for (const [schema, text] of cases) {
+      const input = JSON.parse(text);
+      const parsed = schema.safeParse(input);
+      expect(parsed.success, text).toBe(false);
+      if (parsed.success) continue;
+      const [detail] = toValidationDetails(parsed.error, input);
+      expect(detail?.msg, text).not.toBe("Field required");
+      expect(detail?.type, text).not.toBe("missing");
+    }
+  });
+});
