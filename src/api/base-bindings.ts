@@ -32,6 +32,8 @@ interface OptionalSettings {
   BODY_IDLE_TIMEOUT_MS?: string;
   /** Most groups one /scored_data_list (or replay import) may carry; more get 413 (default 1024). */
   MAX_LIST_GROUPS?: string;
+  /** Most bytes (on the wire and inflated) of a JSON body that is not a submission (default 4 MiB). */
+  MAX_JSON_BODY_BYTES?: string;
   /** How often an env worker's feeder ticks, in ms (default 500). */
   FEEDER_TICK_MS?: string;
   /** Encrypts the API keys of runs' inference servers at rest (`wrangler secret put`). */

@@ -5,6 +5,7 @@
  * pending request body; it closes only idle connections and slow headers).
  */
 import { gunzipBounded, InflateLimitError } from "../core/gzip";
+import { MAX_JSON_DEPTH, tooDeep } from "../core/json-depth";
 import { ApiError } from "./errors";
 
 export interface BodyLimits {
@@ -12,6 +13,10 @@ export interface BodyLimits {
   maxInflatedBytes: number;
   /** A read that waits longer than this for the next bytes ends with 408. */
   idleTimeoutMs: number;
+  /** The settings (or rule) the limits come from, named in a 413: MAX_BODY_BYTES by default. */
+  bodySetting?: string;
+  /** MAX_INFLATED_BYTES by default. */
+  inflatedSetting?: string;
 }
 
 export interface ReadBody {
@@ -61,6 +66,7 @@ export async function* chunksOf(
   limit: number,
   idleMs: number,
   what: string,
+  setting = "MAX_BODY_BYTES",
 ): AsyncGenerator<Uint8Array> {
   let total = 0;
   const reader = stream.getReader();
@@ -71,14 +77,18 @@ export async function* chunksOf(
         next = await readWithin(reader, idleMs);
       } catch (error) {
         if (error instanceof BodyIdle) throw bodyTimeout(idleMs);
-        throw error;
+        // A request body's stream fails only when its connection does: the client went away.
+        throw new ApiError(
+          "CLIENT_CLOSED",
+          `the client closed the connection before the ${what} arrived whole (${String(error)})`,
+        );
       }
       if (next.done) return;
       total += next.value.byteLength;
       if (total > limit) {
         throw new ApiError(
           "PAYLOAD_TOO_LARGE",
-          `${what} exceeds the limit of ${limit} bytes; split the submission (e.g. fewer groups per /scored_data_list call) or raise the server's limit`,
+          `${what} exceeds the limit of ${limit} bytes (${setting}); split the submission (e.g. fewer groups per /scored_data_list call) or raise the server's limit`,
         );
       }
       yield next.value;
@@ -94,10 +104,11 @@ export async function collect(
   limit: number,
   idleMs: number,
   what: string,
+  setting?: string,
 ): Promise<Uint8Array<ArrayBuffer>> {
   const chunks: Uint8Array[] = [];
   let total = 0;
-  for await (const chunk of chunksOf(stream, limit, idleMs, what)) {
+  for await (const chunk of chunksOf(stream, limit, idleMs, what, setting)) {
     chunks.push(chunk);
     total += chunk.byteLength;
   }
@@ -162,7 +173,7 @@ export function refuseDeclaredLength(request: Request, limits: BodyLimits): void
   if (declared !== null && declared > limits.maxBodyBytes) {
     throw new ApiError(
       "PAYLOAD_TOO_LARGE",
-      `request body of ${declared} bytes exceeds the limit of ${limits.maxBodyBytes} bytes (MAX_BODY_BYTES); split the submission or raise the server's limit`,
+      `request body of ${declared} bytes exceeds the limit of ${limits.maxBodyBytes} bytes (${limits.bodySetting ?? "MAX_BODY_BYTES"}); split the submission or raise the server's limit`,
     );
   }
 }
@@ -174,18 +185,31 @@ export function readRawBody(
 ): Promise<Uint8Array<ArrayBuffer>> {
   refuseDeclaredLength(request, limits);
   if (!request.body) return Promise.resolve(new Uint8Array(new ArrayBuffer(0)));
-  return collect(request.body, limits.maxBodyBytes, limits.idleTimeoutMs, "request body");
+  return collect(
+    request.body,
+    limits.maxBodyBytes,
+    limits.idleTimeoutMs,
+    "request body",
+    limits.bodySetting,
+  );
 }
 
-/** Inflates a gzip body within `maxInflatedBytes` (413 past it, 400 for data that is not gzip). */
-export function inflateBody(raw: Uint8Array, maxInflatedBytes: number): Uint8Array<ArrayBuffer> {
+/**
+ * Inflates a gzip body within `maxInflatedBytes`: inflation stops there (413, naming `setting`);
+ * 400 for data that is not gzip.
+ */
+export function inflateBody(
+  raw: Uint8Array,
+  maxInflatedBytes: number,
+  setting = "MAX_INFLATED_BYTES",
+): Uint8Array<ArrayBuffer> {
   try {
     return gunzipBounded(raw, maxInflatedBytes);
   } catch (error) {
     if (error instanceof InflateLimitError) {
       throw new ApiError(
         "PAYLOAD_TOO_LARGE",
-        `decompressed request body exceeds the limit of ${error.limitBytes} bytes; split the submission (e.g. fewer groups per /scored_data_list call) or raise the server's limit`,
+        `decompressed request body exceeds the limit of ${error.limitBytes} bytes (${setting}); split the submission (e.g. fewer groups per /scored_data_list call) or raise the server's limit`,
       );
     }
     throw new ApiError("INVALID_GZIP", "Invalid gzip payload");
@@ -196,10 +220,28 @@ export async function readBody(request: Request, limits: BodyLimits): Promise<Re
   const raw = await readRawBody(request, limits);
   const gzip = isGzipEncoded(request);
   if (!gzip || raw.byteLength === 0) return { raw, bytes: raw, gzip: false };
-  return { raw, bytes: inflateBody(raw, limits.maxInflatedBytes), gzip: true };
+  return {
+    raw,
+    bytes: inflateBody(raw, limits.maxInflatedBytes, limits.inflatedSetting),
+    gzip: true,
+  };
 }
 
 const decoder = new TextDecoder();
+
+/**
+ * 422 for JSON text nested deeper than MAX_JSON_DEPTH (src/core/json-depth.ts: Python trainers
+ * cannot decode ~1000 levels); `loc` locates the text in the body.
+ */
+export function refuseTooDeep(bytes: Uint8Array, loc: (string | number)[] = ["body"]): void {
+  const deep = tooDeep(bytes);
+  if (!deep) return;
+  const where = [...loc, ...deep.loc];
+  const msg = `nested more than ${MAX_JSON_DEPTH} levels deep; JSON values may nest at most ${MAX_JSON_DEPTH} levels (Python's json module fails near 1000)`;
+  throw new ApiError("VALIDATION_FAILED", `${where.join(".")}: ${msg}`, [
+    { type: "value_error", loc: where, msg },
+  ]);
+}
 
 /** Parses JSON, answering malformed input the way FastAPI does (422 json_invalid). */
 export function parseJson(bytes: Uint8Array): unknown {
@@ -208,6 +250,7 @@ export function parseJson(bytes: Uint8Array): unknown {
       { type: "missing", loc: ["body"], msg: "Field required" },
     ]);
   }
+  refuseTooDeep(bytes);
   const text = decoder.decode(bytes);
   try {
     return JSON.parse(text);

@@ -17,6 +17,9 @@ const STATUS: Record<ErrorCode, number> = {
   CONFLICT: 409,
   PAYLOAD_TOO_LARGE: 413,
   REQUEST_TIMEOUT: 408,
+  // nginx's "client closed request": the client went away mid-body; nobody reads the answer, and
+  // it is the client's failure, never counted as the API's (5xx).
+  CLIENT_CLOSED: 499,
   UNSUPPORTED_MEDIA_TYPE: 415,
   TOO_MANY_REQUESTS: 429,
   UNAVAILABLE: 503,

@@ -5,12 +5,12 @@
  * its ingest item before the next is read. Memory holds the items (each group's stored form) and
  * one element's text, never the whole list's text or object graph; a list with more than
  * MAX_LIST_GROUPS groups is refused with 413 as soon as its next group starts, however much of it
- * is left to send. The memory budget is charged by what arrived: a gzip body's size before it is
- * inflated, a plain body's element by element.
+ * is left to send. The memory budget is charged element by element, by the element's text (a gzip
+ * body's inflated text).
  */
 import { ArraySyntaxError, JsonArraySplitter, NotAnArray } from "../core/json-array-split";
 import { sha256Hasher } from "../core/sha256";
-import { chunksOf, inflateBody, isGzipEncoded, parseJson } from "./body";
+import { chunksOf, inflateBody, isGzipEncoded, parseJson, refuseTooDeep } from "./body";
 import type { AppContext } from "./context";
 import { ApiError } from "./errors";
 import { fail, validateGroup } from "./group-validation";
@@ -62,6 +62,7 @@ async function* inflatedPieces(
 const decoder = new TextDecoder();
 
 function parseElement(text: Uint8Array, index: number): unknown {
+  refuseTooDeep(text, ["body", index]);
   try {
     return JSON.parse(decoder.decode(text));
   } catch (error) {
@@ -107,29 +108,30 @@ export async function readGroupList(
       items.push(ingestItemOf(group, json, { dedupeKey: "", tokenId, loc: ["body", i] }));
     }
   };
-  /** Feeds one piece of the list's text; `charged`: its parsing runs under the memory budget. */
-  const feed = async (piece: Uint8Array, charged: boolean) => {
+  let first = true;
+  /** Feeds one piece of the list's text; its elements are parsed under the memory budget. */
+  const feed = async (data: Uint8Array) => {
+    // A UTF-8 byte order mark before the list is skipped, as /scored_data's decoder does.
+    const piece = first && startsWithBom(data) ? data.subarray(3) : data;
+    first = false;
     hasher.update(piece);
     splitter.push(piece, onElement);
     if (elements.length === 0) return;
-    if (charged) build();
-    else {
-      const bytes = elements.reduce((sum, e) => sum + e.byteLength, 0);
-      await withMemory(c.env, memoryCost(bytes, false), async () => build());
-    }
+    const bytes = elements.reduce((sum, e) => sum + e.byteLength, 0);
+    await withMemory(c.env, memoryCost(bytes, false), async () => build());
   };
   try {
     if (isGzipEncoded(c.req.raw)) {
       const body = await readSubmissionBody(c);
-      await withMemory(c.env, memoryCost(body.raw.byteLength, body.gzip), async () => {
-        const pieces = body.gzip ? inflatedPieces(body.raw, limits.maxInflatedBytes) : [body.raw];
-        try {
-          for await (const piece of pieces) await feed(piece, true);
-        } catch (error) {
-          if (error instanceof NotAnArray) notAList(inflateBody(body.raw, limits.maxInflatedBytes));
-          throw error;
-        }
-      });
+      // Charged by the inflated text, group by group as it inflates (a stream: the whole list's
+      // text is never held), so a small gzip of a huge list cannot run on its compressed size.
+      const pieces = body.gzip ? inflatedPieces(body.raw, limits.maxInflatedBytes) : [body.raw];
+      try {
+        for await (const piece of pieces) await feed(piece);
+      } catch (error) {
+        if (error instanceof NotAnArray) notAList(inflateBody(body.raw, limits.maxInflatedBytes));
+        throw error;
+      }
     } else {
       await refuseBeforeReading(c);
       let arrived = 0;
@@ -143,7 +145,7 @@ export async function readGroupList(
         arrived += piece.byteLength;
         if (notArray.length > 0) notArray.push(piece);
         else {
-          await feed(piece, false).catch((error: unknown) => {
+          await feed(piece).catch((error: unknown) => {
             if (!(error instanceof NotAnArray)) throw error;
             notArray.push(piece);
           });
@@ -167,6 +169,10 @@ export async function readGroupList(
     item.dedupeKey = submissionDedupeKey(hash, options.key, i, tokenId);
   }
   return { items, hash };
+}
+
+function startsWithBom(bytes: Uint8Array): boolean {
+  return bytes.length >= 3 && bytes[0] === 0xef && bytes[1] === 0xbb && bytes[2] === 0xbf;
 }
 
 function concat(pieces: Uint8Array[]): Uint8Array {

@@ -10,7 +10,8 @@
  *
  * A request body is charged once it has arrived, by its real size (src/api/submission-body.ts):
  * a body still on the wire holds nothing here, so a client that stalls its upload cannot make
- * every other submission wait.
+ * every other submission wait. A gzip body is charged by what it inflates to (`withInflated`): a
+ * small gzip of a huge text cannot be parsed on its compressed size's charge.
  */
 import { ByteBudget } from "../core/byte-budget";
 import type { Bindings } from "./bindings";
@@ -24,6 +25,30 @@ let budget: ByteBudget | null = null;
  */
 export function memoryCost(bytes: number, gzip: boolean): number {
   return bytes * (gzip ? 10 : 3);
+}
+
+/**
+ * Runs `work` on a body's text, charged by the text's real size. A gzip body is inflated (by
+ * `inflate`, bounded) under the estimate of its compressed size; when its text costs more than
+ * that, `work` waits for a charge of the real cost instead of running on the estimate.
+ */
+export async function withInflated<T>(
+  env: Bindings,
+  body: { raw: Uint8Array; gzip: boolean },
+  inflate: (raw: Uint8Array) => Uint8Array,
+  work: (bytes: Uint8Array) => Promise<T>,
+): Promise<T> {
+  if (!body.gzip)
+    return withMemory(env, memoryCost(body.raw.byteLength, false), () => work(body.raw));
+  const estimate = memoryCost(body.raw.byteLength, true);
+  let text: Uint8Array = body.raw;
+  const first = await withMemory(env, estimate, async () => {
+    text = inflate(body.raw);
+    if (memoryCost(text.byteLength, false) > estimate) return { ran: false as const };
+    return { ran: true as const, value: await work(text) };
+  });
+  if (first.ran) return first.value;
+  return withMemory(env, memoryCost(text.byteLength, false), () => work(text));
 }
 
 export function withMemory<T>(env: Bindings, cost: number, work: () => Promise<T>): Promise<T> {

@@ -32,13 +32,26 @@ export function bodyLimits(c: AppContext): BodyLimits {
   };
 }
 
+/** The limits of a JSON body that is not a submission (MAX_JSON_BODY_BYTES). */
+export function jsonBodyLimits(c: AppContext): BodyLimits {
+  const limits = bodyLimits(c);
+  const max = settingsOf(c.env).MAX_JSON_BODY_BYTES;
+  return {
+    ...limits,
+    maxBodyBytes: Math.min(limits.maxBodyBytes, max),
+    maxInflatedBytes: Math.min(limits.maxInflatedBytes, max),
+    bodySetting: max < limits.maxBodyBytes ? "MAX_JSON_BODY_BYTES" : "MAX_BODY_BYTES",
+    inflatedSetting: max < limits.maxInflatedBytes ? "MAX_JSON_BODY_BYTES" : "MAX_INFLATED_BYTES",
+  };
+}
+
 /** Reads (gzip too) and validates a JSON body; with `optional`, an empty body counts as `{}`. */
 export async function jsonBody<T extends z.ZodType>(
   c: AppContext,
   schema: T,
   options: { optional?: boolean } = {},
 ): Promise<z.infer<T>> {
-  const { bytes } = await readBody(c.req.raw, bodyLimits(c));
+  const { bytes } = await readBody(c.req.raw, jsonBodyLimits(c));
   const json = options.optional && bytes.byteLength === 0 ? {} : parseJson(bytes);
   const parsed = schema.safeParse(json);
   if (!parsed.success) {

@@ -22,6 +22,13 @@ export const settingsSchema = z.object({
   MAX_BODY_BYTES: numeric(64 * 1024 * 1024),
   /** A gzip body inflating past this many bytes is refused (413). */
   MAX_INFLATED_BYTES: numeric(64 * 1024 * 1024),
+  /**
+   * The most a JSON body of a route other than the submissions (tasks, proxy calls, metrics,
+   * registrations, tokens, ...) may hold, on the wire and inflated. Those bodies are parsed whole
+   * outside the memory budget, so a gzip bomb to them must stop inflating early; 4 MiB leaves
+   * room for a long proxied conversation.
+   */
+  MAX_JSON_BODY_BYTES: numeric(4 * 1024 * 1024),
   /** A request body that sends nothing for this many ms is answered 408. */
   BODY_IDLE_TIMEOUT_MS: numeric(30_000),
   /** Most groups one /scored_data_list (or replay import) may carry; more get 413. */

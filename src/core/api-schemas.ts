@@ -19,6 +19,7 @@ export const errorCodeSchema = z.enum([
   "CONFLICT",
   "PAYLOAD_TOO_LARGE",
   "REQUEST_TIMEOUT",
+  "CLIENT_CLOSED",
   "UNSUPPORTED_MEDIA_TYPE",
   "TOO_MANY_REQUESTS",
   "UNAVAILABLE",

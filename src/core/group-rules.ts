@@ -3,7 +3,11 @@
  * Trainers index tokens, masks, scores, advantages and logprobs together and feed token ids to an
  * embedding table, so a group that breaks them would be stored, delivered and crash the trainer
  * later (Atropos stored them; docs/COMPATIBILITY.md):
- * - token ids (`tokens`, `distill_token_ids`) are integers in [0, 2^31);
+ * - token ids (`tokens`, `distill_token_ids`) are integers in [0, 2^31); mask entries are -100
+ *   (not trained) or such a token id;
+ * - float fields hold finite numbers (1e400 would be stored as null; src/core/numeric-matrix.ts);
+ * - `distill_token_ids` and `distill_logprobs` are `[sequence][position][k]` with the shape of
+ *   `tokens` in their first two dimensions, and the same k per position;
  * - every sequence has at least one token, and a group at least one sequence;
  * - per-token fields (masks, advantages, ref_logprobs, inference_logprobs, token_texts) have the
  *   shape of `tokens`; `scores` has one finite value per sequence.
@@ -52,6 +56,74 @@ function checkTokenIds(group: ScoredDataInput, loc: Loc, issues: ValidationDetai
       const bad = badTokenId(distill[s]![p]!, [...loc, "distill_token_ids", s, p]);
       if (bad) return void issues.push(bad);
     }
+  }
+}
+
+/** Mask entries are -100 (not trained) or a token id in [0, MAX_TOKEN_ID). */
+function checkMasks(group: ScoredDataInput, loc: Loc, issues: ValidationDetail[]): void {
+  for (let s = 0; s < group.masks.length; s++) {
+    const mask = group.masks[s]!;
+    for (let i = 0; i < mask.length; i++) {
+      const m = mask[i]!;
+      if (m === -100 || (m >= 0 && m < MAX_TOKEN_ID)) continue;
+      return void issues.push({
+        type: "value_error",
+        loc: [...loc, "masks", s, i],
+        msg: `mask entries must be -100 (not trained) or a token id in [0, 2^31); got ${m}`,
+        input: m,
+      });
+    }
+  }
+}
+
+/** The first place where `value` ([sequence][position][k]) differs from `shape`, or null. */
+function cubeMismatch(
+  value: readonly (readonly unknown[])[],
+  shape: readonly (readonly unknown[])[],
+  perPosition: readonly (readonly (readonly unknown[])[])[] | null,
+): { at: number[]; got: number; want: number } | null {
+  if (value.length !== shape.length) return { at: [], got: value.length, want: shape.length };
+  for (let s = 0; s < value.length; s++) {
+    const row = value[s]!;
+    if (row.length !== shape[s]!.length)
+      return { at: [s], got: row.length, want: shape[s]!.length };
+    if (!perPosition) continue;
+    for (let p = 0; p < row.length; p++) {
+      const k = (row[p] as readonly unknown[]).length;
+      const want = perPosition[s]![p]!.length;
+      if (k !== want) return { at: [s, p], got: k, want };
+    }
+  }
+  return null;
+}
+
+/** distill_token_ids has the shape of tokens; distill_logprobs that of distill_token_ids. */
+function checkDistillShape(group: ScoredDataInput, loc: Loc, issues: ValidationDetail[]): void {
+  const ids = group.distill_token_ids;
+  const logprobs = group.distill_logprobs;
+  const pairs: [
+    string,
+    readonly (readonly unknown[])[],
+    string,
+    ReturnType<typeof cubeMismatch>,
+  ][] = [];
+  if (ids) pairs.push(["distill_token_ids", ids, "tokens", cubeMismatch(ids, group.tokens, null)]);
+  if (logprobs) {
+    pairs.push(
+      ids
+        ? ["distill_logprobs", logprobs, "distill_token_ids", cubeMismatch(logprobs, ids, ids)]
+        : ["distill_logprobs", logprobs, "tokens", cubeMismatch(logprobs, group.tokens, null)],
+    );
+  }
+  for (const [name, , like, bad] of pairs) {
+    if (!bad) continue;
+    const where = bad.at.map((i) => `[${i}]`).join("");
+    issues.push({
+      type: "value_error",
+      loc: [...loc, name, ...bad.at],
+      msg: `${name}${where} has ${bad.got} entries but ${like}${where} has ${bad.want}; it must have the shape of ${like}`,
+    });
+    return;
   }
 }
 
@@ -105,7 +177,9 @@ export function checkGroupShape(group: ScoredDataInput, loc: Loc = ["body"]): Va
     });
   }
   checkTokenIds(group, loc, issues);
+  checkMasks(group, loc, issues);
   for (const name of PER_TOKEN) checkPerTokenShape(group, name, loc, issues);
+  checkDistillShape(group, loc, issues);
   if (group.scores.length !== n) {
     issues.push({
       type: "value_error",

@@ -15,6 +15,15 @@ export interface MatrixIssue {
 }
 
 function coerceScalar(value: unknown, kind: NumericKind): number | MatrixIssue {
+  if (typeof value === "number" && kind === "float" && !Number.isFinite(value)) {
+    // JSON's 1e400 parses to Infinity, which would be stored (and delivered) as null.
+    return {
+      path: [],
+      type: "finite_number",
+      msg: "Input should be a finite number",
+      input: value,
+    };
+  }
   if (typeof value === "number") {
     if (kind === "int" && !Number.isInteger(value)) {
       return Number.isFinite(value)
@@ -46,7 +55,8 @@ export function checkNumberList(value: unknown, kind: NumericKind): MatrixIssue 
   for (let i = 0; i < value.length; i++) {
     const v = value[i];
     // Fast path: the overwhelmingly common, already-valid case.
-    if (typeof v === "number" && (kind === "float" || Number.isInteger(v))) continue;
+    if (typeof v === "number" && (kind === "float" ? Number.isFinite(v) : Number.isInteger(v)))
+      continue;
     const coerced = coerceScalar(v, kind);
     if (typeof coerced !== "number") return { ...coerced, path: [i] };
     value[i] = coerced;

@@ -113,11 +113,37 @@ export type ScoredDataInput = z.infer<typeof scoredDataSchema>;
 
 export const scoredDataListSchema = z.array(scoredDataSchema);
 
+/**
+ * Bounds of the sizes a trainer and an env register: far above any real run (Atropos' defaults are
+ * batch 1024, 2048 tokens, groups of 4-16), low enough that arithmetic on them stays exact and no
+ * batch or group is unreachable by construction. -1 is Atropos' own "not set" for token lengths.
+ */
+export const MAX_BATCH_SIZE = 2 ** 20;
+export const MAX_GROUP_SIZE = 2 ** 16;
+export const MAX_TOKEN_LENGTH = 2 ** 24;
+
+function tokenLength(name: string) {
+  return laxInt.pipe(
+    z
+      .number()
+      .int()
+      .refine((n) => n === -1 || (n >= 1 && n <= MAX_TOKEN_LENGTH), {
+        message: `${name} must be -1 (not set) or between 1 and ${MAX_TOKEN_LENGTH}`,
+      }),
+  );
+}
+
 export const registrationSchema = z.object({
   wandb_group: z.string(),
   wandb_project: z.string(),
-  batch_size: laxInt.pipe(z.number().int().min(1, "batch_size must be at least 1")),
-  max_token_len: laxInt,
+  batch_size: laxInt.pipe(
+    z
+      .number()
+      .int()
+      .min(1, "batch_size must be at least 1")
+      .max(MAX_BATCH_SIZE, `batch_size must be at most ${MAX_BATCH_SIZE}`),
+  ),
+  max_token_len: tokenLength("max_token_len"),
   checkpoint_dir: z.string(),
   save_checkpoint_interval: laxInt,
   starting_step: laxInt.pipe(z.number().int().min(0, "starting_step must be >= 0")),
@@ -126,15 +152,24 @@ export const registrationSchema = z.object({
 export type Registration = z.infer<typeof registrationSchema>;
 
 export const registerEnvSchema = z.object({
-  max_token_length: laxInt,
-  desired_name: z.string().min(1, "desired_name must not be empty"),
+  max_token_length: tokenLength("max_token_length"),
+  desired_name: z
+    .string()
+    .min(1, "desired_name must not be empty")
+    .max(200, "desired_name must be at most 200 characters"),
   weight: laxFloat.pipe(
     z
       .number()
       .min(0, "weight must be between 0 and 1e6")
       .max(1e6, "weight must be between 0 and 1e6"),
   ),
-  group_size: laxInt.pipe(z.number().int().min(1, "group_size must be at least 1")),
+  group_size: laxInt.pipe(
+    z
+      .number()
+      .int()
+      .min(1, "group_size must be at least 1")
+      .max(MAX_GROUP_SIZE, `group_size must be at most ${MAX_GROUP_SIZE}`),
+  ),
   min_batch_allocation: laxFloat
     .pipe(z.number().min(0).max(1, "min_batch_allocation is a fraction between 0 and 1"))
     .nullish(),

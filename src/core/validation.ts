@@ -7,12 +7,31 @@ import type { ValidationDetail } from "./api-schemas";
 
 export type { ValidationDetail };
 
-function pydanticType(issue: z.core.$ZodIssue): { type: string; msg: string } {
+/**
+ * Whether the issue's field is absent from the input. zod 4 leaves `input` out of its issues, so
+ * "missing" is decided by the input itself: a field that is present with a wrong value (null, a
+ * number for a string, 1e400) is answered with what is wrong with it, not "Field required".
+ */
+function isMissing(root: unknown, path: PropertyKey[]): boolean {
+  if (path.length === 0) return root === undefined;
+  const parent = valueAt(root, path.slice(0, -1));
+  if (parent === null || typeof parent !== "object") return true;
+  return !Object.hasOwn(parent, path[path.length - 1]!);
+}
+
+function pydanticType(
+  issue: z.core.$ZodIssue,
+  missing: boolean,
+  value: unknown,
+): { type: string; msg: string } {
   const params = (issue as { params?: { pydanticType?: string } }).params;
   if (params?.pydanticType) return { type: params.pydanticType, msg: issue.message };
   if (issue.code === "invalid_type") {
-    const received = (issue as { input?: unknown }).input;
-    if (received === undefined) return { type: "missing", msg: "Field required" };
+    if (missing) return { type: "missing", msg: "Field required" };
+    if (typeof value === "number" && !Number.isFinite(value)) {
+      // JSON's 1e400 parses to Infinity; pydantic answers the same way.
+      return { type: "finite_number", msg: "Input should be a finite number" };
+    }
     switch (issue.expected) {
       case "number":
         return { type: "float_type", msg: "Input should be a valid number" };
@@ -55,10 +74,11 @@ export function toValidationDetails(
   locPrefix: (string | number)[] = ["body"],
 ): ValidationDetail[] {
   return error.issues.slice(0, 20).map((issue) => {
-    const { type, msg } = pydanticType(issue);
     const path = issue.path.map((p) => (typeof p === "symbol" ? String(p) : p));
     const explicit = (issue as { input?: unknown }).input;
     const value = explicit !== undefined ? explicit : valueAt(input, issue.path);
+    const missing = explicit === undefined && isMissing(input, issue.path);
+    const { type, msg } = pydanticType(issue, missing, value);
     const detail: ValidationDetail = { type, loc: [...locPrefix, ...path], msg };
     // Large nested inputs would make the error response as big as the request.
     if (type !== "missing") detail.input = summarizeInput(value);

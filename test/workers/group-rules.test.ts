@@ -137,6 +137,92 @@ describe("group rules", () => {
     );
   });
 
+  it("refuses a non-finite float (1e400) instead of storing it as null", async () => {
+    const run = uniqueRun("rules-finite");
+    const { envIds } = await setupRun(run, 8, [2]);
+    const g = group(8, 2, envIds[0]!) as Group;
+    const text = JSON.stringify({ ...g, advantages: g.tokens.map((seq) => seq.map(() => 424242)) });
+    await expectRefused(
+      run,
+      "/scored_data",
+      text.replace("424242", "1e400"),
+      ["body", "advantages", 0, 0],
+      "finite",
+    );
+  });
+
+  it("refuses mask entries that are neither -100 nor a token id", async () => {
+    const run = uniqueRun("rules-masks");
+    const { envIds } = await setupRun(run, 8, [2]);
+    const g = group(9, 2, envIds[0]!) as Group;
+    for (const bad of [-1, 2 ** 31, 2 ** 63]) {
+      const masks = [[bad, ...g.masks[0]!.slice(1)], ...g.masks.slice(1)];
+      await expectRefused(run, "/scored_data", { ...g, masks }, ["body", "masks", 0, 0], "-100");
+    }
+  });
+
+  it("refuses distillation arrays whose shape differs from tokens", async () => {
+    const run = uniqueRun("rules-distill");
+    const { envIds } = await setupRun(run, 8, [2]);
+    const g = group(10, 2, envIds[0]!) as Group;
+    const ids = g.tokens.map((seq) => seq.map((t) => [t, 1]));
+    const logprobs = ids.map((seq) => seq.map((k) => k.map(() => -0.5)));
+    const short = [ids[0]!.slice(1), ids[1]!];
+    await expectRefused(
+      run,
+      "/scored_data",
+      { ...g, distill_token_ids: short, distill_logprobs: logprobs },
+      ["body", "distill_token_ids", 0],
+      "shape of tokens",
+    );
+    const narrow = [[[-0.5], ...logprobs[0]!.slice(1)], logprobs[1]!];
+    await expectRefused(
+      run,
+      "/scored_data",
+      { ...g, distill_token_ids: ids, distill_logprobs: narrow },
+      ["body", "distill_logprobs", 0, 0],
+      "shape of distill_token_ids",
+    );
+    const ok = { ...g, distill_token_ids: ids, distill_logprobs: logprobs };
+    expect((await post(`/runs/${run}/scored_data`, ok)).status).toBe(200);
+  });
+
+  it("accepts a UTF-8 byte order mark before a list, as before a single group", async () => {
+    const run = uniqueRun("rules-bom");
+    const { envIds } = await setupRun(run, 8, [2]);
+    const list = `\uFEFF${JSON.stringify([group(11, 2, envIds[0]!)])}`;
+    const res = await post(`/runs/${run}/scored_data_list`, list);
+    expect(res.status, await res.text()).toBe(200);
+  });
+
+  it("bounds the sizes a trainer and an env register; Atropos' own values pass", async () => {
+    const run = uniqueRun("rules-sizes");
+    for (const [field, value] of [
+      ["max_token_len", 0],
+      ["batch_size", 1e9],
+    ] as const) {
+      const res = await post(`/runs/${run}/register`, { ...REGISTRATION, [field]: value });
+      expect(res.status).toBe(422);
+      const { detail } = await res.json<Refusal>();
+      expect(detail[0]!.loc).toEqual(["body", field]);
+    }
+    expect(
+      (await post(`/runs/${run}/register`, { ...REGISTRATION, max_token_len: -1 })).status,
+    ).toBe(200);
+    const env = { max_token_length: 2048, desired_name: "sizes", group_size: 16, weight: 1 };
+    for (const [field, value] of [
+      ["max_token_length", -5],
+      ["group_size", 1e9],
+      ["desired_name", "x".repeat(100_000)],
+    ] as const) {
+      const res = await post(`/runs/${run}/register-env`, { ...env, [field]: value });
+      expect(res.status).toBe(422);
+      const { detail } = await res.json<Refusal>();
+      expect(detail[0]!.loc).toEqual(["body", field]);
+    }
+    expect((await post(`/runs/${run}/register-env`, env)).status).toBe(200);
+  });
+
   it("refuses an env weight that is not finite and bounded; /status-env stays a number", async () => {
     const run = uniqueRun("rules-weight");
     expect((await post(`/runs/${run}/register`, REGISTRATION)).status).toBe(200);

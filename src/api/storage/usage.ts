@@ -2,7 +2,7 @@
  * Per-token usage per UTC day (`token_usage`): bytes of submissions and inference-proxy tokens,
  * the counters the quotas middleware checks.
  */
-import { and, eq, sql } from "drizzle-orm";
+import { and, eq } from "drizzle-orm";
 import { db } from "./runs";
 import { tokenUsage } from "./schema";
 

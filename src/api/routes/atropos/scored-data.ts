@@ -6,7 +6,7 @@ import { coordinator, keepAliveOf, runOf } from "../../context";
 import { validateGroup } from "../../group-validation";
 import { ingestGroups } from "../../ingest";
 import { ingestItemOf, submissionDedupeKey } from "../../ingest-item";
-import { memoryCost, withMemory } from "../../memory-budget";
+import { withInflated } from "../../memory-budget";
 import { submitterOf } from "../../middleware/auth";
 import { bodyLimits } from "../../request";
 import { validIdempotencyKey } from "../../storage/idempotency";
@@ -43,11 +43,11 @@ export const scoredData = defineRoute(
     const timings = c.get("timings");
     const key = validIdempotencyKey(c.req.header("idempotency-key"));
     const body = await timings.measure("read", () => readSubmissionBody(c));
-    const { item, hash } = await withMemory(
+    const { item, hash } = await withInflated(
       c.env,
-      memoryCost(body.raw.byteLength, body.gzip),
-      async () => {
-        const bytes = body.gzip ? inflateBody(body.raw, bodyLimits(c).maxInflatedBytes) : body.raw;
+      body,
+      (raw) => inflateBody(raw, bodyLimits(c).maxInflatedBytes),
+      async (bytes) => {
         const hash = await timings.measure("hash", () => sha256Hex(bytes));
         const json = await timings.measure("parse", () => parseJson(bytes));
         const group = await timings.measure("validate", () => validateGroup(json));

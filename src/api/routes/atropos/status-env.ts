@@ -5,13 +5,13 @@ import { summarizeDetails, toValidationDetails } from "../../../core/validation"
 import { parseJson, readBody } from "../../body";
 import { type AppContext, runOf } from "../../context";
 import { ApiError } from "../../errors";
-import { bodyLimits } from "../../request";
+import { jsonBodyLimits } from "../../request";
 import { touchEnv } from "../../storage/runs";
 import { statusForEnv } from "../../storage/status";
 import { bodyErrors, defineRoute, errors, jsonContent, jsonRequest } from "../define";
 
 async function jsonBodyOrMissing(c: AppContext): Promise<unknown> {
-  const { bytes } = await readBody(c.req.raw, bodyLimits(c));
+  const { bytes } = await readBody(c.req.raw, jsonBodyLimits(c));
   if (bytes.byteLength === 0) {
     throw new ApiError(
       "VALIDATION_FAILED",

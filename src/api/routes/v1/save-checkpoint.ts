@@ -45,6 +45,8 @@ export const saveCheckpoint = defineRoute(
       maxBodyBytes: MAX_CHECKPOINT_BYTES,
       maxInflatedBytes: MAX_CHECKPOINT_BYTES,
       idleTimeoutMs: bodyLimits(c).idleTimeoutMs,
+      bodySetting: "the 1 MiB checkpoint limit",
+      inflatedSetting: "the 1 MiB checkpoint limit",
     });
     const state = parseJson(bytes);
     if (state === null || typeof state !== "object") {
