@@ -4,7 +4,8 @@
  * project's Jinja ChatTemplate (tools in the template, or a Hermes prompt where it has none).
  */
 import type { ChatMessage } from "../core/group-types";
-import type { Tokenizer, ToolDefinition } from "../env-workers/inference/types";
+import { toolFormatFor } from "../env-workers/inference/tool-calls";
+import type { ApplyChatTemplateOptions, Tokenizer } from "../env-workers/inference/types";
 import { ChatTemplate } from "../env-workers/tokenizers/index";
 import type { LlamaModel } from "./llama-api";
 
@@ -70,20 +71,16 @@ export class GgufTokenizer implements Tokenizer {
     return this.model.detokenize(ids, true);
   }
 
-  applyChatTemplate(
-    messages: ChatMessage[],
-    options: {
-      addGenerationPrompt?: boolean;
-      tools?: ToolDefinition[];
-      enableThinking?: boolean;
-    } = {},
-  ): string {
+  applyChatTemplate(messages: ChatMessage[], options: ApplyChatTemplateOptions = {}): string {
     if (!this.template) {
       throw new Error(
         `${this.name} has no chat template (tokenizer.chat_template): use /v1/completions with ` +
           "token ids, or convert the checkpoint with its tokenizer_config.json beside it",
       );
     }
-    return this.template.render(messages, options);
+    return this.template.render(messages, {
+      ...options,
+      toolFormat: toolFormatFor(this.name, options.toolFormat),
+    });
   }
 }
