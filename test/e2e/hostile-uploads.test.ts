@@ -76,13 +76,21 @@ function upload(
       close();
       resolve("");
     }, opts.maxMs ?? 30_000);
-    socket.once("data", (d) => {
-      clearTimeout(bound);
-      resolve(String(d));
+    // The answer may come in several chunks (headers first): wait for its whole body (bytes).
+    let received = Buffer.alloc(0);
+    socket.on("data", (d: Buffer) => {
+      received = Buffer.concat([received, d]);
+      const end = received.indexOf("\r\n\r\n");
+      const head = end >= 0 ? received.subarray(0, end).toString() : "";
+      const length = /\r\ncontent-length: *(\d+)/i.exec(head)?.[1];
+      if (length !== undefined && received.length - end - 4 >= Number(length)) {
+        clearTimeout(bound);
+        resolve(received.toString());
+      }
     });
     socket.once("close", () => {
       clearTimeout(bound);
-      resolve("");
+      resolve(received.toString());
     });
   });
   socket.write(
