@@ -144,6 +144,8 @@ export class AgentTasksEnv extends MultiTurnEnv<AgentTaskItem, AgentTasksConfig>
   private readonly levels: number[];
   private panel: JudgePanel | null = null;
   private next = 0;
+  /** Groups collected so far: a task drawn again gets other seeds (else its groups repeat). */
+  private collected = 0;
   private level: number;
   private window: number[] = [];
 
@@ -356,8 +358,9 @@ export class AgentTasksEnv extends MultiTurnEnv<AgentTaskItem, AgentTasksConfig>
     item: AgentTaskItem,
   ): Promise<[ScoredDataGroup | null, AgentTaskItem[]]> {
     const task = item;
+    const first = this.collected++ * this.config.group_size;
     const episodes = await Promise.all(
-      Array.from({ length: this.config.group_size }, (_, i) => this.runEpisode(task, i)),
+      Array.from({ length: this.config.group_size }, (_, i) => this.runEpisode(task, first + i)),
     );
     const { scores, success, judgeScores, judge } = await this.evaluateEpisodes(task, episodes);
     for (const s of scores) this.observe(`train/score_difficulty_${task.difficulty}`, s);

@@ -46,7 +46,7 @@ describe("atropos-edge start", () => {
     expect(output).toMatch(/env gsm8k_lite\s+\S+\s+submitted [1-9]\d* groups/);
     // The rise per env, and the progress mean labelled recent vs cumulative.
     expect(output).toMatch(/rise per env\s+mean score \/ accuracy, first steps → last steps:/);
-    expect(output).toMatch(/ {2}gsm8k_lite\s+\S+ \/ \S+ \(steps 1\) → \S+ \/ \S+ \(steps 3\)/);
+    expect(output).toMatch(/ {2}gsm8k_lite\s+\S+ \/ \S+ \(step 1\) → \S+ \/ \S+ \(step 3\)/);
     expect(output).toMatch(/mean score \S+ last 10 steps, \S+ cumulative/);
     expect(output).toMatch(/failed items\s+0 of [1-9]\d*/);
     // wrangler/workerd of this run were stopped with their process group.

@@ -57,10 +57,16 @@ interface Checkpoint {
 }
 
 /** Trainer steps (lease → ack) until `done`, at most 60 s. */
-async function trainUntil(done: () => Promise<boolean>, what: string): Promise<void> {
+async function trainUntil(
+  done: () => Promise<boolean>,
+  what: string,
+  output?: () => string,
+): Promise<void> {
   const deadline = Date.now() + 60_000;
   while (!(await done())) {
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    if (Date.now() > deadline) {
+      throw new Error(`timed out waiting for ${what}; serve said:\n${output?.() ?? ""}`);
+    }
     const lease = await postJson(`${dev!.url}/v1/runs/default/batches/lease`, {
       lease_seconds: 30,
     });
@@ -90,7 +96,11 @@ describe("serve: env checkpoints in the rollout API", () => {
     writeFileSync(join(dir, "second.yaml"), stringify({ env: { ...env, advance_window: 1000 } }));
 
     const first = serve("first.yaml");
-    await trainUntil(async () => (await latest())?.state.level === 2, "a level-2 checkpoint");
+    await trainUntil(
+      async () => (await latest())?.state.level === 2,
+      "a level-2 checkpoint",
+      first.output,
+    );
     const list = (await (await fetch(`${dev.url}/v1/runs/default/envs/0/checkpoints`)).json()) as {
       checkpoints: { step: number }[];
     };
