@@ -15,6 +15,7 @@ export {
 } from "../env-workers/sandbox/node/local-sandbox";
 export {
   networkIsolationAvailable,
+  networkIsolationFlags,
   type PythonPoolOptions,
   PythonProcessPool,
 } from "../env-workers/sandbox/node/python-pool";

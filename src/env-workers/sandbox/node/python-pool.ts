@@ -1,7 +1,7 @@
 /**
  * Python in throwaway child processes: each child loads Pyodide (from a memory snapshot when one
  * could be made), waits warm, runs exactly one request and dies. Isolation comes from the OS and
- * the process, not from Pyodide: the child starts in a new network namespace (`unshare -n`, no
+ * the process, not from Pyodide: the child starts in a new network namespace (`unshare -n`, `-rn` without root; no
  * interfaces but a down loopback), under Node's permission model (it may read only the Pyodide
  * package; no writes, child processes or workers; no signals to other processes), with an empty
  * environment; its wasm memory is capped and its RSS polled; a wall-clock timer kills it.
@@ -53,11 +53,23 @@ const STARTUP_TIMEOUT_MS = 30_000;
 const READY_LINE = '{"ready":true}';
 const MAX_STARTUP_FAILURES = 3;
 
-/** Whether this machine can start a process without network (`unshare -n`, user namespaces). */
+/**
+ * The `unshare` flags that start a process without network here, or null: `-n` as root, `-rn`
+ * (a user namespace mapping the caller to root inside it) for anyone else, where the kernel allows
+ * unprivileged user namespaces.
+ */
+export function networkIsolationFlags(): string[] | null {
+  if (process.platform !== "linux") return null;
+  for (const flags of [["-n"], ["-rn"]]) {
+    const probe = spawnSync("unshare", [...flags, "true"], { stdio: "ignore", timeout: 5000 });
+    if (probe.status === 0) return flags;
+  }
+  return null;
+}
+
+/** Whether this machine can start a process without network (`unshare -n` or `-rn`). */
 export function networkIsolationAvailable(): boolean {
-  if (process.platform !== "linux") return false;
-  const probe = spawnSync("unshare", ["-n", "true"], { stdio: "ignore", timeout: 5000 });
-  return probe.status === 0;
+  return networkIsolationFlags() !== null;
 }
 
 export class PythonProcessPool implements Sandbox {
@@ -67,7 +79,7 @@ export class PythonProcessPool implements Sandbox {
   private readonly rssPollMs: number;
   private readonly warn: (message: string) => void;
   private readonly readablePaths: string[];
-  private readonly isolateNetwork: boolean;
+  private readonly unshareFlags: string[] | null;
   private readonly useSnapshot: boolean;
   private snapshotPath: string | null = null;
   private tempDir: string | null = null;
@@ -94,17 +106,17 @@ export class PythonProcessPool implements Sandbox {
     const pyodideDir = realpathSync(dirname(require.resolve("pyodide/package.json")));
     // Not Pyodide's `ws` dependency: without it its socket layer cannot open a WebSocket.
     this.readablePaths = [`${pyodideDir}/`, realpathSync(CHILD_SCRIPT)];
-    this.isolateNetwork = networkIsolationAvailable();
-    if (!this.isolateNetwork) {
+    this.unshareFlags = networkIsolationFlags();
+    if (!this.unshareFlags) {
       this.warn(
-        "sandbox: `unshare -n` is not available here; Python runs WITHOUT a network namespace (Node's permission model and the sealed Pyodide still apply)",
+        "sandbox: `unshare -n` (or `-rn` without root) is not available here; Python runs WITHOUT a network namespace (Node's permission model and the sealed Pyodide still apply)",
       );
     }
   }
 
   /** Whether children run in their own network namespace. */
   get networkIsolated(): boolean {
-    return this.isolateNetwork;
+    return this.unshareFlags !== null;
   }
 
   /** Make the snapshot and fill the pool; `run` calls it too. */
@@ -201,8 +213,8 @@ export class PythonProcessPool implements Sandbox {
       CHILD_SCRIPT,
       ...args,
     ];
-    const [command, commandArgs] = this.isolateNetwork
-      ? ["unshare", ["-n", process.execPath, ...nodeArgs]]
+    const [command, commandArgs] = this.unshareFlags
+      ? ["unshare", [...this.unshareFlags, process.execPath, ...nodeArgs]]
       : [process.execPath, nodeArgs];
     // An empty environment: nothing of the host's (tokens, paths) reaches the code.
     const env: Record<string, string> = this.snapshotPath
