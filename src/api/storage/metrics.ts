@@ -1,5 +1,5 @@
 /**
- * The metrics store: one table (schema.ts `metrics`) for every value charted or exported per step.
+ * The metrics store: one table (schema/training.ts `metrics`) for every value charted or exported per step.
  * - "train": statistics of each batch, computed by the API in the statement that forms it;
  * - "env": what envs report (observe()/metrics(), drop counts by reason, curriculum level);
  * - "eval": evaluation results.
