@@ -2,6 +2,6 @@ import { defineConfig } from "drizzle-kit";
 
 export default defineConfig({
   dialect: "sqlite",
-  schema: "./src/api/storage/schema.ts",
+  schema: "./src/api/storage/schema/*.ts",
   out: "./drizzle",
 });

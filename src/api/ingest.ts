@@ -22,6 +22,8 @@ import type { IngestItem } from "./ingest-item";
 import { settingsOf } from "./settings";
 import {
   groupInsertStatements,
+  type InsertedGroup,
+  insertedGroupOf,
   itemKeyAnswer,
   recentSubmission,
   runIngestLimits,
@@ -39,14 +41,9 @@ export interface IngestOutcome {
   envId: number | null;
 }
 
-interface StoredRow {
-  id: number;
-  status: "queued" | "buffered";
-}
-
 /** One item's fate in a commit: its new row (null: not inserted) and the commit's timings. */
 interface CommittedItem {
-  row: StoredRow | null;
+  row: InsertedGroup | null;
   r2Ms: number;
   d1Ms: number;
 }
@@ -116,9 +113,9 @@ async function writeCommit(env: Bindings, run: string, items: IngestItem[]) {
   const touched = new Set(items.map((it) => it.summary.envId).filter((e) => e !== null));
   for (const envId of touched) statements.push(touchEnvStatement(env.DB, run, envId, now));
   const d1Started = performance.now();
-  const results = await env.DB.batch<StoredRow>(statements);
+  const results = await env.DB.batch(statements);
   const d1Ms = performance.now() - d1Started;
-  const rows = items.map((_, i) => results[insertAt[i]!]?.results[0] ?? null);
+  const rows = items.map((_, i) => insertedGroupOf(results[insertAt[i]!]));
   // Duplicates and unknown envs insert nothing; an object nobody references is removed.
   if (toR2.length > 0 && rows.every((row, i) => row === null || items[i]!.inline !== null)) {
     await env.PAYLOADS.delete(key);

@@ -1,7 +1,8 @@
 /**
  * The Worker's settings: every var the API reads, with its default, in one schema, read once per
  * bindings object. A numeric var that is unset or not a finite number takes its default.
- * (wrangler.jsonc sets some of them: its values win over these defaults.)
+ * These defaults are the only ones: wrangler.jsonc (and the project template's) may repeat a var
+ * only with exactly its default here (test/unit/api/settings.test.ts fails when they drift).
  */
 import { z } from "zod";
 import type { BaseBindings } from "./base-bindings";
@@ -19,9 +20,9 @@ function numeric(fallback: number) {
 
 export const settingsSchema = z.object({
   /** A request body over this many bytes is refused (413). */
-  MAX_BODY_BYTES: numeric(64 * 1024 * 1024),
+  MAX_BODY_BYTES: numeric(200 * 1024 * 1024),
   /** A gzip body inflating past this many bytes is refused (413). */
-  MAX_INFLATED_BYTES: numeric(64 * 1024 * 1024),
+  MAX_INFLATED_BYTES: numeric(256 * 1024 * 1024),
   /**
    * The most a JSON body of a route other than the submissions (tasks, proxy calls, metrics,
    * registrations, tokens, ...) may hold, on the wire and inflated. Those bodies are parsed whole

@@ -214,7 +214,7 @@ export class TrainerClient {
   }
 }
 
-/** The parts of /stats the CLI reads (the API returns more; src/core/api-schemas.ts). */
+/** The parts of /stats the CLI reads (the API returns more; src/core/api-schemas/). */
 export type RunStats = Pick<
   Stats,
   "run" | "step" | "policy_version" | "batch_size" | "registered" | "policy_versions"

@@ -4,7 +4,7 @@ import { getToken } from "./auth.js";
 
 /**
  * The API's response shapes, from the same zod schemas that document and check them
- * (src/core/api-schemas.ts); `npm run typecheck` checks this file against them. Type-only imports:
+ * (src/core/api-schemas/); `npm run typecheck` checks this file against them. Type-only imports:
  * the browser never loads those modules.
  * @typedef {import("../../../src/core/api-schemas").RunSummary} RunSummary
  * @typedef {import("../../../src/core/api-schemas").RunStats} RunStats

@@ -4,14 +4,20 @@
  * and the groups are looked up by a bound JSON list (`json_each`; D1 caps bound parameters at 100),
  * which drizzle's builder cannot say.
  */
-import type { BatchRow } from "../../core/api-schemas";
+import { z } from "zod";
+import { batchRowSchema } from "../../core/api-schemas";
+import { allRows } from "./rows";
 
-export type BatchListRow = Omit<BatchRow, "groups" | "replayed_groups"> & {
-  group_ids: string;
+const batchListRowSchema = batchRowSchema.omit({ groups: true, replayed_groups: true }).extend({
+  /** JSON list of the batch's group ids. */
+  group_ids: z.string(),
   /** JSON list of the ids of groups that were replays (null: none). */
-  replay_ids: string | null;
-};
-export type BatchGroupRow = Omit<BatchRow["groups"][number], "replayed">;
+  replay_ids: z.string().nullable(),
+});
+export type BatchListRow = z.infer<typeof batchListRowSchema>;
+
+const batchGroupRowSchema = batchRowSchema.shape.groups.element.omit({ replayed: true });
+export type BatchGroupRow = z.infer<typeof batchGroupRowSchema>;
 
 /** Up to `limit` of the run's batches below step `before`, newest step first. */
 export async function listBatchRows(
@@ -20,15 +26,16 @@ export async function listBatchRows(
   before: number,
   limit: number,
 ): Promise<BatchListRow[]> {
-  const { results } = await d1
-    .prepare(
-      `SELECT id AS batch_id, step, status, num_groups, num_seqs, created_at, lease_expires_at, acked_at,
+  return allRows(
+    d1
+      .prepare(
+        `SELECT id AS batch_id, step, status, num_groups, num_seqs, created_at, lease_expires_at, acked_at,
        max_staleness, policy_version AS policy_version_at_formation, group_ids, replay_ids
      FROM batches WHERE run = ?1 AND step < ?2 ORDER BY step DESC LIMIT ?3`,
-    )
-    .bind(run, before, limit)
-    .all<BatchListRow>();
-  return results;
+      )
+      .bind(run, before, limit),
+    batchListRowSchema,
+  );
 }
 
 /** The groups with these ids that still exist (retention may have removed some). */
@@ -36,11 +43,12 @@ export async function batchGroupRows(
   d1: D1Database,
   ids: readonly number[],
 ): Promise<BatchGroupRow[]> {
-  const { results } = await d1
-    .prepare(
-      "SELECT id, env_id, policy_version, num_seqs FROM groups WHERE id IN (SELECT value FROM json_each(?1))",
-    )
-    .bind(JSON.stringify(ids))
-    .all<BatchGroupRow>();
-  return results;
+  return allRows(
+    d1
+      .prepare(
+        "SELECT id, env_id, policy_version, num_seqs FROM groups WHERE id IN (SELECT value FROM json_each(?1))",
+      )
+      .bind(JSON.stringify(ids)),
+    batchGroupRowSchema,
+  );
 }

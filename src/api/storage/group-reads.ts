@@ -3,8 +3,14 @@
  * Raw SQL: the rows join envs and batches under the API's own column names (a `GroupRow`), and
  * the payload columns are shared with the lease path's raw statements (`GROUP_REF_COLUMNS`).
  */
-import type { GroupRow } from "../../core/api-schemas";
-import { GROUP_PAYLOAD_JOIN, GROUP_REF_COLUMNS, type GroupRefRow } from "./payloads";
+import { type GroupRow, groupRowSchema } from "../../core/api-schemas";
+import {
+  GROUP_PAYLOAD_JOIN,
+  GROUP_REF_COLUMNS,
+  type GroupRefRow,
+  groupRefRowSchema,
+} from "./payloads";
+import { allRows, firstRow } from "./rows";
 
 const GROUP_COLUMNS = `g.id, g.env_id, e.real_name AS env_name, g.status, g.num_seqs, g.total_tokens,
   g.completion_tokens, g.score_mean, g.score_min, g.score_max, g.policy_version, g.created_at,
@@ -63,14 +69,17 @@ export async function listGroupRows(
     where.push("g.status = ?");
     params.push(filter.status);
   }
-  const { results } = await d1
-    .prepare(
-      `SELECT ${GROUP_COLUMNS} ${GROUP_JOINS} WHERE ${where.join(" AND ")} ORDER BY g.id DESC LIMIT ${Math.trunc(limit)}`,
-    )
-    .bind(...params)
-    .all<GroupRow>();
-  return results;
+  return allRows(
+    d1
+      .prepare(
+        `SELECT ${GROUP_COLUMNS} ${GROUP_JOINS} WHERE ${where.join(" AND ")} ORDER BY g.id DESC LIMIT ${Math.trunc(limit)}`,
+      )
+      .bind(...params),
+    groupRowSchema,
+  );
 }
+
+const groupDetailRowSchema = groupRowSchema.extend(groupRefRowSchema.shape);
 
 /** One group's row with where its payload is, or null when the run has no such group. */
 export async function groupDetailRow(
@@ -78,12 +87,14 @@ export async function groupDetailRow(
   run: string,
   id: number,
 ): Promise<(GroupRow & GroupRefRow) | null> {
-  return d1
-    .prepare(
-      `SELECT ${GROUP_COLUMNS}, g.payload_key, g.payload_encoding, g.payload_offset, g.payload_bytes, p.body AS payload_inline ${GROUP_JOINS} ${GROUP_PAYLOAD_JOIN} WHERE g.run = ?1 AND g.id = ?2`,
-    )
-    .bind(run, id)
-    .first<GroupRow & GroupRefRow>();
+  return firstRow(
+    d1
+      .prepare(
+        `SELECT ${GROUP_COLUMNS}, g.payload_key, g.payload_encoding, g.payload_offset, g.payload_bytes, g.raw_bytes, g.raw_crc32, p.body AS payload_inline ${GROUP_JOINS} ${GROUP_PAYLOAD_JOIN} WHERE g.run = ?1 AND g.id = ?2`,
+      )
+      .bind(run, id),
+    groupDetailRowSchema,
+  );
 }
 
 /** Whether the run has a group with this id. */
@@ -100,11 +111,13 @@ export async function latestQueuedGroupRef(
   d1: D1Database,
   run: string,
 ): Promise<GroupRefRow | null> {
-  return d1
-    .prepare(
-      `SELECT ${GROUP_REF_COLUMNS} FROM groups g ${GROUP_PAYLOAD_JOIN}
+  return firstRow(
+    d1
+      .prepare(
+        `SELECT ${GROUP_REF_COLUMNS} FROM groups g ${GROUP_PAYLOAD_JOIN}
        WHERE g.run = ?1 AND g.status <> 'buffered' ORDER BY COALESCE(g.queued_at, g.created_at) DESC, g.id DESC LIMIT 1`,
-    )
-    .bind(run)
-    .first<GroupRefRow>();
+      )
+      .bind(run),
+    groupRefRowSchema,
+  );
 }

@@ -4,7 +4,9 @@
  * the payload kept in D1 beside the row; the queue item's idempotency key; the env's heartbeat;
  * and the reads that tell a retry from an unknown env.
  */
+import { z } from "zod";
 import type { GroupStats } from "../../core/group-stats";
+import { firstRow, rowsOf } from "./rows";
 
 /** What one group's insert writes. */
 export interface GroupInsert {
@@ -111,16 +113,29 @@ export function touchEnvStatement(
   return d1.prepare(TOUCH_ENV).bind(run, envId, now);
 }
 
+/** The row a group's insert returns (none: a duplicate or an unknown env). */
+const insertedGroupRow = z.object({ id: z.number(), status: z.enum(["queued", "buffered"]) });
+export type InsertedGroup = z.infer<typeof insertedGroupRow>;
+
+/** The group an insert of groupInsertStatements stored, from its result in the batch. */
+export function insertedGroupOf(result: D1Result | undefined): InsertedGroup | null {
+  return result ? (rowsOf(result, insertedGroupRow)[0] ?? null) : null;
+}
+
+const answerRow = z.object({ response: z.string() });
+const submissionRow = z.object({ id: z.number(), status: z.string() });
+const ingestLimitsRow = z.object({ max_token_len: z.number().nullable(), env_ids: z.string() });
+
 /** The answer recorded for a queue item's idempotency key, if it was used. */
 export async function itemKeyAnswer(
   d1: D1Database,
   run: string,
   key: string,
 ): Promise<{ groupId: number | null } | null> {
-  const used = await d1
-    .prepare("SELECT response FROM idempotency_keys WHERE run = ?1 AND key = ?2")
-    .bind(run, key)
-    .first<{ response: string }>();
+  const used = await firstRow(
+    d1.prepare("SELECT response FROM idempotency_keys WHERE run = ?1 AND key = ?2").bind(run, key),
+    answerRow,
+  );
   if (!used) return null;
   return { groupId: (JSON.parse(used.response) as { group_id: number | null }).group_id };
 }
@@ -132,12 +147,14 @@ export function recentSubmission(
   dedupeKey: string,
   cutoff: number,
 ): Promise<{ id: number; status: string } | null> {
-  return d1
-    .prepare(
-      "SELECT id, status FROM groups WHERE run = ?1 AND dedupe_key = ?2 AND created_at > ?3 ORDER BY id LIMIT 1",
-    )
-    .bind(run, dedupeKey, cutoff)
-    .first<{ id: number; status: string }>();
+  return firstRow(
+    d1
+      .prepare(
+        "SELECT id, status FROM groups WHERE run = ?1 AND dedupe_key = ?2 AND created_at > ?3 ORDER BY id LIMIT 1",
+      )
+      .bind(run, dedupeKey, cutoff),
+    submissionRow,
+  );
 }
 
 /**
@@ -149,14 +166,16 @@ export async function runIngestLimits(
   run: string,
   envIds: readonly number[],
 ): Promise<{ maxTokenLen: number; envIds: Set<number> }> {
-  const row = await d1
-    .prepare(
-      `SELECT (SELECT max_token_len FROM runs WHERE name = ?1) AS max_token_len,
+  const row = await firstRow(
+    d1
+      .prepare(
+        `SELECT (SELECT max_token_len FROM runs WHERE name = ?1) AS max_token_len,
   (SELECT json_group_array(env_id) FROM envs
     WHERE run = ?1 AND env_id IN (SELECT value FROM json_each(?2))) AS env_ids`,
-    )
-    .bind(run, JSON.stringify(envIds))
-    .first<{ max_token_len: number | null; env_ids: string }>();
+      )
+      .bind(run, JSON.stringify(envIds)),
+    ingestLimitsRow,
+  );
   return {
     maxTokenLen: row?.max_token_len ?? -1,
     envIds: new Set(JSON.parse(row?.env_ids ?? "[]") as number[]),

@@ -2,12 +2,22 @@
  * Idempotency-Key support: the first answer to a keyed POST is stored; a retry with the same key
  * and body gets that answer again; the same key with a different body is a client bug (422).
  */
+
+import { z } from "zod";
 import { ApiError } from "../errors";
+import { firstRow } from "./rows";
 
 export interface StoredAnswer {
   statusCode: number;
   response: string;
 }
+
+const answerRow = z.object({
+  route: z.string(),
+  request_hash: z.string(),
+  status_code: z.number(),
+  response: z.string(),
+});
 
 export async function findAnswer(
   d1: D1Database,
@@ -18,12 +28,14 @@ export async function findAnswer(
   /** The key as the client sent it (`key` may be scoped to its token). */
   shown = key,
 ): Promise<StoredAnswer | null> {
-  const row = await d1
-    .prepare(
-      "SELECT route, request_hash, status_code, response FROM idempotency_keys WHERE run = ?1 AND key = ?2",
-    )
-    .bind(run, key)
-    .first<{ route: string; request_hash: string; status_code: number; response: string }>();
+  const row = await firstRow(
+    d1
+      .prepare(
+        "SELECT route, request_hash, status_code, response FROM idempotency_keys WHERE run = ?1 AND key = ?2",
+      )
+      .bind(run, key),
+    answerRow,
+  );
   if (!row) return null;
   if (row.route !== route || row.request_hash !== requestHash) {
     throw new ApiError(

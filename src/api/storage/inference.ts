@@ -3,7 +3,10 @@
  * INFERENCE_KEYS_SECRET secret, sealed with AES-GCM (a key derived from the secret by SHA-256);
  * nothing here ever returns them to a client, only to the proxy that forwards with them.
  */
+
+import { z } from "zod";
 import type { APIServerConfig } from "../../core/server-config";
+import { firstRow } from "./rows";
 
 const SEALED_PREFIX = "aesgcm:";
 const encoder = new TextEncoder();
@@ -89,17 +92,18 @@ export async function putRunInference(
   return shown;
 }
 
-interface InferenceRow {
-  servers: string;
-  api_keys: string;
-  updated_at: number;
-}
+const inferenceRow = z.object({
+  servers: z.string(),
+  api_keys: z.string(),
+  updated_at: z.number(),
+});
+type InferenceRow = z.infer<typeof inferenceRow>;
 
 function readRow(db: D1Database, run: string): Promise<InferenceRow | null> {
-  return db
-    .prepare("SELECT servers, api_keys, updated_at FROM run_inference WHERE run = ?1")
-    .bind(run)
-    .first<InferenceRow>();
+  return firstRow(
+    db.prepare("SELECT servers, api_keys, updated_at FROM run_inference WHERE run = ?1").bind(run),
+    inferenceRow,
+  );
 }
 
 /** The run's servers with their keys, for forwarding; null when none are set. */

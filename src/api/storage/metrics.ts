@@ -1,12 +1,14 @@
 /**
- * The metrics store: one table (schema.ts `metrics`) for every value charted or exported per step.
+ * The metrics store: one table (schema/training.ts `metrics`) for every value charted or exported per step.
  * - "train": statistics of each batch, computed by the API in the statement that forms it;
  * - "env": what envs report (observe()/metrics(), drop counts by reason, curriculum level);
  * - "eval": evaluation results.
  */
 import { sql } from "drizzle-orm";
-import type { MetricKind, MetricSeries } from "../../core/api-schemas";
+import { z } from "zod";
+import { type MetricKind, type MetricSeries, metricKindSchema } from "../../core/api-schemas";
 import { compiledSql } from "./compiled";
+import { allRows } from "./rows";
 
 /** Env id of run-wide values (throughput). */
 export const RUN_WIDE = -1;
@@ -180,14 +182,22 @@ export interface MetricFilter {
   limit: number;
 }
 
-interface MetricRow {
-  name: string;
-  env_id: number;
-  step: number;
-  policy_version: number | null;
-  value: number;
-  kind: MetricKind;
-}
+const metricRow = z.object({
+  name: z.string(),
+  env_id: z.number(),
+  step: z.number(),
+  policy_version: z.number().nullable(),
+  value: z.number(),
+  kind: metricKindSchema,
+});
+const evalRow = z.object({
+  step: z.number(),
+  env_id: z.number(),
+  name: z.string(),
+  value: z.number(),
+  policy_version: z.number().nullable(),
+  created_at: z.number(),
+});
 
 /** Values matching `filter`, as one series per (name, env, kind), steps ascending. */
 export async function queryMetrics(
@@ -214,13 +224,15 @@ export async function queryMetrics(
   if (filter.kind !== undefined) where.push(`kind = ${bind(filter.kind)}`);
   if (filter.fromStep !== undefined) where.push(`step >= ${bind(filter.fromStep)}`);
   if (filter.toStep !== undefined) where.push(`step <= ${bind(filter.toStep)}`);
-  const { results } = await d1
-    .prepare(
-      `SELECT name, env_id, step, policy_version, value, kind FROM metrics WHERE ${where.join(" AND ")}
+  const results = await allRows(
+    d1
+      .prepare(
+        `SELECT name, env_id, step, policy_version, value, kind FROM metrics WHERE ${where.join(" AND ")}
        ORDER BY name, env_id, kind, step LIMIT ${bind(filter.limit + 1)}`,
-    )
-    .bind(...binds)
-    .all<MetricRow>();
+      )
+      .bind(...binds),
+    metricRow,
+  );
   const truncated = results.length > filter.limit;
   const series = new Map<string, MetricSeries>();
   for (const r of results.slice(0, filter.limit)) {
@@ -250,13 +262,15 @@ export async function evaluationsByStep(
   run: string,
   envId: number,
 ): Promise<{ step: number; metrics: Record<string, number>; created_at: number }[]> {
-  const { results } = await d1
-    .prepare(
-      `SELECT step, name, value, created_at FROM metrics
+  const results = await allRows(
+    d1
+      .prepare(
+        `SELECT step, name, value, created_at FROM metrics
        WHERE run = ?1 AND env_id = ?2 AND kind = 'eval' ORDER BY step, name`,
-    )
-    .bind(run, envId)
-    .all<{ step: number; name: string; value: number; created_at: number }>();
+      )
+      .bind(run, envId),
+    evalRow.pick({ step: true, name: true, value: true, created_at: true }),
+  );
   const bySteps = new Map<
     number,
     { step: number; metrics: Record<string, number>; created_at: number }
@@ -280,14 +294,16 @@ export async function evaluationMetricOverSteps(
   name: string,
   envId?: number,
 ): Promise<{ step: number; env_id: number; value: number; policy_version: number | null }[]> {
-  const { results } = await d1
-    .prepare(
-      `SELECT step, env_id, value, policy_version FROM metrics
+  const results = await allRows(
+    d1
+      .prepare(
+        `SELECT step, env_id, value, policy_version FROM metrics
        WHERE run = ?1 AND name = ?2 AND kind = 'eval' AND (?3 IS NULL OR env_id = ?3)
        ORDER BY step, env_id`,
-    )
-    .bind(run, name, envId ?? null)
-    .all<{ step: number; env_id: number; value: number; policy_version: number | null }>();
+      )
+      .bind(run, name, envId ?? null),
+    evalRow.pick({ step: true, env_id: true, value: true, policy_version: true }),
+  );
   return results;
 }
 
@@ -298,23 +314,26 @@ export async function evaluationAtStep(
   envId: number,
   step: number,
 ): Promise<Record<string, number> | null> {
-  const { results } = await d1
-    .prepare(
-      "SELECT name, value FROM metrics WHERE run = ?1 AND env_id = ?2 AND step = ?3 AND kind = 'eval'",
-    )
-    .bind(run, envId, step)
-    .all<{ name: string; value: number }>();
+  const results = await allRows(
+    d1
+      .prepare(
+        "SELECT name, value FROM metrics WHERE run = ?1 AND env_id = ?2 AND step = ?3 AND kind = 'eval'",
+      )
+      .bind(run, envId, step),
+    evalRow.pick({ name: true, value: true }),
+  );
   return results.length > 0 ? Object.fromEntries(results.map((r) => [r.name, r.value])) : null;
 }
 
-export interface TimelinePoint {
-  t: number;
-  ingest_groups: number;
-  ingest_sequences: number;
-  delivered_batches: number;
-  delivered_sequences: number;
-  mean_score: number | null;
-}
+const timelinePoint = z.object({
+  t: z.number(),
+  ingest_groups: z.number(),
+  ingest_sequences: z.number(),
+  delivered_batches: z.number(),
+  delivered_sequences: z.number(),
+  mean_score: z.number().nullable(),
+});
+export type TimelinePoint = z.infer<typeof timelinePoint>;
 
 /**
  * The batch statistics per wall-clock bucket of the time their batch was formed: batches and
@@ -328,9 +347,10 @@ export async function batchStatisticsOverTime(
   since: number,
   bucketMs: number,
 ): Promise<TimelinePoint[]> {
-  const { results } = await d1
-    .prepare(
-      `SELECT CAST(created_at / ?3 AS INTEGER) * ?3 AS t,
+  const results = await allRows(
+    d1
+      .prepare(
+        `SELECT CAST(created_at / ?3 AS INTEGER) * ?3 AS t,
          COUNT(DISTINCT CASE WHEN name = 'train/sequences' THEN step END) AS delivered_batches,
          COALESCE(SUM(CASE WHEN name = 'train/sequences' THEN value END), 0) AS delivered_sequences,
          COALESCE(SUM(CASE WHEN name = 'train/ingest_groups' THEN value END), 0) AS ingest_groups,
@@ -339,9 +359,10 @@ export async function batchStatisticsOverTime(
        FROM metrics WHERE run = ?1 AND kind = 'train' AND created_at > ?2
          AND name IN ('train/sequences', 'train/ingest_groups', 'train/ingest_sequences', 'train/score_mean')
        GROUP BY 1 ORDER BY 1`,
-    )
-    .bind(run, since, bucketMs)
-    .all<TimelinePoint>();
+      )
+      .bind(run, since, bucketMs),
+    timelinePoint,
+  );
   return results;
 }
 
@@ -360,16 +381,18 @@ export async function latestScoreHistogram(
   run: string,
   envId: number,
 ): Promise<ScoreHistogramAtStep> {
-  const { results } = await d1
-    .prepare(
-      `SELECT name, value, step FROM metrics
+  const results = await allRows(
+    d1
+      .prepare(
+        `SELECT name, value, step FROM metrics
        WHERE run = ?1 AND env_id = ?2 AND kind = 'train'
          AND step = (SELECT MAX(step) FROM metrics WHERE run = ?1 AND env_id = ?2 AND kind = 'train'
            AND name = 'train/score_min')
          AND (name IN ('train/score_min', 'train/score_max') OR substr(name, 1, ?3) = ?4)`,
-    )
-    .bind(run, envId, SCORE_HISTOGRAM_PREFIX.length, SCORE_HISTOGRAM_PREFIX)
-    .all<{ name: string; value: number; step: number }>();
+      )
+      .bind(run, envId, SCORE_HISTOGRAM_PREFIX.length, SCORE_HISTOGRAM_PREFIX),
+    evalRow.pick({ name: true, value: true, step: true }),
+  );
   const byName = new Map(results.map((r) => [r.name, r.value]));
   const lo = byName.get("train/score_min");
   const hi = byName.get("train/score_max");

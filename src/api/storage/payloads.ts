@@ -8,6 +8,7 @@
  * "gzip").
  */
 import { Buffer } from "node:buffer";
+import { z } from "zod";
 import { gunzipBounded } from "../../core/gzip";
 import { inflatePiece } from "../../core/gzip-pieces";
 
@@ -64,19 +65,20 @@ export function deleteInlinePayloads(
     .bind(JSON.stringify(groupIds));
 }
 
-export interface GroupRefRow {
-  id: number;
-  env_id: number | null;
-  payload_key: string;
-  payload_encoding: "canonical" | "deflate" | "identity" | "gzip";
-  payload_offset: number;
-  payload_bytes: number;
-  raw_bytes: number | null;
-  raw_crc32: number | null;
-  payload_inline: string | null;
-  policy_version: number;
-  num_seqs: number;
-}
+export const groupRefRowSchema = z.object({
+  id: z.number(),
+  env_id: z.number().nullable(),
+  payload_key: z.string(),
+  payload_encoding: z.enum(["canonical", "deflate", "identity", "gzip"]),
+  payload_offset: z.number(),
+  payload_bytes: z.number(),
+  raw_bytes: z.number().nullable(),
+  raw_crc32: z.number().nullable(),
+  payload_inline: z.string().nullable(),
+  policy_version: z.number(),
+  num_seqs: z.number(),
+});
+export type GroupRefRow = z.infer<typeof groupRefRowSchema>;
 
 export function groupRef(row: GroupRefRow): LeasedGroupRef {
   return {

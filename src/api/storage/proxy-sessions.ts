@@ -1,6 +1,9 @@
 /** Inference-proxy sessions in D1 (table proxy_sessions). */
+
+import { z } from "zod";
 import { type ProxyTracking, proxyTrackingSchema } from "../../core/proxy-session";
 import type { Trajectory } from "../../core/trajectory";
+import { firstRow, rowsOf } from "./rows";
 import { taskGroupInsert } from "./task-registry";
 import { trajectoryInserts } from "./trajectories";
 
@@ -20,19 +23,20 @@ export interface ProxySessionRow {
   task: string | null;
 }
 
-interface RawRow {
-  run: string;
-  id: string;
-  status: string;
-  tracking: string;
-  version: number;
-  created_at: number;
-  last_used_at: number;
-  expires_at: number;
-  group_id: number | null;
-  owner: string | null;
-  task: string | null;
-}
+const rawRow = z.object({
+  run: z.string(),
+  id: z.string(),
+  status: z.string(),
+  tracking: z.string(),
+  version: z.number(),
+  created_at: z.number(),
+  last_used_at: z.number(),
+  expires_at: z.number(),
+  group_id: z.number().nullable(),
+  owner: z.string().nullable(),
+  task: z.string().nullable(),
+});
+type RawRow = z.infer<typeof rawRow>;
 
 const COLUMNS =
   "run, id, status, tracking, version, created_at, last_used_at, expires_at, group_id, owner, task";
@@ -58,10 +62,10 @@ export async function loadSession(
   run: string,
   id: string,
 ): Promise<ProxySessionRow | null> {
-  const row = await db
-    .prepare(`SELECT ${COLUMNS} FROM proxy_sessions WHERE run = ?1 AND id = ?2`)
-    .bind(run, id)
-    .first<RawRow>();
+  const row = await firstRow(
+    db.prepare(`SELECT ${COLUMNS} FROM proxy_sessions WHERE run = ?1 AND id = ?2`).bind(run, id),
+    rawRow,
+  );
   return row ? fromRaw(row) : null;
 }
 
@@ -83,7 +87,7 @@ export async function createSession(
   owner: string | null,
   task: string | null = null,
 ): Promise<ProxySessionRow> {
-  const [, created] = await db.batch<RawRow>([
+  const [, created] = await db.batch([
     db
       .prepare("DELETE FROM proxy_sessions WHERE run = ?1 AND expires_at < ?2")
       .bind(run, now - EXPIRED_KEPT_MS),
@@ -94,7 +98,7 @@ export async function createSession(
       )
       .bind(run, id, JSON.stringify(tracking), now, now + ttlMs, owner, task),
   ]);
-  return fromRaw(created!.results[0]!);
+  return fromRaw(rowsOf(created!, rawRow)[0]!);
 }
 
 /** Writes the tracking if nobody wrote since `session` was read; false when someone did. */

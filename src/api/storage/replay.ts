@@ -4,8 +4,10 @@
  * statements for the ack's own batch, so they cost no extra round trip.
  */
 import { eq } from "drizzle-orm";
+import { z } from "zod";
 import type { ReplayConfig, ReplayConfigRequest, ReplayStatus } from "../../core/api-schemas";
 import type { ReplayCandidate } from "../../core/replay-mix";
+import { allRows, rowsOf } from "./rows";
 import { db, type RunRow } from "./runs";
 import { runs } from "./schema";
 
@@ -42,7 +44,7 @@ export async function updateReplayConfig(
 }
 
 export async function replayStatus(d1: D1Database, row: RunRow): Promise<ReplayStatus> {
-  const [buffer, replayed] = await d1.batch<{ n: number; left: number; s: number }>([
+  const [buffer, replayed] = await d1.batch([
     d1
       .prepare(
         "SELECT COUNT(*) AS n, COALESCE(SUM(MAX(?2 - replays, 0)), 0) AS left FROM replay_groups WHERE run = ?1",
@@ -52,14 +54,21 @@ export async function replayStatus(d1: D1Database, row: RunRow): Promise<ReplayS
       .prepare("SELECT COALESCE(SUM(replay_seqs), 0) AS s FROM batches WHERE run = ?1")
       .bind(row.name),
   ]);
-  const first = buffer?.results[0];
+  const [first] = rowsOf(buffer!, z.object({ n: z.number(), left: z.number() }));
+  const [sum] = rowsOf(replayed!, z.object({ s: z.number() }));
   return {
     ...replayConfigOf(row),
     buffered_groups: first?.n ?? 0,
     replays_left: first?.left ?? 0,
-    replayed_sequences: replayed?.results[0]?.s ?? 0,
+    replayed_sequences: sum?.s ?? 0,
   };
 }
+
+const replayCandidateRow: z.ZodType<ReplayCandidate> = z.object({
+  id: z.number(),
+  size: z.number(),
+  priority: z.number(),
+});
 
 /** Buffered groups a batch may replay now: replays left, within the staleness bound. */
 export async function replayCandidates(
@@ -69,15 +78,17 @@ export async function replayCandidates(
   minVersion: number | null,
   limit: number,
 ): Promise<ReplayCandidate[]> {
-  const { results } = await d1
-    .prepare(
-      `SELECT r.group_id AS id, g.num_seqs AS size, r.priority AS priority
+  const results = await allRows(
+    d1
+      .prepare(
+        `SELECT r.group_id AS id, g.num_seqs AS size, r.priority AS priority
        FROM replay_groups r JOIN groups g ON g.id = r.group_id
        WHERE r.run = ?1 AND r.replays < ?2 AND g.policy_version >= ?3
        ORDER BY r.priority DESC, r.group_id LIMIT ?4`,
-    )
-    .bind(run, maxReplays, minVersion ?? Number.MIN_SAFE_INTEGER, limit)
-    .all<ReplayCandidate>();
+      )
+      .bind(run, maxReplays, minVersion ?? Number.MIN_SAFE_INTEGER, limit),
+    replayCandidateRow,
+  );
   return results;
 }
 
@@ -198,5 +209,5 @@ export async function adoptIntoReplay(
       )
       .bind(run, list),
   ]);
-  return (results[3]?.results[0] as { n: number } | undefined)?.n ?? 0;
+  return rowsOf(results[3]!, z.object({ n: z.number() }))[0]?.n ?? 0;
 }

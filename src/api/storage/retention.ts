@@ -4,6 +4,8 @@
  * Raw SQL: `DELETE … RETURNING` over a join with a limit, and `json_each` over the leased
  * batches' replay lists, which drizzle's builder cannot say.
  */
+import { z } from "zod";
+import { allRows, firstRow, rowsOf } from "./rows";
 
 /** Groups retention keeps: in the replay buffer, or replayed in a batch still leased. */
 const KEPT_FOR_REPLAY = `
@@ -40,15 +42,11 @@ export async function deleteExpiredGroups(
   ackedBy: number,
   limit: number,
 ): Promise<ExpiredGroup[]> {
-  const { results } = await d1
-    .prepare(DELETE_EXPIRED)
-    .bind(run, ackedBy, limit)
-    .all<Record<string, unknown>>();
-  return results.map((r) => ({
-    id: Number(r.id),
-    payloadKey: String(r.payload_key),
-    payloadBytes: Number(r.payload_bytes),
-  }));
+  const deleted = await d1.prepare(DELETE_EXPIRED).bind(run, ackedBy, limit).all();
+  return rowsOf(
+    deleted,
+    z.object({ id: z.number(), payload_key: z.string(), payload_bytes: z.number() }),
+  ).map((r) => ({ id: r.id, payloadKey: r.payload_key, payloadBytes: r.payload_bytes }));
 }
 
 /** Those of `keys` some group still references. */
@@ -56,15 +54,18 @@ export async function referencedPayloadKeys(
   d1: D1Database,
   keys: readonly string[],
 ): Promise<string[]> {
-  const { results } = await d1
-    .prepare(STILL_REFERENCED)
-    .bind(JSON.stringify(keys))
-    .all<Record<string, unknown>>();
-  return results.map((r) => String(r.payload_key));
+  const rows = await allRows(
+    d1.prepare(STILL_REFERENCED).bind(JSON.stringify(keys)),
+    z.object({ payload_key: z.string() }),
+  );
+  return rows.map((r) => r.payload_key);
 }
 
 /** When the first batch holding an expirable group of the run was acked, or null if none. */
 export async function firstExpiringAck(d1: D1Database, run: string): Promise<number | null> {
-  const row = await d1.prepare(FIRST_EXPIRING).bind(run).first<Record<string, unknown>>();
-  return row?.at == null ? null : Number(row.at);
+  const row = await firstRow(
+    d1.prepare(FIRST_EXPIRING).bind(run),
+    z.object({ at: z.number().nullable() }),
+  );
+  return row?.at ?? null;
 }

@@ -3,7 +3,9 @@
  */
 import { and, eq, lt, sql } from "drizzle-orm";
 import { drizzle } from "drizzle-orm/d1";
+import { z } from "zod";
 import type { EnvRecordForStatus, QueueByEnv } from "../../core/status-env";
+import { allRows } from "./rows";
 import { batches, envs, runs } from "./schema";
 
 export type RunRow = typeof runs.$inferSelect;
@@ -84,18 +86,21 @@ export function toStatusEnvRecord(env: EnvRow): EnvRecordForStatus {
   };
 }
 
-export interface QueueCountRow {
-  env_id: number;
-  size: number;
-  status: "queued" | "buffered";
-  n: number;
-}
+const queueCountRow = z.object({
+  env_id: z.number(),
+  size: z.number(),
+  status: z.enum(["queued", "buffered"]),
+  n: z.number(),
+});
+export type QueueCountRow = z.infer<typeof queueCountRow>;
 
 export async function queueCounts(d1: D1Database, run: string): Promise<QueueCountRow[]> {
-  const { results } = await d1
-    .prepare("SELECT env_id, size, status, n FROM queue_counts WHERE run = ?1 AND n > 0")
-    .bind(run)
-    .all<QueueCountRow>();
+  const results = await allRows(
+    d1
+      .prepare("SELECT env_id, size, status, n FROM queue_counts WHERE run = ?1 AND n > 0")
+      .bind(run),
+    queueCountRow,
+  );
   return results;
 }
 

@@ -4,6 +4,8 @@
  * within that bound; moving it to status 'stale' takes it out of queue_counts (the triggers
  * count only buffered and queued groups), which /status-env and the envs' throttling read.
  */
+import { z } from "zod";
+import { firstRow } from "./rows";
 
 /** Moves queued groups older than `minVersion` to 'stale' (for a batch of statements). */
 export function evictStaleStatement(
@@ -31,10 +33,10 @@ export async function evictStale(d1: D1Database, run: string, minVersion: number
 }
 
 export async function staleCount(d1: D1Database, run: string): Promise<number> {
-  const row = await d1
-    .prepare("SELECT COUNT(*) AS n FROM groups WHERE run = ?1 AND status = 'stale'")
-    .bind(run)
-    .first<{ n: number }>();
+  const row = await firstRow(
+    d1.prepare("SELECT COUNT(*) AS n FROM groups WHERE run = ?1 AND status = 'stale'").bind(run),
+    z.object({ n: z.number() }),
+  );
   return row?.n ?? 0;
 }
 

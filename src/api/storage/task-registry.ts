@@ -1,25 +1,29 @@
 /** A run's registered tasks (table tasks) and the groups contributed for them (task_groups). */
+
+import { z } from "zod";
 import type { RegisterTaskRequest, TaskInfo } from "../../core/task-registry";
+import { rowsOf } from "./rows";
 
-interface TaskRow {
-  name: string;
-  difficulty: number | null;
-  required_tools: string;
-  description: string;
-  token_id: string | null;
-  token_name: string | null;
-  created_at: number;
-  updated_at: number;
-}
+const taskRow = z.object({
+  name: z.string(),
+  difficulty: z.number().nullable(),
+  required_tools: z.string(),
+  description: z.string(),
+  token_id: z.string().nullable(),
+  token_name: z.string().nullable(),
+  created_at: z.number(),
+  updated_at: z.number(),
+});
 
-interface TallyRow {
-  task: string;
-  token_id: string | null;
-  token_name: string | null;
-  groups: number;
-  score_sum: number | null;
-  scored: number;
-}
+const tallyRow = z.object({
+  task: z.string(),
+  token_id: z.string().nullable(),
+  token_name: z.string().nullable(),
+  groups: z.number(),
+  score_sum: z.number().nullable(),
+  scored: z.number(),
+});
+type TallyRow = z.infer<typeof tallyRow>;
 
 const TASK_COLUMNS = `t.name, t.difficulty, t.required_tools, t.description, t.token_id,
   k.name AS token_name, t.created_at, t.updated_at`;
@@ -49,11 +53,11 @@ export async function listTasks(
       .bind(run, name),
   ]);
   const byTask = new Map<string, TallyRow[]>();
-  for (const row of (tallies!.results ?? []) as TallyRow[]) {
+  for (const row of rowsOf(tallies!, tallyRow)) {
     byTask.set(row.task, [...(byTask.get(row.task) ?? []), row]);
   }
   const mean = (sum: number | null, n: number) => (n > 0 && sum !== null ? sum / n : null);
-  return ((tasks!.results ?? []) as TaskRow[]).map((row) => {
+  return rowsOf(tasks!, taskRow).map((row) => {
     const all = byTask.get(row.name) ?? [];
     // A contributor token sees the task's totals but only its own line of them.
     const shown =
@@ -130,7 +134,7 @@ export async function taskExists(db: D1Database, run: string, name: string): Pro
   const row = await db
     .prepare("SELECT 1 AS found FROM tasks WHERE run = ?1 AND name = ?2")
     .bind(run, name)
-    .first<{ found: number }>();
+    .first();
   return row !== null;
 }
 

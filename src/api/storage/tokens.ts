@@ -1,3 +1,4 @@
+import { z } from "zod";
 import { sha256Hex } from "../../core/sha256";
 /**
  * API tokens in D1 (api_tokens): created with a random secret that is returned once and stored
@@ -10,6 +11,7 @@ import {
   scopeSchema,
   type TokenInfo,
 } from "../../core/tokens";
+import { allRows, firstRow } from "./rows";
 
 /** What authentication knows about a presented token. */
 export interface StoredToken {
@@ -22,17 +24,18 @@ export interface StoredToken {
   proxyTokensPerDay: number | null;
 }
 
-interface TokenRow {
-  id: string;
-  name: string;
-  scopes: string;
-  bound_run: string | null;
-  rps_limit: number | null;
-  bytes_per_day: number | null;
-  proxy_tokens_per_day: number | null;
-  created_at: number;
-  revoked_at: number | null;
-}
+const tokenRow = z.object({
+  id: z.string(),
+  name: z.string(),
+  scopes: z.string(),
+  bound_run: z.string().nullable(),
+  rps_limit: z.number().nullable(),
+  bytes_per_day: z.number().nullable(),
+  proxy_tokens_per_day: z.number().nullable(),
+  created_at: z.number(),
+  revoked_at: z.number().nullable(),
+});
+type TokenRow = z.infer<typeof tokenRow>;
 
 const COLUMNS =
   "id, name, scopes, bound_run, rps_limit, bytes_per_day, proxy_tokens_per_day, created_at, revoked_at";
@@ -70,50 +73,57 @@ export async function createToken(
   const id = `tok_${randomHex(8)}`;
   // The prefix makes a leaked secret recognisable (secret scanners, logs).
   const secret = `aet_${randomHex(32)}`;
-  const row = await db
-    .prepare(
-      `INSERT INTO api_tokens (id, name, secret_hash, scopes, bound_run, rps_limit, bytes_per_day, proxy_tokens_per_day, created_at)
+  const row = await firstRow(
+    db
+      .prepare(
+        `INSERT INTO api_tokens (id, name, secret_hash, scopes, bound_run, rps_limit, bytes_per_day, proxy_tokens_per_day, created_at)
        VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9) RETURNING ${COLUMNS}`,
-    )
-    .bind(
-      id,
-      request.name,
-      sha256Hex(secret),
-      JSON.stringify([...new Set(request.scopes)]),
-      request.run ?? null,
-      request.rps_limit ?? null,
-      request.bytes_per_day ?? null,
-      request.proxy_tokens_per_day ?? null,
-      Date.now(),
-    )
-    .first<TokenRow>();
+      )
+      .bind(
+        id,
+        request.name,
+        sha256Hex(secret),
+        JSON.stringify([...new Set(request.scopes)]),
+        request.run ?? null,
+        request.rps_limit ?? null,
+        request.bytes_per_day ?? null,
+        request.proxy_tokens_per_day ?? null,
+        Date.now(),
+      ),
+    tokenRow,
+  );
   return { ...infoOf(row!), secret };
 }
 
 export async function listTokens(db: D1Database): Promise<TokenInfo[]> {
-  const { results } = await db
-    .prepare(`SELECT ${COLUMNS} FROM api_tokens ORDER BY created_at, id`)
-    .all<TokenRow>();
+  const results = await allRows(
+    db.prepare(`SELECT ${COLUMNS} FROM api_tokens ORDER BY created_at, id`),
+    tokenRow,
+  );
   return results.map(infoOf);
 }
 
 /** Revokes a token (idempotent); null when there is no such token. */
 export async function revokeToken(db: D1Database, id: string): Promise<TokenInfo | null> {
-  const row = await db
-    .prepare(
-      `UPDATE api_tokens SET revoked_at = COALESCE(revoked_at, ?2) WHERE id = ?1 RETURNING ${COLUMNS}`,
-    )
-    .bind(id, Date.now())
-    .first<TokenRow>();
+  const row = await firstRow(
+    db
+      .prepare(
+        `UPDATE api_tokens SET revoked_at = COALESCE(revoked_at, ?2) WHERE id = ?1 RETURNING ${COLUMNS}`,
+      )
+      .bind(id, Date.now()),
+    tokenRow,
+  );
   return row ? infoOf(row) : null;
 }
 
 /** The live (not revoked) token whose secret this is, if any. */
 export async function findToken(db: D1Database, secret: string): Promise<StoredToken | null> {
-  const row = await db
-    .prepare(`SELECT ${COLUMNS} FROM api_tokens WHERE secret_hash = ?1 AND revoked_at IS NULL`)
-    .bind(sha256Hex(secret))
-    .first<TokenRow>();
+  const row = await firstRow(
+    db
+      .prepare(`SELECT ${COLUMNS} FROM api_tokens WHERE secret_hash = ?1 AND revoked_at IS NULL`)
+      .bind(sha256Hex(secret)),
+    tokenRow,
+  );
   if (!row) return null;
   return {
     id: row.id,

@@ -1,5 +1,8 @@
 /** Trajectories stored beside their groups in D1 (table trajectories). */
+
+import { z } from "zod";
 import { type Trajectory, trajectorySchema } from "../../core/trajectory";
+import { allRows } from "./rows";
 
 export function trajectoryInserts(
   db: D1Database,
@@ -52,10 +55,12 @@ export async function groupTrajectories(
   run: string,
   groupId: number,
 ): Promise<Trajectory[]> {
-  const { results } = await db
-    .prepare("SELECT body FROM trajectories WHERE run = ?1 AND group_id = ?2 ORDER BY sequence")
-    .bind(run, groupId)
-    .all<{ body: string }>();
+  const results = await allRows(
+    db
+      .prepare("SELECT body FROM trajectories WHERE run = ?1 AND group_id = ?2 ORDER BY sequence")
+      .bind(run, groupId),
+    z.object({ body: z.string() }),
+  );
   return results.map((row) => trajectorySchema.parse(JSON.parse(row.body)));
 }
 

@@ -3,6 +3,8 @@
  * the counters the quotas middleware checks.
  */
 import { and, eq } from "drizzle-orm";
+import { z } from "zod";
+import { firstRow } from "./rows";
 import { db } from "./runs";
 import { tokenUsage } from "./schema";
 
@@ -52,10 +54,12 @@ export interface ProxyUsageKey {
 
 /** Tokens counted for the token on the day (reservations in flight included). */
 export async function proxyTokensUsed(db: D1Database, key: ProxyUsageKey): Promise<number> {
-  const row = await db
-    .prepare("SELECT proxy_tokens FROM token_usage WHERE token_id = ?1 AND day = ?2")
-    .bind(key.tokenId, key.day)
-    .first<{ proxy_tokens: number }>();
+  const row = await firstRow(
+    db
+      .prepare("SELECT proxy_tokens FROM token_usage WHERE token_id = ?1 AND day = ?2")
+      .bind(key.tokenId, key.day),
+    z.object({ proxy_tokens: z.number() }),
+  );
   return row?.proxy_tokens ?? 0;
 }
 
@@ -73,10 +77,7 @@ export async function reserveProxyTokens(
   tokens: number,
   quota: number,
 ): Promise<boolean> {
-  const row = await db
-    .prepare(RESERVE)
-    .bind(key.tokenId, key.day, tokens, quota)
-    .first<{ proxy_tokens: number }>();
+  const row = await db.prepare(RESERVE).bind(key.tokenId, key.day, tokens, quota).first();
   return row !== null;
 }
 

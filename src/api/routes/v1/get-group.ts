@@ -40,6 +40,8 @@ export const getGroup = defineRoute(
       payload_offset,
       payload_bytes,
       payload_inline,
+      raw_bytes,
+      raw_crc32,
       ...meta
     } = row;
     const payload = await canonicalPayload(c.env, groupRef(row));
