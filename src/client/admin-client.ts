@@ -23,6 +23,7 @@ import {
   runEventListSchema,
   runInferenceSchema,
 } from "../core/api-schemas";
+import { ApiResponseError, HttpClient, type HttpMethod, parseAnswer } from "../core/http-client";
 import type { APIServerConfigInput } from "../core/server-config";
 import {
   type CreatedToken,
@@ -40,60 +41,40 @@ export interface AdminClientOptions {
   fetch?: typeof fetch;
 }
 
-export class AdminApiError extends Error {
-  constructor(
-    message: string,
-    readonly status: number,
-  ) {
-    super(message);
-    this.name = "AdminApiError";
-  }
-}
+/** The API answered with an error status (the one error class of every client). */
+export { ApiResponseError as AdminApiError };
 
 export class AdminClient {
   private readonly url: string;
-  private readonly token: string | undefined;
-  private readonly doFetch: typeof fetch;
+  private readonly http: HttpClient;
 
   constructor(options: AdminClientOptions) {
     this.url = options.url.replace(/\/+$/, "");
-    this.token = options.token;
-    this.doFetch = options.fetch ?? ((input, init) => fetch(input, init));
+    // One attempt: a retried create would make a second token.
+    this.http = new HttpClient({
+      token: options.token,
+      attempts: 1,
+      baseDelayMs: 0,
+      maxDelayMs: 0,
+      fetch: options.fetch,
+    });
   }
 
   private async request<T extends z.ZodType>(
-    method: string,
+    method: HttpMethod,
     path: string,
     schema: T,
     body?: unknown,
   ): Promise<z.infer<T>> {
-    const headers: Record<string, string> = {};
-    if (body !== undefined) headers["content-type"] = "application/json";
-    if (this.token) headers.authorization = `Bearer ${this.token}`;
-    let res: Response;
+    let res: Awaited<ReturnType<HttpClient["send"]>>;
     try {
-      res = await this.doFetch(`${this.url}${path}`, {
-        method,
-        headers,
-        body: body === undefined ? undefined : JSON.stringify(body),
-      });
+      res = await this.http.send(method, `${this.url}${path}`, { json: body });
     } catch (err) {
       throw new Error(
         `${method} ${this.url}${path} failed (${err instanceof Error ? err.message : String(err)}); is the API running and --api right?`,
       );
     }
-    const text = await res.text();
-    if (res.status >= 400) {
-      let message = text.slice(0, 300);
-      try {
-        const parsed = JSON.parse(text) as { error?: { message?: string } };
-        message = parsed.error?.message ?? message;
-      } catch {
-        // not JSON: keep the text
-      }
-      throw new AdminApiError(`${method} ${path}: HTTP ${res.status}: ${message}`, res.status);
-    }
-    return schema.parse(JSON.parse(text));
+    return parseAnswer(res, `${method} ${path}`, schema);
   }
 
   createToken(request: CreateTokenRequest): Promise<CreatedToken> {

@@ -2,26 +2,28 @@
  * TrainerClient: the trainer side of the rollout API with web-standard fetch only (Node or Worker).
  * Exactly-once delivery through lease/ack (/v1/runs/{run}/batches/…), Atropos registration, policy
  * versions and stats. Network errors and 5xx are retried with exponential backoff + jitter; 4xx are
- * reported at once with the server's message.
+ * reported at once with the server's message. Every answer is checked against its route's zod
+ * schema (core/api-schemas/), which also gives its type.
  */
 
 import type { z } from "zod";
 import { abortableSleep } from "../core/abortable-sleep";
-import type {
-  GroupPage,
+import {
+  ackResponseSchema,
+  type GroupPage,
+  groupDetailSchema,
+  groupPageSchema,
   leaseResponseSchema,
-  ManifestEntry,
-  RunStats as Stats,
+  type ManifestEntry,
+  policyResponseSchema,
+  registerResponseSchema,
+  runStatsSchema,
+  type RunStats as Stats,
 } from "../core/api-schemas";
 import type { ScoredDataGroup } from "../core/group-types";
-import {
-  ApiResponseError,
-  type HttpAnswer,
-  HttpClient,
-  parseJsonAnswer,
-} from "../core/http-client";
+import { ApiResponseError, type HttpAnswer, HttpClient, parseAnswer } from "../core/http-client";
 import type { Registration } from "../core/schemas";
-import type { GroupTrajectories } from "../core/trajectory";
+import { type GroupTrajectories, groupTrajectoriesSchema } from "../core/trajectory";
 
 export type { GroupPage };
 
@@ -107,8 +109,8 @@ export class TrainerClient {
     }
   }
 
-  private parse<T>(res: HttpAnswer, what: string): T {
-    return parseJsonAnswer<T>(res, what);
+  private parse<S extends z.ZodType>(res: HttpAnswer, what: string, schema: S): z.output<S> {
+    return parseAnswer(res, what, schema);
   }
 
   /** POST /register; returns the trainer uuid. */
@@ -121,9 +123,10 @@ export class TrainerClient {
       starting_step: 0,
       ...registration,
     };
-    const res = this.parse<{ uuid: string | number }>(
+    const res = this.parse(
       await this.send("POST", `${this.atroposBase}/register`, body),
       "register",
+      registerResponseSchema,
     );
     return { uuid: String(res.uuid) };
   }
@@ -135,9 +138,13 @@ export class TrainerClient {
   async setPolicyVersion(
     version: number,
     options: { reset?: boolean } = {},
-  ): Promise<Record<string, unknown>> {
+  ): Promise<z.infer<typeof policyResponseSchema>> {
     const body = options.reset ? { version, reset: true } : { version };
-    return this.parse(await this.send("POST", `${this.v1Base}/policy`, body), "set policy version");
+    return this.parse(
+      await this.send("POST", `${this.v1Base}/policy`, body),
+      "set policy version",
+      policyResponseSchema,
+    );
   }
 
   /** Lease the next batch; `{batch: null, reason}` when none is ready (HTTP 204). */
@@ -151,9 +158,7 @@ export class TrainerClient {
     if (res.status === 204) {
       return { batch: null, reason: res.headers.get("x-atropos-edge-reason") ?? "no batch ready" };
     }
-    const parsed = this.parse<
-      Omit<z.infer<typeof leaseResponseSchema>, "batch"> & { batch: DeliveredGroup[] }
-    >(res, "lease");
+    const parsed = this.parse(res, "lease", leaseResponseSchema);
     return {
       batch: {
         batchId: parsed.batch_id,
@@ -161,25 +166,30 @@ export class TrainerClient {
         step: parsed.step,
         leaseExpiresAt: parsed.lease_expires_at,
         redelivered: parsed.redelivered,
-        groups: parsed.batch,
+        // Each group is an object (checked); its fields were validated when it was submitted, and
+        // checking every token again here would double a trainer's work per batch.
+        groups: parsed.batch as DeliveredGroup[],
         manifest: parsed.groups,
       },
       reason: null,
     };
   }
 
-  async ack(batch: Pick<LeasedBatch, "batchId" | "leaseId">): Promise<Record<string, unknown>> {
+  async ack(
+    batch: Pick<LeasedBatch, "batchId" | "leaseId">,
+  ): Promise<z.infer<typeof ackResponseSchema>> {
     return this.parse(
       await this.send("POST", `${this.v1Base}/batches/${encodeURIComponent(batch.batchId)}/ack`, {
         lease_id: batch.leaseId,
       }),
       "ack",
+      ackResponseSchema,
     );
   }
 
   /** GET /v1/runs/{run}/stats (see docs/DASHBOARD for the shape). */
   async stats(): Promise<RunStats> {
-    return this.parse(await this.send("GET", `${this.v1Base}/stats`), "stats");
+    return this.parse(await this.send("GET", `${this.v1Base}/stats`), "stats", runStatsSchema);
   }
 
   /**
@@ -198,11 +208,23 @@ export class TrainerClient {
   async listGroups(query: Record<string, string | number> = {}): Promise<GroupPage> {
     const qs = new URLSearchParams(Object.entries(query).map(([k, v]) => [k, String(v)]));
     const suffix = qs.size > 0 ? `?${qs}` : "";
-    return this.parse(await this.send("GET", `${this.v1Base}/groups${suffix}`), "list groups");
+    return this.parse(
+      await this.send("GET", `${this.v1Base}/groups${suffix}`),
+      "list groups",
+      groupPageSchema,
+    );
   }
 
-  async getGroup(id: number): Promise<{ group: Record<string, unknown>; payload: DeliveredGroup }> {
-    return this.parse(await this.send("GET", `${this.v1Base}/groups/${id}`), `group ${id}`);
+  async getGroup(
+    id: number,
+  ): Promise<Omit<z.infer<typeof groupDetailSchema>, "payload"> & { payload: DeliveredGroup }> {
+    const detail = this.parse(
+      await this.send("GET", `${this.v1Base}/groups/${id}`),
+      `group ${id}`,
+      groupDetailSchema,
+    );
+    // The payload is an object (checked), served as it was validated at ingest.
+    return { ...detail, payload: detail.payload as DeliveredGroup };
   }
 
   /** The trajectories stored beside a group (agent envs, proxy sessions); empty when none. */
@@ -210,6 +232,7 @@ export class TrainerClient {
     return this.parse(
       await this.send("GET", `${this.v1Base}/groups/${id}/trajectories`),
       `trajectories of group ${id}`,
+      groupTrajectoriesSchema,
     );
   }
 }

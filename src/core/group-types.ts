@@ -1,74 +1,40 @@
 /**
- * Shapes of the data that flows between environments, the rollout API and trainers.
- * These mirror Atropos' `ScoredDataGroup` / `ScoredDataItem` (snake_case on the wire).
+ * Shapes of the data that flows between environments, the rollout API and trainers, mirroring
+ * Atropos' `ScoredDataGroup` / `ScoredDataItem` (snake_case on the wire). Each comes from the one
+ * schema of a submitted group (`scoredDataSchema`, core/schemas.ts) and the chat schemas
+ * (core/chat-schemas.ts): none is written out a second time here.
  */
-import type { Trajectory } from "./trajectory";
+import type { z } from "zod";
+import type { submittedGroupSchema } from "./schemas";
 
-export interface ChatMessage {
-  role: string;
-  // Atropos accepts any content value (string, multimodal parts, null).
-  content: unknown;
-  tool_calls?: ToolCall[];
-  tool_call_id?: string;
-  name?: string;
-  reward?: number;
-  [extra: string]: unknown;
-}
+export type { ChatMessage, ToolCall, ToolDefinition } from "./chat-schemas";
 
-export interface ToolCall {
-  id: string;
-  type: "function";
-  function: { name: string; arguments: string };
-}
+/**
+ * One group of rollouts for the same item, as an environment submits it: the validated wire
+ * group, with the trajectories agent envs send beside it.
+ */
+export type ScoredDataGroup = z.infer<typeof submittedGroupSchema>;
 
-/** A tool offered to the model (OpenAI's `tools` entries). */
-export interface ToolDefinition {
-  type: "function";
-  function: { name: string; description?: string; parameters?: Record<string, unknown> };
-}
+/** The fields of a group that hold one entry per sequence. */
+type PerSequence =
+  | "tokens"
+  | "masks"
+  | "scores"
+  | "advantages"
+  | "ref_logprobs"
+  | "messages"
+  | "inference_logprobs"
+  | "overrides"
+  | "distill_token_ids"
+  | "distill_logprobs";
 
-/** One group of rollouts for the same item, as an environment submits it. */
-export interface ScoredDataGroup {
-  tokens: number[][];
-  masks: number[][];
-  scores: number[];
-  advantages?: number[][] | null;
-  ref_logprobs?: number[][] | null;
-  messages?: ChatMessage[][] | null;
-  generation_params?: Record<string, unknown> | null;
-  inference_logprobs?: number[][] | null;
-  overrides?: Record<string, unknown>[] | null;
-  group_overrides?: Record<string, unknown> | null;
-  images?: unknown;
-  env_id?: number | null;
-  distill_token_ids?: number[][][] | null;
-  distill_logprobs?: number[][][] | null;
-  /** atropos-edge extension: policy version the rollouts were sampled under. */
-  policy_version?: number | null;
-  /**
-   * atropos-edge extension: per sequence, each token's text as the env's tokenizer decodes it
-   * (shown by the dashboard; never delivered to trainers).
-   */
-  token_texts?: string[][] | null;
-  /**
-   * atropos-edge extension: what agent envs did, step by step. Stored beside the group (GET
-   * /v1/runs/{run}/groups/{id}/trajectories), never part of the group a trainer leases.
-   */
-  trajectories?: Trajectory[] | null;
-}
+/** An entry of a per-sequence list (null and undefined stay as they are). */
+type EntryOf<T> = T extends readonly (infer E)[] ? E : T;
 
-/** One rollout, as `collectTrajectory` returns it. */
-export interface ScoredDataItem {
-  tokens: number[];
-  masks: number[];
-  scores: number;
-  advantages?: number[] | null;
-  ref_logprobs?: number[] | null;
-  messages?: ChatMessage[] | null;
-  inference_logprobs?: number[] | null;
-  group_overrides?: Record<string, unknown> | null;
-  overrides?: Record<string, unknown> | null;
-  images?: unknown;
-  distill_token_ids?: number[][] | null;
-  distill_logprobs?: number[][] | null;
-}
+/**
+ * One rollout, as `collectTrajectory` returns it: one sequence's entry of each per-sequence field
+ * of the group, and the group-wide ones (`mergeIntoGroup` makes a group of them).
+ */
+export type ScoredDataItem = {
+  [K in keyof Pick<ScoredDataGroup, PerSequence>]: EntryOf<ScoredDataGroup[K]>;
+} & Pick<ScoredDataGroup, "group_overrides" | "images">;

@@ -1,8 +1,11 @@
 /**
- * What every client of the rollout API shares (the trainer client, the env-side client): bearer
- * auth, retries of network errors and 5xx with exponential backoff and jitter, and reading a JSON
- * answer or the server's error message. Web-standard fetch only, so it runs in Node and Workers.
+ * What every client of the rollout API shares (the trainer and admin clients, the env-side
+ * client, the CLI's): bearer auth, retries of network errors and 5xx with exponential backoff and
+ * jitter, one error class, and reading a JSON answer (checked against the route's zod schema when
+ * the caller names it) or the server's error message. Web-standard fetch only, so it runs in Node
+ * and Workers.
  */
+import type { z } from "zod";
 import { abortableSleep } from "./abortable-sleep";
 
 /** The API answered with an error status (or a body that is not JSON). */
@@ -62,6 +65,27 @@ export function parseJsonAnswer<T>(res: HttpAnswer, what: string): T {
   }
 }
 
+/**
+ * Parses a JSON answer and checks it against `schema` (the route's response schema): an error
+ * status, a non-JSON body or an answer of another shape throws ApiResponseError.
+ */
+export function parseAnswer<S extends z.ZodType>(
+  res: HttpAnswer,
+  what: string,
+  schema: S,
+): z.output<S> {
+  const parsed = schema.safeParse(parseJsonAnswer<unknown>(res, what));
+  if (parsed.success) return parsed.data;
+  const issue = parsed.error.issues[0];
+  throw new ApiResponseError(
+    `${what}: the answer does not match the API's schema (${issue?.path.join(".") || "answer"}: ${issue?.message ?? "invalid"}); are the client and the server the same version?`,
+    res.status,
+    res.text,
+  );
+}
+
+export type HttpMethod = "GET" | "POST" | "PUT" | "PATCH" | "DELETE";
+
 export class HttpClient {
   readonly attempts: number;
   private readonly options: HttpClientOptions;
@@ -110,7 +134,7 @@ export class HttpClient {
 
   /** One request with retries; the body (a value to JSON-encode, or bytes) and headers as given. */
   async send(
-    method: "GET" | "POST" | "PUT",
+    method: HttpMethod,
     url: string,
     init: {
       json?: unknown;

@@ -3,12 +3,14 @@
  * where Atropos' Python clients rely on it) and generate the OpenAPI document.
  */
 import { z } from "zod";
+import type { ChatMessage } from "./chat-schemas";
 import {
   checkNumberCube,
   checkNumberList,
   checkNumberMatrix,
   type NumericKind,
 } from "./numeric-matrix";
+import { trajectorySchema } from "./trajectory";
 
 /** pydantic v2 lax int: ints, integral floats and numeric strings. */
 export const laxInt = z.preprocess((v) => {
@@ -58,12 +60,15 @@ function numericArray(
 const intMatrix = (d: string) => numericArray(2, "int", d) as z.ZodType<number[][]>;
 const floatMatrix = (d: string) => numericArray(2, "float", d) as z.ZodType<number[][]>;
 
+// Atropos (pydantic's Message) checks only that `role` and `content` are there, so the wire
+// stays that lax; the type is the chat message envs write (chat-schemas.ts), which the server
+// never relies on beyond those two keys.
 const messageSchema = z
   .record(z.string(), z.unknown())
   .refine((m) => "role" in m && "content" in m, {
     message: "Value error, Message must have 'role' and 'content' fields",
     params: { pydanticType: "value_error" },
-  });
+  }) as unknown as z.ZodType<ChatMessage>;
 
 export const scoredDataSchema = z
   .object({
@@ -112,6 +117,15 @@ export const scoredDataSchema = z
 export type ScoredDataInput = z.infer<typeof scoredDataSchema>;
 
 export const scoredDataListSchema = z.array(scoredDataSchema);
+
+/**
+ * A group as an env submits it: the wire group and the trajectories an agent env sends beside its
+ * 14 keys (checked apart, api/group-validation.ts, and stored beside the group). The type of the
+ * groups envs build (`ScoredDataGroup`, core/group-types.ts).
+ */
+export const submittedGroupSchema = scoredDataSchema.extend({
+  trajectories: z.array(trajectorySchema).nullish(),
+});
 
 /**
  * Bounds of the sizes a trainer and an env register: far above any real run (Atropos' defaults are

@@ -1,4 +1,13 @@
-/** `atropos-edge/client`: the trainer client (lease/ack batches, policy versions, stats). */
+/**
+ * `atropos-edge/client`: the trainer client (lease/ack batches, policy versions, stats) and the
+ * admin client (tokens, inference servers, run controls), on one HTTP base with one error class
+ * (`ApiResponseError`; `TrainerApiError` and `AdminApiError` are its other names).
+ */
+export {
+  AdminApiError,
+  AdminClient,
+  type AdminClientOptions,
+} from "../client/admin-client";
 export {
   type DeliveredGroup,
   type GroupPage,
@@ -11,6 +20,7 @@ export {
   type TrainerClientOptions,
   type TrainerRegistration,
 } from "../client/trainer-client";
+export { ApiResponseError } from "../core/http-client";
 export {
   type GroupTrajectories,
   groupTrajectoriesSchema,

@@ -198,6 +198,9 @@ const evalRow = z.object({
   policy_version: z.number().nullable(),
   created_at: z.number(),
 });
+/** One env's evaluation value at a step (evaluationMetricOverSteps). */
+const evalPointRow = evalRow.pick({ step: true, env_id: true, value: true, policy_version: true });
+export type EvalPoint = z.infer<typeof evalPointRow>;
 
 /** Values matching `filter`, as one series per (name, env, kind), steps ascending. */
 export async function queryMetrics(
@@ -293,7 +296,7 @@ export async function evaluationMetricOverSteps(
   run: string,
   name: string,
   envId?: number,
-): Promise<{ step: number; env_id: number; value: number; policy_version: number | null }[]> {
+): Promise<EvalPoint[]> {
   const results = await allRows(
     d1
       .prepare(
@@ -302,7 +305,7 @@ export async function evaluationMetricOverSteps(
        ORDER BY step, env_id`,
       )
       .bind(run, name, envId ?? null),
-    evalRow.pick({ step: true, env_id: true, value: true, policy_version: true }),
+    evalPointRow,
   );
   return results;
 }

@@ -3,6 +3,7 @@
  * /openapi.json documents them) and the clients parse answers with them and take their types from
  * them, so the server and its clients share one definition of each answer.
  */
+export * from "./atropos";
 export * from "./batches";
 export * from "./env-workers";
 export * from "./errors";

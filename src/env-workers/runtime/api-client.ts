@@ -9,7 +9,7 @@
  */
 
 import { abortableSleep } from "../../core/abortable-sleep";
-import type { RegisterEnvAnswer } from "../../core/api-schemas";
+import type { InfoAnswer, RegisterEnvAnswer } from "../../core/api-schemas";
 import type { ScoredDataGroup } from "../../core/group-types";
 import {
   ApiResponseError,
@@ -17,25 +17,22 @@ import {
   HttpClient,
   parseJsonAnswer,
 } from "../../core/http-client";
+import type { RegisterEnv } from "../../core/schemas";
 import type { JsonObject } from "../base-env";
 import type { EnvStatus } from "./scheduler";
 
-export interface RegisterEnvRequest {
-  max_token_length: number;
-  desired_name: string;
-  weight: number;
-  group_size: number;
-  min_batch_allocation: number | null;
-}
+/** The /register-env body as this client sends it (the route's schema, every field but env_key). */
+export type RegisterEnvRequest = Pick<
+  RegisterEnv,
+  "max_token_length" | "desired_name" | "weight" | "group_size"
+> &
+  Required<Pick<RegisterEnv, "min_batch_allocation">>;
 
 /** A successful registration: every field the answer may leave out is there. */
 export type RegisterEnvResponse = Required<Omit<RegisterEnvAnswer, "status" | "resumed">> &
   Pick<RegisterEnvAnswer, "resumed"> & { status: "success" };
 
-export interface ServerInfo {
-  batch_size: number;
-  max_token_len: number;
-}
+export type ServerInfo = InfoAnswer;
 
 export interface SubmitResult {
   ok: boolean;

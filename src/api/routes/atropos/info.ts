@@ -1,4 +1,4 @@
-import { z } from "zod";
+import { infoResponseSchema } from "../../../core/api-schemas";
 import { runOf } from "../../context";
 import { getRun } from "../../storage/runs";
 import { defineRoute, jsonContent } from "../define";
@@ -13,9 +13,7 @@ export const info = defineRoute(
     responses: {
       200: {
         description: "The trainer's batch size and token limit.",
-        content: jsonContent(
-          z.object({ batch_size: z.number().int(), max_token_len: z.number().int() }),
-        ),
+        content: jsonContent(infoResponseSchema),
       },
     },
   },

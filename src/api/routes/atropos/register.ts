@@ -1,4 +1,4 @@
-import { z } from "zod";
+import { registerResponseSchema } from "../../../core/api-schemas";
 import { registrationSchema } from "../../../core/schemas";
 import { registerResponseJson } from "../../../core/uuid128";
 import { coordinator, runOf } from "../../context";
@@ -17,7 +17,7 @@ export const register = defineRoute(
     responses: {
       200: {
         description: "`uuid` is a 128-bit integer written as a JSON number, as Atropos does.",
-        content: jsonContent(z.object({ uuid: z.number() })),
+        content: jsonContent(registerResponseSchema),
       },
       ...bodyErrors(),
     },
