@@ -14,6 +14,7 @@
  * group, so the same body from another env is another submission.
  */
 
+import { now as clockNow } from "../core/clock";
 import { GroupCommit } from "../core/group-commit";
 import { checkSequenceLength } from "../core/group-rules";
 import type { Bindings } from "./bindings";
@@ -64,7 +65,7 @@ const COMMIT_MAX_BYTES = 16 * 1024 * 1024;
  * before both writes, so a 200 still means durable.
  */
 async function writeCommit(env: Bindings, run: string, items: IngestItem[]) {
-  const now = Date.now();
+  const now = clockNow();
   const cutoff = dedupeCutoff(env, now);
   const toR2 = items.filter((item) => item.inline === null);
   const key = toR2.length > 0 ? payloadKey(run) : "";
@@ -206,7 +207,7 @@ export async function ingestGroups(
   timings.record("r2", results[0]!.r2Ms);
   timings.record("d1", results[0]!.d1Ms);
 
-  const cutoff = dedupeCutoff(env, Date.now());
+  const cutoff = dedupeCutoff(env, clockNow());
   const outcomes: IngestOutcome[] = [];
   for (const [i, item] of items.entries()) {
     const envId = item.summary.envId;

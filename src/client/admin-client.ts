@@ -3,11 +3,13 @@
  * the admin token), a run's inference servers (PUT/GET /v1/runs/{run}/inference) and its controls
  * (PATCH /v1/runs/{run}/envs/{id}, …). No retries: a retried create would make a second token.
  */
-import type { z } from "zod";
+import { z } from "zod";
 import {
   type EnvControl,
   type EnvControlRequest,
+  type EnvWorker,
   envControlSchema,
+  envWorkerSchema,
   type GuardConfig,
   type GuardConfigRequest,
   type GuardStatus,
@@ -33,6 +35,21 @@ import {
   tokenInfoSchema,
   tokenListSchema,
 } from "../core/tokens";
+
+/** The body of POST /v1/runs/{run}/env-workers (the route's schema gives the defaults). */
+export interface EnvWorkerRequest {
+  env: string;
+  instance?: string;
+  config?: Record<string, unknown>;
+  /** "run": the run's stored servers; or servers without api_key. */
+  inference?: "run" | APIServerConfigInput[];
+}
+
+const envWorkerStopSchema = z.object({ status: z.string() });
+
+function envWorkerPath(run: string, env: string, instance: string): string {
+  return `/v1/runs/${encodeURIComponent(run)}/env-workers/${encodeURIComponent(env)}/${encodeURIComponent(instance)}`;
+}
 
 export interface AdminClientOptions {
   url: string;
@@ -132,6 +149,26 @@ export class AdminClient {
   async events(run: string, limit: number): Promise<RunEvent[]> {
     const path = `/v1/runs/${encodeURIComponent(run)}/events?limit=${limit}`;
     return (await this.request("GET", path, runEventListSchema)).events;
+  }
+
+  /** Starts (or reconfigures) an env worker: POST /v1/runs/{run}/env-workers. */
+  startEnvWorker(run: string, request: EnvWorkerRequest): Promise<EnvWorker> {
+    return this.request(
+      "POST",
+      `/v1/runs/${encodeURIComponent(run)}/env-workers`,
+      envWorkerSchema,
+      request,
+    );
+  }
+
+  /** GET /v1/runs/{run}/env-workers/{env}/{instance}. */
+  envWorker(run: string, env: string, instance: string): Promise<EnvWorker> {
+    return this.request("GET", envWorkerPath(run, env, instance), envWorkerSchema);
+  }
+
+  /** POST …/env-workers/{env}/{instance}/stop; its status after stopping. */
+  stopEnvWorker(run: string, env: string, instance: string): Promise<{ status: string }> {
+    return this.request("POST", `${envWorkerPath(run, env, instance)}/stop`, envWorkerStopSchema);
   }
 
   updateEnv(run: string, envId: number, change: EnvControlRequest): Promise<EnvControl> {

@@ -16,6 +16,8 @@
  *   waiter gives up after `waitTimeoutMs` (its client retries; ingest dedupe makes that safe).
  */
 
+import { now as clockNow } from "./clock";
+
 export interface GroupCommitOptions<Item> {
   /** Most items in one commit. */
   maxItems: number;
@@ -26,7 +28,7 @@ export interface GroupCommitOptions<Item> {
   waitTimeoutMs?: number;
   /** How often a waiting submission looks at its slot. */
   pollMs?: number;
-  /** Clock for leader takeover (injectable for tests). */
+  /** Clock for leader takeover and the wait's time-out (default: core/clock's). */
   now?: () => number;
 }
 
@@ -69,7 +71,7 @@ export class GroupCommit<Item, Result> {
     this.leaderTimeoutMs = options.leaderTimeoutMs ?? 60_000;
     this.waitTimeoutMs = options.waitTimeoutMs ?? 90_000;
     this.pollMs = options.pollMs ?? 1;
-    this.now = options.now ?? Date.now;
+    this.now = options.now ?? clockNow;
   }
 
   /**
@@ -92,9 +94,9 @@ export class GroupCommit<Item, Result> {
       this.leaderSince !== null && this.now() - this.leaderSince > this.leaderTimeoutMs;
     if (this.leaderSince === null || leaderLost) this.handLeadershipTo(waiter);
 
-    const giveUpAt = Date.now() + this.waitTimeoutMs;
+    const giveUpAt = this.now() + this.waitTimeoutMs;
     while (!waiter.leads && !waiter.outcome) {
-      if (Date.now() > giveUpAt) {
+      if (this.now() > giveUpAt) {
         this.pending.splice(this.pending.indexOf(waiter), 1);
         throw new CommitTimeoutError("timed out waiting for the group commit; retry");
       }

@@ -1,4 +1,5 @@
 import { describe, expect, it } from "vitest";
+import { advanceClock } from "../../src/core/clock";
 import {
   call,
   callWith,
@@ -69,7 +70,7 @@ describe("exactly-once delivery", () => {
     await post(`${base}/scored_data`, group(1, 4, envIds[0]!));
     const first = (await lease(run, { lease_seconds: 1 })).batch!;
     expect((await lease(run)).status).toBe(204);
-    await new Promise((r) => setTimeout(r, 1100));
+    advanceClock(1100); // the 1 s lease has expired
     const again = (await lease(run, { lease_seconds: 60 })).batch!;
     expect(again.batch_id).toBe(first.batch_id);
     expect(again.step).toBe(first.step);
@@ -274,7 +275,7 @@ describe("idempotent submissions", () => {
       });
     expect(await (await submit()).json()).toEqual({ status: "received" });
     expect(await (await submit()).json()).toEqual({ status: "received", duplicate: true });
-    await new Promise((r) => setTimeout(r, 300));
+    advanceClock(300); // past the 0.2 s window
     expect(await (await submit()).json()).toEqual({ status: "received" });
     expect((await json<{ queue_size: number }>(call(`${base}/status`))).queue_size).toBe(2);
   });

@@ -3,11 +3,13 @@
  * values and evaluation results, all read back through GET /v1/runs/{run}/metrics (and the
  * /evals view), on local D1 through the real Worker entry.
  */
+
 import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
 import type { Bindings } from "../../src/api/bindings";
 import { evaluationMetricOverSteps } from "../../src/api/storage/metrics";
 import type { MetricSeries, MetricsResponse } from "../../src/core/api-schemas";
+import { advanceClock } from "../../src/core/clock";
 import { call, group, json, post, setupRun, uniqueRun } from "./helpers";
 
 const bindings = env as unknown as Bindings;
@@ -89,7 +91,7 @@ describe("per-step batch statistics", () => {
     const first = await post(`/v1/runs/${run}/batches/lease`, { lease_seconds: 1 });
     expect(first.status).toBe(200);
     expect((await metrics(run, "?name=train/score_mean")).series[0]!.steps).toEqual([1]);
-    await new Promise((r) => setTimeout(r, 1100));
+    advanceClock(1100); // the 1 s lease has expired
     expect((await post(`/v1/runs/${run}/policy`, { version: 2 })).status).toBe(200);
     expect(
       (await post(`${base}/scored_data`, { ...group(2, 4, envIds[0]!), policy_version: 2 })).status,

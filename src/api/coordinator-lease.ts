@@ -1,0 +1,252 @@
+/**
+ * The RunCoordinator's lease transition: renew an expired lease or form a new batch from the
+ * queue (and the replay buffer), setting stale groups aside on the way. Plain functions over D1
+ * and the coordinator's in-memory hints (`LeaseMemory`); the Durable Object calls them inside its
+ * exclusive section and owns nothing of this logic.
+ */
+import type { PackResult } from "../core/packing";
+import type { MixResult } from "../core/replay-mix";
+import { minAcceptedVersion, reasonWithStaleness } from "../core/staleness";
+import { activeAllocations, planBatch, type ReplayPlan } from "./batch-plan";
+import {
+  dissolveLease,
+  formLease,
+  type LeaseState,
+  queuedOfEnvs,
+  queuedWindow,
+  renewLease,
+} from "./storage/leases";
+import type { LeasedGroupRef } from "./storage/payloads";
+import { markReplayedStatements, replayCandidates } from "./storage/replay";
+import type { RunRow } from "./storage/runs";
+import { evictStale, evictStaleStatement, requeueAccepted, staleCount } from "./storage/staleness";
+
+export type LeaseOutcome =
+  | {
+      kind: "batch";
+      batchId: string;
+      leaseId: string;
+      step: number;
+      leaseExpiresAt: number;
+      redelivered: boolean;
+      groups: LeasedGroupRef[];
+    }
+  | { kind: "none"; reason: string }
+  | { kind: "not_registered" };
+
+export interface LeaseOptions {
+  consumer: "compat" | "lease";
+  leaseSeconds: number;
+  maxStaleness: number | null;
+  /** The token taking the lease (null: API_TOKEN or open local development). */
+  holder: string | null;
+}
+
+/** What the coordinator remembers between leases; every value is a hint that stays correct. */
+export interface LeaseMemory {
+  /** The first window's size: the run's batch size as last seen (any value is correct). */
+  windowHint: number;
+  /**
+   * Staleness: the bound below which queued groups were last set aside. A successful lease evicts
+   * again only when its bound is higher (about once per policy version, not once per lease: the
+   * eviction scans the queue); a lease that finds no batch always evicts.
+   */
+  evictedBelow: number | null;
+  /**
+   * Whether the run may hold stale groups. Only the coordinator sets groups aside, so once a
+   * lease that accepts every version has queued them all again, none exist until it evicts:
+   * empty pulls then skip the requeue's round trip. Unknown (true) after a restart.
+   */
+  staleMayExist: boolean;
+}
+
+/** What a lease transition reads besides its arguments. */
+export interface LeaseContext {
+  db: D1Database;
+  memory: LeaseMemory;
+  /** ENV_STALE_SECONDS: envs quiet longer than this lose their batch allocation. */
+  envStaleSeconds: number;
+}
+
+/** Oldest queued groups considered per batch: first a batch-sized window, then this many. */
+export const QUEUE_WINDOW = 4096;
+/** Replay buffer candidates read per batch beyond batch_size (highest priorities first). */
+const REPLAY_SLACK = 16;
+
+export function firstWindow(batchSize: number): number {
+  return Math.min(QUEUE_WINDOW, Math.max(batchSize, 16));
+}
+
+/**
+ * Call with the state read under the same exclusive section (one round trip). Renewing an
+ * expired lease or forming a new one is one more; allocated envs and a queue head that does not
+ * pack add a read each.
+ */
+export async function leaseLocked(
+  cx: LeaseContext,
+  run: string,
+  runRow: RunRow,
+  state: LeaseState,
+  /** `started`: when this lease began reading (formation time counts the reads). */
+  { now, started }: { now: number; started: number },
+  options: LeaseOptions,
+): Promise<LeaseOutcome> {
+  const { db, memory } = cx;
+  const leaseExpiresAt = now + Math.round(options.leaseSeconds * 1000);
+  const leaseId = crypto.randomUUID();
+  const minVersion = minAcceptedVersion(runRow.policyVersion, options.maxStaleness);
+  memory.windowHint = firstWindow(runRow.batchSize);
+
+  // 1. An expired lease: hand the same batch out again (same id and step).
+  let queue: LeaseState = state;
+  const expired = state.expired;
+  if (expired) {
+    if (minVersion !== null && expired.groups.some((g) => g.policyVersion < minVersion)) {
+      // Too stale for this trainer: dissolve it so fresh groups are packed instead.
+      await dissolveLease(db, run, expired);
+      const head = await queuedWindow(db, run, minVersion, memory.windowHint);
+      queue = { ...state, window: head, windowComplete: head.length < memory.windowHint };
+    } else {
+      await renewLease(db, expired.id, {
+        leaseId,
+        leaseExpiresAt,
+        consumer: options.consumer,
+        holder: options.holder,
+      });
+      return {
+        kind: "batch",
+        batchId: expired.id,
+        leaseId,
+        step: expired.step,
+        leaseExpiresAt,
+        redelivered: true,
+        groups: expired.groups,
+      };
+    }
+  }
+
+  // 2. Form a new batch from the oldest queued groups (and the replay buffer, when mixing).
+  const replay = await replayPlan(db, run, runRow, minVersion);
+  let packed = await planLease(cx, run, queue, runRow.batchSize, minVersion, now, replay);
+  // Staleness: set-aside groups this lease accepts count again when the queue alone falls short.
+  if (!packed.ok && memory.staleMayExist && (await requeueAcceptedOf(cx, run, minVersion)) > 0) {
+    const head = await queuedWindow(db, run, minVersion ?? -1, memory.windowHint);
+    queue = { ...queue, window: head, windowComplete: head.length < memory.windowHint };
+    packed = await planLease(cx, run, queue, runRow.batchSize, minVersion, now, replay);
+  }
+  if (!packed.ok) {
+    if (minVersion === null || options.maxStaleness === null) {
+      return { kind: "none", reason: packed.reason };
+    }
+    // Staleness: groups too old for this bound leave the queue (and the counts envs throttle on).
+    memory.staleMayExist = true;
+    const evictedNow = await evictStale(db, run, minVersion);
+    memory.evictedBelow = minVersion;
+    const staleTotal = await staleCount(db, run);
+    const eviction = {
+      evictedNow,
+      staleTotal,
+      currentVersion: runRow.policyVersion,
+      maxStaleness: options.maxStaleness,
+    };
+    return { kind: "none", reason: reasonWithStaleness(packed.reason, eviction) };
+  }
+  const batchId = crypto.randomUUID();
+  const step = runRow.step + 1;
+  const replayIds = "replayIds" in packed ? packed.replayIds : [];
+  const replaySeqs = replay
+    ? replay.candidates.filter((c) => replayIds.includes(c.id)).reduce((t, c) => t + c.size, 0)
+    : 0;
+  const evict =
+    minVersion !== null && (memory.evictedBelow === null || minVersion > memory.evictedBelow);
+  const groups = await formLease(
+    db,
+    run,
+    {
+      batchId,
+      step,
+      consumer: options.consumer,
+      leaseId,
+      leaseExpiresAt,
+      maxStaleness: options.maxStaleness,
+      policyVersion: runRow.policyVersion,
+      groupIds: [...packed.ids, ...replayIds].sort((x, y) => x - y),
+      replayIds,
+      replaySeqs,
+      sequences: packed.sequences,
+      formationMs: performance.now() - started,
+      now,
+      holder: options.holder,
+    },
+    [
+      ...markReplayedStatements(db, run, replayIds, runRow.replayMaxReplays),
+      // Staleness: set aside what this bound can never deliver, in the same round trip.
+      ...(evict && minVersion !== null ? [evictStaleStatement(db, run, minVersion)] : []),
+    ],
+  );
+  if (evict) {
+    memory.evictedBelow = minVersion;
+    memory.staleMayExist = true;
+  }
+  return { kind: "batch", batchId, leaseId, step, leaseExpiresAt, redelivered: false, groups };
+}
+
+/** Queues again the stale groups this bound accepts (all of them when it has none). */
+async function requeueAcceptedOf(
+  cx: LeaseContext,
+  run: string,
+  minVersion: number | null,
+): Promise<number> {
+  const requeued = await requeueAccepted(cx.db, run, minVersion);
+  if (minVersion === null) cx.memory.staleMayExist = false;
+  return requeued;
+}
+
+/**
+ * Chooses the groups of the next batch without changing anything. The common case (sizes that
+ * pack greedily) needs at most `batchSize` groups, which the lease state already holds; the
+ * large window is read only when that head cannot be packed.
+ */
+export async function planLease(
+  cx: LeaseContext,
+  run: string,
+  state: Pick<LeaseState, "envs" | "window" | "windowComplete">,
+  batchSize: number,
+  minVersion: number | null,
+  now: number,
+  replay: ReplayPlan | null = null,
+): Promise<PackResult | MixResult> {
+  const versionFloor = minVersion ?? -1;
+  const allocations = activeAllocations(state.envs, now, cx.envStaleSeconds);
+  // An allocated env's groups may sit behind the window; fetch enough of them explicitly.
+  const extra = await queuedOfEnvs(
+    cx.db,
+    run,
+    allocations.map((a) => a.envId),
+    versionFloor,
+    batchSize,
+  );
+  const first = planBatch(state.window, extra, batchSize, allocations, replay);
+  if (first.ok || state.windowComplete || state.window.length >= QUEUE_WINDOW) return first;
+  const wide = await queuedWindow(cx.db, run, versionFloor, QUEUE_WINDOW);
+  return planBatch(wide, extra, batchSize, allocations, replay);
+}
+
+/** Replay candidates for the next batch, or null when the run does not mix replays in. */
+async function replayPlan(
+  db: D1Database,
+  run: string,
+  runRow: RunRow,
+  minVersion: number | null,
+): Promise<ReplayPlan | null> {
+  if (!runRow.replayEnabled || runRow.replayFraction <= 0) return null;
+  const candidates = await replayCandidates(
+    db,
+    run,
+    runRow.replayMaxReplays,
+    minVersion,
+    // Enough to reach any fraction of the batch even with one-sequence groups.
+    runRow.batchSize + REPLAY_SLACK,
+  );
+  return candidates.length > 0 ? { candidates, fraction: runRow.replayFraction } : null;
+}
