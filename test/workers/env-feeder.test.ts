@@ -140,6 +140,44 @@ describe("EnvFeeder", () => {
     await stub.stop();
   });
 
+  it("frees the slots of a failed queue send at once and sends the same items on a later tick", async () => {
+    const run = uniqueRun("feeder-sendfail");
+    await post(`/runs/${run}/register`, { ...REGISTRATION, batch_size: 8 });
+    const name = `${run}/feeder_eval_test/sendfail`;
+    const stub = bindings.ENV_FEEDER.get(bindings.ENV_FEEDER.idFromName(name));
+    // worker_timeout 0: before, the failed items held their slots forever.
+    await stub.start(run, name, {
+      envName: EvalTestEnv.envName,
+      config: { group_size: 4, max_num_workers: 2, worker_timeout: 0, tokenizer_name: "qwen3" },
+      inference: INFERENCE,
+    });
+    const sends: string[][] = [];
+    const queue = (fail: boolean) =>
+      runInDurableObject(stub, (instance: EnvFeeder) => {
+        // why: the object's bindings are protected; the test swaps the queue for one it controls.
+        const target = instance as unknown as { env: Bindings };
+        target.env = {
+          ...bindings,
+          ROLLOUT_ITEMS: {
+            sendBatch: async (batch: { body: RolloutItemMessage }[]) => {
+              sends.push(batch.map((m) => m.body.itemId));
+              if (fail) throw new Error("queue unavailable");
+            },
+          } as unknown as Bindings["ROLLOUT_ITEMS"],
+        };
+      });
+    await queue(true);
+    expect(await runDurableObjectAlarm(stub)).toBe(true);
+    expect(await stub.describe()).toMatchObject({ in_flight: 0, issued: 0 });
+    expect((await stub.describe())!.last_error).toContain("queue unavailable");
+    await queue(false);
+    expect(await runDurableObjectAlarm(stub)).toBe(true);
+    expect(await stub.describe()).toMatchObject({ in_flight: 2, issued: 2, last_error: null });
+    expect(sends).toHaveLength(2);
+    expect(sends[1]).toEqual(sends[0]);
+    await stub.stop();
+  });
+
   it("keeps a stop that arrives while a tick is running, instead of the tick's status", async () => {
     const run = uniqueRun("feeder-stop");
     await post(`/runs/${run}/register`, { ...REGISTRATION, batch_size: 8 });
