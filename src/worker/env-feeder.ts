@@ -17,7 +17,7 @@ import { recordMetrics } from "../api/storage/metrics";
 import { statusForEnv } from "../api/storage/status";
 import type { EnvWorkerRef, EnvWorkerSpec } from "../core/server-config";
 import type { BaseEnv, JsonValue } from "../env-workers/base-env";
-import { parseEnvConfig } from "../env-workers/config";
+import type { BaseEnvConfig } from "../env-workers/config";
 import type { EnvCatalog } from "../env-workers/env-catalog";
 import {
   crossedMultiple,
@@ -26,6 +26,7 @@ import {
 } from "../env-workers/runtime/scheduler";
 import { feederEnv, rolloutEnv, withTokenizerOnDemand } from "../env-workers/worker-env";
 import { MAX_MESSAGE_BYTES, messageBytes, type RolloutItemMessage } from "../queues/messages";
+import { envServices } from "./env-sandbox";
 import { addObservations, clearStepMetrics, stepMetrics } from "./feeder/metrics";
 import {
   applyReport,
@@ -63,6 +64,8 @@ export class EnvFeeder extends DurableObject<Bindings> implements EnvFeederPort 
   private env_: BaseEnv<JsonValue> | null = null;
   /** The spec with its servers (and keys) resolved, kept in memory only, with env_. */
   private resolved: EnvWorkerSpec | null = null;
+  /** The spec's env config, parsed once (kept in memory only, with env_). */
+  private parsedConfig: BaseEnvConfig | null = null;
   /** The evaluation in progress (kept in memory: a restart mid-evaluation skips that one). */
   private evaluation: Promise<void> | null = null;
   /**
@@ -91,11 +94,18 @@ export class EnvFeeder extends DurableObject<Bindings> implements EnvFeederPort 
     return this.resolved;
   }
 
+  private config(state: FeederState): BaseEnvConfig {
+    this.parsedConfig ??= this.envs.get(state.spec.envName).parseConfig(state.spec.config);
+    return this.parsedConfig;
+  }
+
   private async instance(state: FeederState): Promise<BaseEnv<JsonValue>> {
     if (!this.env_) {
       this.env_ = await feederEnv(
-        await this.resolvedSpec(state),
+        // The parsed config: the definition takes it as it is.
+        { ...(await this.resolvedSpec(state)), config: this.config(state) },
         this.envs.get(state.spec.envName),
+        envServices(this.env),
       );
       if (state.checkpoint) this.env_.loadCheckpoint(state.checkpoint);
     }
@@ -104,14 +114,14 @@ export class EnvFeeder extends DurableObject<Bindings> implements EnvFeederPort 
 
   /** Starts (or reconfigures) this feeder. Validates the env config before anything runs. */
   async start(run: string, name: string, spec: EnvWorkerRef): Promise<FeederSummary> {
-    const def = this.envs.get(spec.envName);
-    parseEnvConfig(def.configSchema, spec.config);
+    const config = this.envs.get(spec.envName).parseConfig(spec.config);
     const previous = await this.load();
     // Listed in D1 first, so a reset of the run always finds (and clears) this feeder.
     await listEnvWorker(this.env.DB, { run, name, envName: spec.envName, startedAt: Date.now() });
     this.state = startedState(run, name, spec, previous);
     this.env_ = null;
     this.resolved = null;
+    this.parsedConfig = config;
     await this.save();
     await this.ctx.storage.setAlarm(Date.now() + tickDelays(this.env.FEEDER_TICK_MS).soon);
     return summarize(this.state, this.evaluation !== null);
@@ -137,6 +147,7 @@ export class EnvFeeder extends DurableObject<Bindings> implements EnvFeederPort 
     this.state = null;
     this.env_ = null;
     this.resolved = null;
+    this.parsedConfig = null;
     await this.ctx.storage.deleteAlarm();
     await this.ctx.storage.deleteAll();
   }
@@ -147,7 +158,7 @@ export class EnvFeeder extends DurableObject<Bindings> implements EnvFeederPort 
   }
 
   private async register(state: FeederState): Promise<boolean> {
-    const cfg = parseEnvConfig(this.envs.get(state.spec.envName).configSchema, state.spec.config);
+    const cfg = this.config(state);
     const coordinator = this.env.RUN_COORDINATOR.get(
       this.env.RUN_COORDINATOR.idFromName(state.run),
     );
@@ -211,8 +222,7 @@ export class EnvFeeder extends DurableObject<Bindings> implements EnvFeederPort 
       state.status = "paused";
       return;
     }
-    const def = this.envs.get(state.spec.envName);
-    const cfg = parseEnvConfig(def.configSchema, state.spec.config);
+    const cfg = this.config(state);
     const previousStep = state.lastStep ?? null;
     if (previousStep !== null && previousStep !== status.current_step) {
       await this.reportStepMetrics(state, previousStep);
@@ -304,6 +314,7 @@ export class EnvFeeder extends DurableObject<Bindings> implements EnvFeederPort 
         await this.resolvedSpec(state),
         this.envs.get(state.spec.envName),
         this.env.PAYLOADS,
+        { services: envServices(this.env) },
       );
       const { metrics } = await withTokenizerOnDemand(env, () => env.evaluateWithSamples());
       if (this.state !== state) return; // the run was reset meanwhile

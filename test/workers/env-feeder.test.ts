@@ -15,9 +15,12 @@ import { afterEach, describe, expect, it, vi } from "vitest";
 import type { Bindings } from "../../src/api/bindings";
 import type { MetricsResponse } from "../../src/core/api-schemas";
 import { parseServerConfig } from "../../src/core/server-config";
+import { setSandboxProvider } from "../../src/env-workers/sandbox/registry";
+import { handleSandboxRequest } from "../../src/env-workers/sandbox/service";
 import type { RolloutItemMessage } from "../../src/queues/messages";
 import type { EnvFeeder, FeederState, FeederSummary } from "../../src/worker/env-feeder";
 import { handleQueueBatch, ROLLOUT_QUEUE } from "../../src/worker/queue-handler";
+import { WorkerLoaderSandbox } from "../../src/worker/sandbox/worker-loader";
 import { call, json, post, REGISTRATION, uniqueRun } from "./helpers";
 import {
   BigItemTestEnv,
@@ -26,6 +29,7 @@ import {
   evaluationControl,
   GROUP_SIZE,
   GROUPS_PER_CONSTANT_ITEM,
+  SandboxEvalTestEnv,
 } from "./test-envs";
 import { testEnvCatalog } from "./test-worker";
 
@@ -175,6 +179,50 @@ describe("EnvFeeder", () => {
     expect(await stub.describe()).toMatchObject({ in_flight: 2, issued: 2, last_error: null });
     expect(sends).toHaveLength(2);
     expect(sends[1]).toEqual(sends[0]);
+    await stub.stop();
+  });
+
+  it("evaluates with code run in the SANDBOX binding, in an isolate that never handled a queue batch", async () => {
+    // A fresh isolate: no queue batch set a process-wide sandbox provider.
+    setSandboxProvider(null);
+    const run = uniqueRun("feeder-sandbox-eval");
+    await post(`/runs/${run}/register`, { ...REGISTRATION, batch_size: 8 });
+    const name = `${run}/feeder_sandbox_eval_test/0`;
+    const stub = bindings.ENV_FEEDER.get(bindings.ENV_FEEDER.idFromName(name));
+    await stub.start(run, name, {
+      envName: SandboxEvalTestEnv.envName,
+      config: { group_size: 4, max_num_workers: 1, steps_per_eval: 2 },
+      inference: INFERENCE,
+    });
+    const sandbox = new WorkerLoaderSandbox(bindings.TEST_LOADER);
+    const ran: string[] = [];
+    await runInDurableObject(stub, (instance: EnvFeeder) => {
+      // why: the object's bindings are protected; the test binds a sandbox service it observes.
+      const target = instance as unknown as { env: Bindings };
+      target.env = {
+        ...bindings,
+        SANDBOX: {
+          fetch: (input: RequestInfo | URL, init?: RequestInit) => {
+            const request = new Request(input, init);
+            ran.push(new URL(request.url).pathname);
+            return handleSandboxRequest(sandbox, request);
+          },
+        } as unknown as Bindings["SANDBOX"],
+      };
+    });
+    expect(await runDurableObjectAlarm(stub)).toBe(true);
+    await post(`/runs/${run}/register`, { ...REGISTRATION, batch_size: 8, starting_step: 2 });
+    expect(await runDurableObjectAlarm(stub)).toBe(true);
+    // The evaluation's own promise: settled when its metrics are stored.
+    await runInDurableObject(stub, async (instance: EnvFeeder) => {
+      await (instance as unknown as { evaluation: Promise<void> | null }).evaluation;
+    });
+    expect(await stub.describe()).toMatchObject({ evaluations: 1, last_error: null });
+    const { evals } = await json<{ evals: { step: number; metrics: Record<string, number> }[] }>(
+      call(`/v1/runs/${run}/envs/0/evals`),
+    );
+    expect(evals).toEqual([expect.objectContaining({ step: 2, metrics: { answer: 42 } })]);
+    expect(ran).toEqual(["/run"]);
     await stub.stop();
   });
 

@@ -45,6 +45,22 @@ export class EvalTestEnv extends BaseEnv<number, BaseEnvConfig> {
   }
 }
 
+/** Its evaluation runs code in the sandbox the runtime handed it (the feeder's, in a Worker). */
+export class SandboxEvalTestEnv extends BaseEnv<number, BaseEnvConfig> {
+  static override envName = "feeder_sandbox_eval_test";
+  async getNextItem(): Promise<number | null> {
+    return null;
+  }
+
+  override async evaluate(): Promise<Record<string, number>> {
+    const result = await (await this.sandbox()).run({
+      language: "javascript",
+      code: "return 6 * 7",
+    });
+    return { answer: Number(result.value) };
+  }
+}
+
 export class BigItemTestEnv extends BaseEnv<string, BaseEnvConfig> {
   static override envName = "feeder_big_item_test";
   async getNextItem(): Promise<string | null> {
@@ -203,6 +219,7 @@ export class TokenIdsTestEnv extends BaseEnv<TokenIdsItem, BaseEnvConfig> {
 export const testEnvs = [
   defineEnv(EvalTestEnv, BaseEnvConfigSchema, "test only"),
   defineEnv(BigItemTestEnv, BaseEnvConfigSchema, "test only"),
+  defineEnv(SandboxEvalTestEnv, BaseEnvConfigSchema, "test only: evaluates in the sandbox"),
   defineEnv(IdleTestEnv, BaseEnvConfigSchema, "test only"),
   defineEnv(FaultyTestEnv, BaseEnvConfigSchema, "test only: fails the first N attempts of an item"),
   defineEnv(ConstantRewardTestEnv, BaseEnvConfigSchema, "test only: every answer scores 0"),
