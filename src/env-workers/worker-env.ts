@@ -7,6 +7,7 @@ import type { EnvWorkerSpec } from "../core/server-config";
 import type { BaseEnv, EnvServices, JsonValue } from "./base-env";
 import type { BaseEnvConfig } from "./config";
 import type { EnvDefinition } from "./define-env";
+import { SamplingRecord, withSamplingRecord } from "./inference/sampling-record";
 import { ServerManager } from "./inference/server-manager";
 import type { Tokenizer } from "./inference/types";
 import { getTokenizer, type R2Reader } from "./tokenizers";
@@ -105,9 +106,11 @@ export function rolloutEnv(
 
 /**
  * Runs `attempt` (a rollout or an evaluation of `env`); if it used the env's tokenizer
- * synchronously before anything loaded it, loads the tokenizer and runs it once more. The env
- * keeps the loaded tokenizer, so this happens at most once per env instance and isolate.
- * `failure` extracts the error from a result that reports failures instead of throwing.
+ * synchronously before anything loaded it, loads the tokenizer and runs it once more. The second
+ * run gets the first one's inference answers again instead of sampling anew (sampling-record.ts),
+ * so only the env's own code repeats. The env keeps the loaded tokenizer, so this happens at most
+ * once per env instance and isolate. `failure` extracts the error from a result that reports
+ * failures instead of throwing.
  */
 export async function withTokenizerOnDemand<T>(
   env: BaseEnv<JsonValue>,
@@ -115,17 +118,19 @@ export async function withTokenizerOnDemand<T>(
   failure: (result: T) => unknown = () => undefined,
 ): Promise<T> {
   const tokenizer = env.tokenizer;
+  const record = new SamplingRecord();
+  const run = () => withSamplingRecord(record, attempt);
   let result: T;
   try {
-    result = await attempt();
+    result = await run();
   } catch (error) {
     if (!(tokenizer instanceof LazyTokenizer) || !isTokenizerNotLoaded(error)) throw error;
     await tokenizer.load();
-    return attempt();
+    return run();
   }
   if (tokenizer instanceof LazyTokenizer && isTokenizerNotLoaded(failure(result))) {
     await tokenizer.load();
-    return attempt();
+    return run();
   }
   return result;
 }

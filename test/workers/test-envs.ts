@@ -171,7 +171,11 @@ export class ConstantRewardTestEnv extends BaseEnv<number, BaseEnvConfig> {
  * How a token-ids item gets its prompt: ids given (the backend does the rest), text the env
  * encodes itself, or a chat through a ManagedServer (which tokenizes).
  */
-export type TokenIdsItem = { ids: number[] } | { text: string } | { chat: string };
+/** `decode`: the env decodes the sampled ids (a synchronous tokenizer use after sampling). */
+export type TokenIdsItem =
+  | { ids: number[]; decode?: boolean }
+  | { text: string }
+  | { chat: string };
 
 /** Samples GROUP_SIZE completions token-in/token-out; the group is built from the returned ids. */
 export class TokenIdsTestEnv extends BaseEnv<TokenIdsItem, BaseEnvConfig> {
@@ -206,6 +210,9 @@ export class TokenIdsTestEnv extends BaseEnv<TokenIdsItem, BaseEnvConfig> {
       });
       sequences = result.outputTokens.map((output) => [...result.promptTokens, ...output]);
       promptLength = ids.length;
+    }
+    if ("decode" in item && item.decode) {
+      for (const seq of sequences) this.tokenizer.decode(seq.slice(promptLength));
     }
     const group: ScoredDataGroup = {
       tokens: sequences,
