@@ -90,23 +90,15 @@ describe("EnvFeeder", () => {
     expect((await workerStatus()).worker_status).toBe("evaluating");
     expect(evaluating!.issued).toBe(3);
 
-    // The evaluation env loads its tokenizer first; release it once evaluate() is running.
-    for (let i = 0; !evaluationControl.started; i++) {
-      if (i > 600) throw new Error("evaluate() never started");
-      await new Promise((r) => setTimeout(r, 50));
-    }
+    // Let evaluate() finish, and wait for the evaluation itself (its metrics stored).
     evaluationControl.released = true;
-    for (let i = 0; i < 100; i++) {
-      const { evals } = await json<{ evals: { step: number; metrics: Record<string, number> }[] }>(
-        call(`/v1/runs/${run}/envs/0/evals`),
-      );
-      if (evals.length > 0) {
-        expect(evals).toEqual([expect.objectContaining({ step: 2, metrics: { accuracy: 0.75 } })]);
-        break;
-      }
-      if (i === 99) throw new Error("evaluation result never stored");
-      await new Promise((r) => setTimeout(r, 50));
-    }
+    await runInDurableObject(stub, async (instance: EnvFeeder) => {
+      await (instance as unknown as { evaluation: Promise<void> | null }).evaluation;
+    });
+    const { evals } = await json<{ evals: { step: number; metrics: Record<string, number> }[] }>(
+      call(`/v1/runs/${run}/envs/0/evals`),
+    );
+    expect(evals).toEqual([expect.objectContaining({ step: 2, metrics: { accuracy: 0.75 } })]);
     const after = await stub.describe();
     expect(after).toMatchObject({ eval_running: false, evaluations: 1 });
     await stub.stop();
