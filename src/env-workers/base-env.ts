@@ -19,6 +19,8 @@ import type { ScoredDataGroup, ScoredDataItem } from "../core/group-types";
 import type { BaseEnvConfig, EnvConfigInit } from "./config";
 import { samplesPerItemMetrics } from "./evaluation";
 import type { InferenceClient, Tokenizer } from "./inference/types";
+import { getSandbox } from "./sandbox/registry";
+import type { Sandbox } from "./sandbox/types";
 
 export type JsonValue =
   | string
@@ -51,6 +53,15 @@ export interface EvalResult {
   samples: Record<string, unknown>[];
 }
 
+/**
+ * What the runtime hosting an env hands it besides inference and a tokenizer (`create()`'s last
+ * argument): the Worker passes its SANDBOX binding here, in the feeder as in rollout workers.
+ */
+export interface EnvServices {
+  /** The sandbox this env runs code in; absent: the process' or isolate's (`getSandbox()`). */
+  sandbox?: () => Promise<Sandbox>;
+}
+
 export abstract class BaseEnv<
   Item extends JsonValue = JsonValue,
   Config extends BaseEnvConfig = BaseEnvConfig,
@@ -67,6 +78,7 @@ export abstract class BaseEnv<
   readonly inference: InferenceClient;
   readonly tokenizer: Tokenizer;
   private readonly observations = new Map<string, number[]>();
+  private services: EnvServices = {};
 
   constructor(config: Config, inference: InferenceClient, tokenizer: Tokenizer) {
     this.config = config;
@@ -77,6 +89,22 @@ export abstract class BaseEnv<
   /** The subclass' static envName. */
   get name(): string {
     return (this.constructor as typeof BaseEnv).envName;
+  }
+
+  /**
+   * The runtime's services for this instance (defineEnv's `create()` binds them after the
+   * constructor, so an env with its own constructor needs not pass them on).
+   */
+  bindServices(services: EnvServices): void {
+    this.services = services;
+  }
+
+  /**
+   * The sandbox for running code: the one the runtime passed (a Worker's SANDBOX binding, in
+   * every isolate), else the process' provider (the CLI's local pool; `setSandboxProvider`).
+   */
+  sandbox(): Promise<Sandbox> {
+    return this.services.sandbox ? this.services.sandbox() : getSandbox();
   }
 
   /** Load data, build generators. Called once before anything else. */

@@ -4,8 +4,10 @@
  */
 
 import type { EnvWorkerSpec } from "../core/server-config";
-import type { BaseEnv, JsonValue } from "./base-env";
+import type { BaseEnv, EnvServices, JsonValue } from "./base-env";
+import type { BaseEnvConfig } from "./config";
 import type { EnvDefinition } from "./define-env";
+import { SamplingRecord, withSamplingRecord } from "./inference/sampling-record";
 import { ServerManager } from "./inference/server-manager";
 import type { Tokenizer } from "./inference/types";
 import { getTokenizer, type R2Reader } from "./tokenizers";
@@ -44,12 +46,14 @@ export function unloadedTokenizer(name: string): Tokenizer {
 export async function feederEnv(
   spec: EnvWorkerSpec,
   def: EnvDefinition,
+  services: EnvServices = {},
 ): Promise<BaseEnv<JsonValue>> {
   const inference = new ServerManager(spec.inference);
   const env = def.create(
-    spec.config,
+    def.parseConfig(spec.config),
     inference,
     unloadedTokenizer(String(spec.config.tokenizer_name ?? "qwen3")),
+    services,
   );
   await env.setup();
   return env;
@@ -58,6 +62,10 @@ export async function feederEnv(
 export interface RolloutEnvOptions {
   /** Loads a tokenizer by name (default: getTokenizer with the bucket); tests count loads. */
   loadTokenizer?: (name: string) => Promise<Tokenizer>;
+  /** What the env reaches besides inference and its tokenizer (the Worker's sandbox). */
+  services?: EnvServices;
+  /** The spec's config as `def.parseConfig` returned it (else it is parsed here). */
+  config?: BaseEnvConfig;
 }
 
 /**
@@ -77,7 +85,8 @@ export function rolloutEnv(
   let env = cache.get(key);
   if (!env) {
     env = (async () => {
-      const parsed = def.configSchema.parse(spec.config);
+      // Parsed once: create() takes the parsed config as it is; the env's `config` is this object.
+      const parsed = options.config ?? def.parseConfig(spec.config);
       const load = options.loadTokenizer ?? ((name: string) => getTokenizer(name, { bucket }));
       const tokenizer = new LazyTokenizer(parsed.tokenizer_name, () => load(parsed.tokenizer_name));
       // Backends load the server's tokenizer themselves, only when they need it; the same name
@@ -85,7 +94,7 @@ export function rolloutEnv(
       const inference = new ServerManager(spec.inference, {
         getTokenizer: (name) => (name === parsed.tokenizer_name ? tokenizer.load() : load(name)),
       });
-      const instance = def.create(spec.config, inference, tokenizer);
+      const instance = def.create(parsed, inference, tokenizer, options.services);
       await instance.setup();
       return instance;
     })();
@@ -97,9 +106,11 @@ export function rolloutEnv(
 
 /**
  * Runs `attempt` (a rollout or an evaluation of `env`); if it used the env's tokenizer
- * synchronously before anything loaded it, loads the tokenizer and runs it once more. The env
- * keeps the loaded tokenizer, so this happens at most once per env instance and isolate.
- * `failure` extracts the error from a result that reports failures instead of throwing.
+ * synchronously before anything loaded it, loads the tokenizer and runs it once more. The second
+ * run gets the first one's inference answers again instead of sampling anew (sampling-record.ts),
+ * so only the env's own code repeats. The env keeps the loaded tokenizer, so this happens at most
+ * once per env instance and isolate. `failure` extracts the error from a result that reports
+ * failures instead of throwing.
  */
 export async function withTokenizerOnDemand<T>(
   env: BaseEnv<JsonValue>,
@@ -107,17 +118,19 @@ export async function withTokenizerOnDemand<T>(
   failure: (result: T) => unknown = () => undefined,
 ): Promise<T> {
   const tokenizer = env.tokenizer;
+  const record = new SamplingRecord();
+  const run = () => withSamplingRecord(record, attempt);
   let result: T;
   try {
-    result = await attempt();
+    result = await run();
   } catch (error) {
     if (!(tokenizer instanceof LazyTokenizer) || !isTokenizerNotLoaded(error)) throw error;
     await tokenizer.load();
-    return attempt();
+    return run();
   }
   if (tokenizer instanceof LazyTokenizer && isTokenizerNotLoaded(failure(result))) {
     await tokenizer.load();
-    return attempt();
+    return run();
   }
   return result;
 }

@@ -10,7 +10,6 @@ import {
   BaseEnvConfigSchema,
   defineEnv,
   type EvalResult,
-  getSandbox,
   type JsonObject,
   mergeIntoGroup,
   runHiddenTests,
@@ -112,7 +111,7 @@ export class CodeExecEnv extends BaseEnv<CodeItem, CodeExecConfig> {
       max_tokens: this.config.max_tokens,
       temperature: this.config.temperature,
     });
-    const sandbox = await getSandbox();
+    const sandbox = await this.sandbox();
     const limits = { timeout_ms: this.config.timeout_ms, memory_mb: this.config.memory_mb };
     const scores = await Promise.all(
       choices.map((c) => scoreAnswer(sandbox, problem, c.text, limits)),
@@ -143,7 +142,7 @@ export class CodeExecEnv extends BaseEnv<CodeItem, CodeExecConfig> {
     const stride = CODE_PROBLEMS.length / Math.max(1, n);
     const problems = Array.from({ length: n }, (_, i) => CODE_PROBLEMS[Math.floor(i * stride)]!);
     const k = this.config.eval_samples_per_item;
-    const sandbox = await getSandbox();
+    const sandbox = await this.sandbox();
     const limits = { timeout_ms: this.config.timeout_ms, memory_mb: this.config.memory_mb };
     const passRates: number[] = [];
     const result = await this.evaluateSampled(problems, async (problem, sample) => {

@@ -7,7 +7,7 @@
  */
 import { DurableObject } from "cloudflare:workers";
 import type { Bindings } from "../api/bindings";
-import type { BackingOff, EnvFeederPort, FeederSummary, ItemReport } from "../api/env-feeder-port";
+import type { EnvFeederPort, FeederSummary, ItemReport } from "../api/env-feeder-port";
 
 export type { FeederSummary };
 
@@ -16,16 +16,9 @@ import { listEnvWorker, reportWorkerStats } from "../api/storage/env-workers";
 import { recordMetrics } from "../api/storage/metrics";
 import { statusForEnv } from "../api/storage/status";
 import type { EnvWorkerRef, EnvWorkerSpec } from "../core/server-config";
-import {
-  type BaseEnv,
-  type JsonObject,
-  type JsonValue,
-  summarizeObservations,
-} from "../env-workers/base-env";
-import { parseEnvConfig } from "../env-workers/config";
+import type { BaseEnv, JsonValue } from "../env-workers/base-env";
+import type { BaseEnvConfig } from "../env-workers/config";
 import type { EnvCatalog } from "../env-workers/env-catalog";
-import { DropBackoff, type DropBackoffState } from "../env-workers/runtime/drop-backoff";
-import { countDrop } from "../env-workers/runtime/rollout-core";
 import {
   crossedMultiple,
   planWorkers,
@@ -33,7 +26,27 @@ import {
 } from "../env-workers/runtime/scheduler";
 import { feederEnv, rolloutEnv, withTokenizerOnDemand } from "../env-workers/worker-env";
 import { MAX_MESSAGE_BYTES, messageBytes, type RolloutItemMessage } from "../queues/messages";
+import { envServices } from "./env-sandbox";
+import { addObservations, clearStepMetrics, stepMetrics } from "./feeder/metrics";
+import {
+  applyReport,
+  type BacklogItem,
+  dropItem,
+  expireInFlight,
+  type FeederState,
+  forgetRegistration,
+  issue,
+  maySend,
+  sendFailed,
+  sent,
+  startedState,
+  summarize,
+  takeUnsent,
+  withBackoff,
+} from "./feeder/state";
 import { resolveSpec } from "./spec-inference";
+
+export type { BacklogItem, FeederState };
 
 /**
  * A feeder ticks every FEEDER_TICK_MS (default 500); its first tick after start() and the
@@ -46,124 +59,13 @@ function tickDelays(value: string | undefined): { tick: number; soon: number } {
   return { tick, soon: Math.max(1, Math.round(tick / 50)) };
 }
 
-interface InFlight {
-  item: JsonValue;
-  issuedAt: number;
-}
-
-/** A backlog item a rollout asked for, with the id derived from its parent's. */
-export interface BacklogItem {
-  itemId: string;
-  item: JsonValue;
-}
-
-export interface FeederState {
-  run: string;
-  name: string;
-  /** Never holds an API key (src/worker/spec-inference.ts resolves the servers when used). */
-  spec: EnvWorkerRef;
-  envId: number | null;
-  status: FeederSummary["status"];
-  inFlight: Record<string, InFlight>;
-  issued: number;
-  succeeded: number;
-  failed: number;
-  /** Items dropped: by the env (DropGroupError, no group), past worker_timeout, or too large. */
-  dropped: number;
-  /** Groups dropped by send-side validation (identical scores, wrong size, too long). */
-  rejected: number;
-  /** Dropped items and rejected groups by reason (numbers in reasons replaced by N). */
-  dropReasons?: Record<string, number>;
-  checkpoint: JsonObject | null;
-  lastError: string | null;
-  /** Run step seen on the previous tick (evaluation triggers on crossing steps_per_eval). */
-  lastStep?: number | null;
-  evaluations?: number;
-  /** Consecutive drops and rate limit (states saved before the back-off existed have none). */
-  backoff?: DropBackoffState;
-  /** While backing off: why, as last reported (every 10 s of continued drops). */
-  backingOff?: BackingOff | null;
-  /** Observations and drops since the last step change, reported as that step's env metrics. */
-  stepObservations?: Record<string, number[]>;
-  stepDrops?: Record<string, number>;
-}
-
-/** Observations kept per name per step: a summary needs no more, and the state stays small. */
-const MAX_OBSERVATIONS = 5000;
-
-function summarize(state: FeederState, evalRunning: boolean): FeederSummary {
-  return {
-    run: state.run,
-    name: state.name,
-    env: state.spec.envName,
-    env_id: state.envId,
-    status: state.status,
-    in_flight: Object.keys(state.inFlight).length,
-    issued: state.issued,
-    succeeded: state.succeeded,
-    failed: state.failed,
-    dropped: state.dropped,
-    rejected: state.rejected,
-    drop_reasons: { ...(state.dropReasons ?? {}) },
-    last_error: state.lastError,
-    eval_running: evalRunning,
-    evaluations: state.evaluations ?? 0,
-    backing_off: state.backingOff ?? null,
-  };
-}
-
-/** States saved before drop reasons were counted have none yet. */
-function countReason(state: FeederState, reason: string): void {
-  state.dropReasons ??= {};
-  countDrop(state.dropReasons, reason);
-  state.stepDrops ??= {};
-  countDrop(state.stepDrops, reason);
-}
-
-function addObservations(state: FeederState, observations: Record<string, number[]>): void {
-  state.stepObservations ??= {};
-  for (const [name, values] of Object.entries(observations)) {
-    const kept = state.stepObservations[name] ?? [];
-    state.stepObservations[name] = kept;
-    kept.push(...values.slice(0, Math.max(0, MAX_OBSERVATIONS - kept.length)));
-  }
-}
-
-/** The env metrics of a finished step: summarized observations and drops by reason. */
-function stepMetrics(state: FeederState): Record<string, number> {
-  const drops = Object.entries(state.stepDrops ?? {}).map(([reason, n]) => [
-    `drops/${reason}`.slice(0, 200),
-    n,
-  ]);
-  return { ...summarizeObservations(state.stepObservations ?? {}), ...Object.fromEntries(drops) };
-}
-
-/**
- * Runs `use` on the feeder's drop back-off (the Node runtime's rule: after 200 consecutive drops,
- * at most 1 item/s and the reason every 10 s), kept in the persisted state so that it survives
- * the object being evicted between ticks.
- */
-function withBackoff<T>(state: FeederState, use: (backoff: DropBackoff) => T): T {
-  const backoff = new DropBackoff({ state: state.backoff });
-  const result = use(backoff);
-  state.backoff = backoff.snapshot();
-  if (!backoff.active) state.backingOff = null;
-  return result;
-}
-
-/** A dropped item or rejected group, as the back-off counts it. */
-function backoffDrop(state: FeederState, reason: string): void {
-  withBackoff(state, (backoff) => {
-    const message = backoff.dropped(reason);
-    if (message) state.backingOff = { message, reported_at: Date.now() };
-  });
-}
-
 export class EnvFeeder extends DurableObject<Bindings> implements EnvFeederPort {
   private state: FeederState | null = null;
   private env_: BaseEnv<JsonValue> | null = null;
   /** The spec with its servers (and keys) resolved, kept in memory only, with env_. */
   private resolved: EnvWorkerSpec | null = null;
+  /** The spec's env config, parsed once (kept in memory only, with env_). */
+  private parsedConfig: BaseEnvConfig | null = null;
   /** The evaluation in progress (kept in memory: a restart mid-evaluation skips that one). */
   private evaluation: Promise<void> | null = null;
   /**
@@ -192,11 +94,18 @@ export class EnvFeeder extends DurableObject<Bindings> implements EnvFeederPort 
     return this.resolved;
   }
 
+  private config(state: FeederState): BaseEnvConfig {
+    this.parsedConfig ??= this.envs.get(state.spec.envName).parseConfig(state.spec.config);
+    return this.parsedConfig;
+  }
+
   private async instance(state: FeederState): Promise<BaseEnv<JsonValue>> {
     if (!this.env_) {
       this.env_ = await feederEnv(
-        await this.resolvedSpec(state),
+        // The parsed config: the definition takes it as it is.
+        { ...(await this.resolvedSpec(state)), config: this.config(state) },
         this.envs.get(state.spec.envName),
+        envServices(this.env),
       );
       if (state.checkpoint) this.env_.loadCheckpoint(state.checkpoint);
     }
@@ -205,31 +114,14 @@ export class EnvFeeder extends DurableObject<Bindings> implements EnvFeederPort 
 
   /** Starts (or reconfigures) this feeder. Validates the env config before anything runs. */
   async start(run: string, name: string, spec: EnvWorkerRef): Promise<FeederSummary> {
-    const def = this.envs.get(spec.envName);
-    parseEnvConfig(def.configSchema, spec.config);
+    const config = this.envs.get(spec.envName).parseConfig(spec.config);
     const previous = await this.load();
     // Listed in D1 first, so a reset of the run always finds (and clears) this feeder.
     await listEnvWorker(this.env.DB, { run, name, envName: spec.envName, startedAt: Date.now() });
-    this.state = {
-      run,
-      name,
-      spec,
-      envId: previous?.spec.envName === spec.envName ? previous.envId : null,
-      status: "waiting_for_trainer",
-      inFlight: previous?.inFlight ?? {},
-      issued: previous?.issued ?? 0,
-      succeeded: previous?.succeeded ?? 0,
-      failed: previous?.failed ?? 0,
-      dropped: previous?.dropped ?? 0,
-      rejected: previous?.rejected ?? 0,
-      dropReasons: previous?.dropReasons ?? {},
-      backoff: previous?.backoff,
-      backingOff: previous?.backingOff ?? null,
-      checkpoint: previous?.spec.envName === spec.envName ? previous.checkpoint : null,
-      lastError: null,
-    };
+    this.state = startedState(run, name, spec, previous);
     this.env_ = null;
     this.resolved = null;
+    this.parsedConfig = config;
     await this.save();
     await this.ctx.storage.setAlarm(Date.now() + tickDelays(this.env.FEEDER_TICK_MS).soon);
     return summarize(this.state, this.evaluation !== null);
@@ -255,6 +147,7 @@ export class EnvFeeder extends DurableObject<Bindings> implements EnvFeederPort 
     this.state = null;
     this.env_ = null;
     this.resolved = null;
+    this.parsedConfig = null;
     await this.ctx.storage.deleteAlarm();
     await this.ctx.storage.deleteAll();
   }
@@ -265,7 +158,7 @@ export class EnvFeeder extends DurableObject<Bindings> implements EnvFeederPort 
   }
 
   private async register(state: FeederState): Promise<boolean> {
-    const cfg = parseEnvConfig(this.envs.get(state.spec.envName).configSchema, state.spec.config);
+    const cfg = this.config(state);
     const coordinator = this.env.RUN_COORDINATOR.get(
       this.env.RUN_COORDINATOR.idFromName(state.run),
     );
@@ -320,8 +213,7 @@ export class EnvFeeder extends DurableObject<Bindings> implements EnvFeederPort 
     const found = await statusForEnv(this.env.DB, state.run, state.envId!);
     if (!found) {
       // The run was reset or the env forgotten: register again.
-      state.envId = null;
-      state.inFlight = {};
+      forgetRegistration(state);
       return;
     }
     const { status, batchSize, policyVersion } = found;
@@ -330,8 +222,7 @@ export class EnvFeeder extends DurableObject<Bindings> implements EnvFeederPort 
       state.status = "paused";
       return;
     }
-    const def = this.envs.get(state.spec.envName);
-    const cfg = parseEnvConfig(def.configSchema, state.spec.config);
+    const cfg = this.config(state);
     const previousStep = state.lastStep ?? null;
     if (previousStep !== null && previousStep !== status.current_step) {
       await this.reportStepMetrics(state, previousStep);
@@ -342,16 +233,7 @@ export class EnvFeeder extends DurableObject<Bindings> implements EnvFeederPort 
       if (evalStep !== null) this.startEvaluation(state, evalStep);
     }
     const now = Date.now();
-    if (cfg.worker_timeout > 0) {
-      for (const [id, f] of Object.entries(state.inFlight)) {
-        // Atropos drops an item whose worker ran past worker_timeout; a grace period covers
-        // queue delivery delay and consumer retries.
-        if (now - f.issuedAt > cfg.worker_timeout * 1000 * 2) {
-          delete state.inFlight[id];
-          this.drop(state, "worker timeout");
-        }
-      }
-    }
+    expireInFlight(state, cfg.worker_timeout, now);
     const plan = planWorkers({
       config: cfg,
       status,
@@ -371,41 +253,53 @@ export class EnvFeeder extends DurableObject<Bindings> implements EnvFeederPort 
     }
     state.status = "running";
     const free = plan.target - Object.keys(state.inFlight).length;
-    if (free <= 0) return;
+    if (free <= 0 || !maySend(state)) return;
     const env = await this.instance(state);
-    const messages: RolloutItemMessage[] = [];
-    for (let i = 0; i < free; i++) {
-      if (!withBackoff(state, (backoff) => backoff.maySpawn())) break;
+    const message = (itemId: string, item: JsonValue): RolloutItemMessage => ({
+      itemId,
+      run: state.run,
+      feeder: state.name,
+      envId: state.envId!,
+      spec: state.spec,
+      item,
+      policyVersion,
+      issuedAt: now,
+    });
+    // Items whose send failed on an earlier tick go first, with their ids.
+    const messages = takeUnsent(state, free).map((b) => message(b.itemId, b.item));
+    for (const m of messages) issue(state, m.itemId, m.item as JsonValue, now);
+    for (let taken = messages.length; taken < free; taken++) {
+      if (!withBackoff(state, now, (backoff) => backoff.maySpawn())) break;
       const item = await env.getNextItem();
       if (item === null) break;
-      const itemId = crypto.randomUUID();
-      const message: RolloutItemMessage = {
-        itemId,
-        run: state.run,
-        feeder: state.name,
-        envId: state.envId!,
-        spec: state.spec,
-        item,
-        policyVersion,
-        issuedAt: now,
-      };
-      const bytes = messageBytes(message);
+      const next = message(crypto.randomUUID(), item);
+      const bytes = messageBytes(next);
       if (bytes > MAX_MESSAGE_BYTES) {
         // Queue messages are capped at 128 KB: the env must send ids or seeds, not data.
-        this.drop(state, "item too large for a queue message");
+        dropItem(state, "item too large for a queue message", now);
         state.lastError = `item of ${state.spec.envName} is ${bytes} bytes as a queue message (limit ${MAX_MESSAGE_BYTES}); make getNextItem() return ids or seeds, not data`;
         continue;
       }
-      state.inFlight[itemId] = { item, issuedAt: now };
-      messages.push(message);
+      issue(state, next.itemId, item, now);
+      messages.push(next);
     }
     state.checkpoint = env.saveCheckpoint();
     // Persist the iterator position and in-flight set before the items leave.
     await this.save();
     for (let i = 0; i < messages.length; i += 100) {
-      await this.env.ROLLOUT_ITEMS.sendBatch(messages.slice(i, i + 100).map((body) => ({ body })));
+      const chunk = messages.slice(i, i + 100);
+      try {
+        await this.env.ROLLOUT_ITEMS.sendBatch(chunk.map((body) => ({ body })));
+      } catch (error) {
+        // Their slots are free at once; the items go out again after a back-off.
+        const unsent = messages
+          .slice(i)
+          .map((m) => ({ itemId: m.itemId, item: m.item as JsonValue }));
+        sendFailed(state, unsent, error instanceof Error ? error.message : String(error));
+        return;
+      }
+      sent(state, chunk.length);
     }
-    state.issued += messages.length;
   }
 
   /**
@@ -420,6 +314,7 @@ export class EnvFeeder extends DurableObject<Bindings> implements EnvFeederPort 
         await this.resolvedSpec(state),
         this.envs.get(state.spec.envName),
         this.env.PAYLOADS,
+        { services: envServices(this.env) },
       );
       const { metrics } = await withTokenizerOnDemand(env, () => env.evaluateWithSamples());
       if (this.state !== state) return; // the run was reset meanwhile
@@ -453,30 +348,12 @@ export class EnvFeeder extends DurableObject<Bindings> implements EnvFeederPort 
   async report(itemId: string, outcome: ItemReport): Promise<boolean> {
     const state = await this.load();
     if (!state) return false;
-    const entry = state.inFlight[itemId];
-    // Unknown: already reported (duplicate delivery) or dropped past worker_timeout (counted).
-    if (!entry) return false;
-    delete state.inFlight[itemId];
-    const backlog = JSON.parse(outcome.backlogJson ?? "[]") as BacklogItem[];
-    for (const b of backlog) state.inFlight[b.itemId] = { item: b.item, issuedAt: Date.now() };
-    // Reports from consumers older than `submitted`: an ok item without drops kept its group.
-    const kept =
-      outcome.submitted ??
-      (outcome.ok && outcome.dropped === undefined && !outcome.rejected?.length ? 1 : 0);
-    if (kept > 0) withBackoff(state, (backoff) => backoff.kept());
-    if (!outcome.ok) state.failed++;
-    else if (outcome.dropped !== undefined) this.drop(state, outcome.dropped);
-    else state.succeeded++;
-    for (const reason of outcome.rejected ?? []) {
-      state.rejected++;
-      countReason(state, reason);
-      backoffDrop(state, reason);
-    }
-    if (outcome.observations) addObservations(state, outcome.observations);
-    if (outcome.ok && outcome.scores?.length) {
+    const reported = applyReport(state, itemId, outcome, Date.now());
+    if (!reported) return false;
+    if (reported.scored) {
       // Curriculum feedback happens here, where the iterator state lives.
       const env = await this.instance(state);
-      env.recordScores(entry.item, outcome.scores);
+      env.recordScores(reported.entry.item, outcome.scores ?? []);
       // What the curriculum observed (e.g. curriculum/level) joins the step's env metrics.
       addObservations(state, env.takeObservations());
       state.checkpoint = env.saveCheckpoint();
@@ -507,17 +384,10 @@ export class EnvFeeder extends DurableObject<Bindings> implements EnvFeederPort 
         kind: "env",
         values,
       });
-      state.stepObservations = {};
-      state.stepDrops = {};
+      clearStepMetrics(state);
     } catch (error) {
       state.lastError = `metrics of step ${step} not stored: ${error instanceof Error ? error.message : String(error)}`;
     }
-  }
-
-  private drop(state: FeederState, reason: string): void {
-    state.dropped++;
-    countReason(state, reason);
-    backoffDrop(state, reason);
   }
 
   private async reportStats(state: FeederState): Promise<void> {

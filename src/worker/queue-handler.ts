@@ -13,9 +13,9 @@ import type { Bindings } from "../api/bindings";
 import { submitGroupInProcess } from "../api/ingest-submit";
 import { redactSecrets } from "../api/proxy-upstream";
 import { recordDeadLetterOnce } from "../api/storage/env-workers";
-import { getRun } from "../api/storage/runs";
+import { getRun, type RunRow } from "../api/storage/runs";
 import type { BaseEnv, JsonValue } from "../env-workers/base-env";
-import { type BaseEnvConfig, parseEnvConfig } from "../env-workers/config";
+import type { BaseEnvConfig } from "../env-workers/config";
 import type { EnvDefinition } from "../env-workers/define-env";
 import type { EnvCatalog } from "../env-workers/env-catalog";
 import {
@@ -30,7 +30,8 @@ import {
   withTokenizerOnDemand,
 } from "../env-workers/worker-env";
 import type { RolloutItemMessage } from "../queues/messages";
-import type { BacklogItem } from "./env-feeder";
+import { envServices } from "./env-sandbox";
+import type { BacklogItem } from "./feeder/state";
 import { resolveSpec } from "./spec-inference";
 
 export const ROLLOUT_QUEUE = "rollout-items";
@@ -51,18 +52,25 @@ export type ItemResult = RolloutItemResult<JsonValue, SubmitCounts> & {
   observations?: Record<string, number[]>;
 };
 
+/** What the consumer already knows when it runs an item. */
+export interface RollOutOptions extends RolloutEnvOptions {
+  /** The run's max_token_len, from the `runs` row the consumer read (-1: none). */
+  maxTokenLen?: number;
+}
+
 /** Runs one item through the shared rollout core; never throws (failures come back classified). */
 export async function rollOutItem(
   env: Bindings,
   msg: RolloutItemMessage,
   envs: EnvCatalog,
-  options: RolloutEnvOptions = {},
+  options: RollOutOptions = {},
 ): Promise<ItemResult> {
-  let cfg: BaseEnvConfig;
   let def: EnvDefinition;
+  let parsed: BaseEnvConfig;
   try {
     def = envs.get(msg.spec.envName);
-    cfg = parseEnvConfig(def.configSchema, msg.spec.config);
+    // Parsed once per isolate and spec: rolloutEnv takes it (and caches the env built with it).
+    parsed = def.parseConfig(msg.spec.config);
   } catch (error) {
     // An unknown env or a bad config stays wrong however often the item is retried.
     return rolloutFailure(error, [], "permanent");
@@ -70,18 +78,19 @@ export async function rollOutItem(
   let instance: BaseEnv<JsonValue>;
   let maxTokenLen: number;
   try {
-    instance = await rolloutEnv(
-      await resolveSpec(env, msg.run, msg.spec),
-      def,
-      env.PAYLOADS,
-      options,
-    );
+    instance = await rolloutEnv(await resolveSpec(env, msg.run, msg.spec), def, env.PAYLOADS, {
+      services: envServices(env),
+      ...options,
+      config: parsed,
+    });
+    const cfg = instance.config;
     // Messages are decoded from the group's tokens during validation.
     if (cfg.include_messages || cfg.include_token_texts) await loadTokenizer(instance.tokenizer);
-    maxTokenLen = (await getRun(env.DB, msg.run))?.maxTokenLen ?? -1;
+    maxTokenLen = options.maxTokenLen ?? (await getRun(env.DB, msg.run))?.maxTokenLen ?? -1;
   } catch (error) {
     return rolloutFailure(error);
   }
+  const cfg = instance.config;
   const rollout = (): Promise<ItemResult> =>
     runRolloutItem(instance, msg.item as JsonValue, {
       validation: {
@@ -174,9 +183,9 @@ async function recordDeadLetter(
  * (its row is recreated on the next registration, later than the item) or is gone. Without this
  * a message still on the queue at reset time would land its group under a re-registered env id.
  */
-async function predatesRun(env: Bindings, msg: RolloutItemMessage): Promise<boolean> {
+async function currentRun(env: Bindings, msg: RolloutItemMessage): Promise<RunRow | null> {
   const run = await getRun(env.DB, msg.run);
-  return run === undefined || run.createdAt > msg.issuedAt;
+  return run === undefined || run.createdAt > msg.issuedAt ? null : run;
 }
 
 function logStaleItem(msg: RolloutItemMessage): void {
@@ -205,7 +214,7 @@ export async function handleQueueBatch(
 ): Promise<void> {
   if (batch.queue.startsWith(DEAD_LETTER_QUEUE)) {
     for (const message of batch.messages) {
-      if (await predatesRun(env, message.body)) {
+      if (!(await currentRun(env, message.body))) {
         logStaleItem(message.body);
         message.ack();
         continue;
@@ -229,11 +238,13 @@ export async function handleQueueBatch(
   await Promise.all(
     [...firstOfItem.values()].map(async (message) => {
       const msg = message.body;
-      if (await predatesRun(env, msg)) {
+      // The one read of the run's row per item: staleness and max_token_len.
+      const run = await currentRun(env, msg);
+      if (!run) {
         logStaleItem(msg);
         return message.ack();
       }
-      const result = await rollOutItem(env, msg, envs);
+      const result = await rollOutItem(env, msg, envs, { maxTokenLen: run.maxTokenLen ?? -1 });
       if (result.kind === "submitted" || result.kind === "dropped") {
         const backlog = backlogOf(msg, result.backlog);
         const envDrop = result.kind === "dropped" && result.by === "env";

@@ -15,9 +15,12 @@ import { afterEach, describe, expect, it, vi } from "vitest";
 import type { Bindings } from "../../src/api/bindings";
 import type { MetricsResponse } from "../../src/core/api-schemas";
 import { parseServerConfig } from "../../src/core/server-config";
+import { setSandboxProvider } from "../../src/env-workers/sandbox/registry";
+import { handleSandboxRequest } from "../../src/env-workers/sandbox/service";
 import type { RolloutItemMessage } from "../../src/queues/messages";
 import type { EnvFeeder, FeederState, FeederSummary } from "../../src/worker/env-feeder";
 import { handleQueueBatch, ROLLOUT_QUEUE } from "../../src/worker/queue-handler";
+import { WorkerLoaderSandbox } from "../../src/worker/sandbox/worker-loader";
 import { call, json, post, REGISTRATION, uniqueRun } from "./helpers";
 import {
   BigItemTestEnv,
@@ -26,6 +29,7 @@ import {
   evaluationControl,
   GROUP_SIZE,
   GROUPS_PER_CONSTANT_ITEM,
+  SandboxEvalTestEnv,
 } from "./test-envs";
 import { testEnvCatalog } from "./test-worker";
 
@@ -86,23 +90,15 @@ describe("EnvFeeder", () => {
     expect((await workerStatus()).worker_status).toBe("evaluating");
     expect(evaluating!.issued).toBe(3);
 
-    // The evaluation env loads its tokenizer first; release it once evaluate() is running.
-    for (let i = 0; !evaluationControl.started; i++) {
-      if (i > 600) throw new Error("evaluate() never started");
-      await new Promise((r) => setTimeout(r, 50));
-    }
+    // Let evaluate() finish, and wait for the evaluation itself (its metrics stored).
     evaluationControl.released = true;
-    for (let i = 0; i < 100; i++) {
-      const { evals } = await json<{ evals: { step: number; metrics: Record<string, number> }[] }>(
-        call(`/v1/runs/${run}/envs/0/evals`),
-      );
-      if (evals.length > 0) {
-        expect(evals).toEqual([expect.objectContaining({ step: 2, metrics: { accuracy: 0.75 } })]);
-        break;
-      }
-      if (i === 99) throw new Error("evaluation result never stored");
-      await new Promise((r) => setTimeout(r, 50));
-    }
+    await runInDurableObject(stub, async (instance: EnvFeeder) => {
+      await (instance as unknown as { evaluation: Promise<void> | null }).evaluation;
+    });
+    const { evals } = await json<{ evals: { step: number; metrics: Record<string, number> }[] }>(
+      call(`/v1/runs/${run}/envs/0/evals`),
+    );
+    expect(evals).toEqual([expect.objectContaining({ step: 2, metrics: { accuracy: 0.75 } })]);
     const after = await stub.describe();
     expect(after).toMatchObject({ eval_running: false, evaluations: 1 });
     await stub.stop();
@@ -137,6 +133,88 @@ describe("EnvFeeder", () => {
     expect((await setPaused(false)).status).toBe(200);
     expect(await runDurableObjectAlarm(stub)).toBe(true);
     expect(await stub.describe()).toMatchObject({ status: "running" });
+    await stub.stop();
+  });
+
+  it("frees the slots of a failed queue send at once and sends the same items on a later tick", async () => {
+    const run = uniqueRun("feeder-sendfail");
+    await post(`/runs/${run}/register`, { ...REGISTRATION, batch_size: 8 });
+    const name = `${run}/feeder_eval_test/sendfail`;
+    const stub = bindings.ENV_FEEDER.get(bindings.ENV_FEEDER.idFromName(name));
+    // worker_timeout 0: before, the failed items held their slots forever.
+    await stub.start(run, name, {
+      envName: EvalTestEnv.envName,
+      config: { group_size: 4, max_num_workers: 2, worker_timeout: 0, tokenizer_name: "qwen3" },
+      inference: INFERENCE,
+    });
+    const sends: string[][] = [];
+    const queue = (fail: boolean) =>
+      runInDurableObject(stub, (instance: EnvFeeder) => {
+        // why: the object's bindings are protected; the test swaps the queue for one it controls.
+        const target = instance as unknown as { env: Bindings };
+        target.env = {
+          ...bindings,
+          ROLLOUT_ITEMS: {
+            sendBatch: async (batch: { body: RolloutItemMessage }[]) => {
+              sends.push(batch.map((m) => m.body.itemId));
+              if (fail) throw new Error("queue unavailable");
+            },
+          } as unknown as Bindings["ROLLOUT_ITEMS"],
+        };
+      });
+    await queue(true);
+    expect(await runDurableObjectAlarm(stub)).toBe(true);
+    expect(await stub.describe()).toMatchObject({ in_flight: 0, issued: 0 });
+    expect((await stub.describe())!.last_error).toContain("queue unavailable");
+    await queue(false);
+    expect(await runDurableObjectAlarm(stub)).toBe(true);
+    expect(await stub.describe()).toMatchObject({ in_flight: 2, issued: 2, last_error: null });
+    expect(sends).toHaveLength(2);
+    expect(sends[1]).toEqual(sends[0]);
+    await stub.stop();
+  });
+
+  it("evaluates with code run in the SANDBOX binding, in an isolate that never handled a queue batch", async () => {
+    // A fresh isolate: no queue batch set a process-wide sandbox provider.
+    setSandboxProvider(null);
+    const run = uniqueRun("feeder-sandbox-eval");
+    await post(`/runs/${run}/register`, { ...REGISTRATION, batch_size: 8 });
+    const name = `${run}/feeder_sandbox_eval_test/0`;
+    const stub = bindings.ENV_FEEDER.get(bindings.ENV_FEEDER.idFromName(name));
+    await stub.start(run, name, {
+      envName: SandboxEvalTestEnv.envName,
+      config: { group_size: 4, max_num_workers: 1, steps_per_eval: 2 },
+      inference: INFERENCE,
+    });
+    const sandbox = new WorkerLoaderSandbox(bindings.TEST_LOADER);
+    const ran: string[] = [];
+    await runInDurableObject(stub, (instance: EnvFeeder) => {
+      // why: the object's bindings are protected; the test binds a sandbox service it observes.
+      const target = instance as unknown as { env: Bindings };
+      target.env = {
+        ...bindings,
+        SANDBOX: {
+          fetch: (input: RequestInfo | URL, init?: RequestInit) => {
+            const request = new Request(input, init);
+            ran.push(new URL(request.url).pathname);
+            return handleSandboxRequest(sandbox, request);
+          },
+        } as unknown as Bindings["SANDBOX"],
+      };
+    });
+    expect(await runDurableObjectAlarm(stub)).toBe(true);
+    await post(`/runs/${run}/register`, { ...REGISTRATION, batch_size: 8, starting_step: 2 });
+    expect(await runDurableObjectAlarm(stub)).toBe(true);
+    // The evaluation's own promise: settled when its metrics are stored.
+    await runInDurableObject(stub, async (instance: EnvFeeder) => {
+      await (instance as unknown as { evaluation: Promise<void> | null }).evaluation;
+    });
+    expect(await stub.describe()).toMatchObject({ evaluations: 1, last_error: null });
+    const { evals } = await json<{ evals: { step: number; metrics: Record<string, number> }[] }>(
+      call(`/v1/runs/${run}/envs/0/evals`),
+    );
+    expect(evals).toEqual([expect.objectContaining({ step: 2, metrics: { answer: 42 } })]);
+    expect(ran).toEqual(["/run"]);
     await stub.stop();
   });
 

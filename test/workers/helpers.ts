@@ -20,7 +20,11 @@ export async function call(path: string, init: RequestInit = {}): Promise<Respon
   return worker.default.fetch(new Request(`http://api.test${path}`, init));
 }
 
-/** Same app with some bindings overridden (auth, limits), still on the real local bindings. */
+/**
+ * Same app with some bindings overridden (auth, limits), still on the real local bindings. Work
+ * the app hands to `waitUntil` is awaited before the response is returned (as the runtime keeps
+ * the request alive for it), and also passed to `waitUntil` when a test wants to see it.
+ */
 export async function callWith(
   overrides: Partial<Bindings>,
   path: string,
@@ -28,12 +32,27 @@ export async function callWith(
   waitUntil: (work: Promise<unknown>) => void = () => {},
 ): Promise<Response> {
   const app = createApp();
-  const ctx = { waitUntil, passThroughOnException: () => {}, props: {} };
-  return app.fetch(
+  const pending: Promise<unknown>[] = [];
+  const ctx = {
+    waitUntil: (work: Promise<unknown>) => {
+      pending.push(work);
+      waitUntil(work);
+    },
+    passThroughOnException: () => {},
+    props: {},
+  };
+  const res = await app.fetch(
     new Request(`http://api.test${path}`, init),
     { ...(env as unknown as Bindings), ...overrides },
     ctx as unknown as ExecutionContext,
   );
+  // Work may add more work while it runs: settle until nothing new was added.
+  for (let settled = 0; settled < pending.length; ) {
+    const batch = pending.slice(settled);
+    settled = pending.length;
+    await Promise.allSettled(batch);
+  }
+  return res;
 }
 
 export async function post(path: string, body: unknown, headers: Record<string, string> = {}) {

@@ -342,9 +342,9 @@ describe("queue consumer faults", () => {
       message(run, feeder, envId, live, { key: live, failures: 0 }),
       message(run, feeder, envId, dead, { key: dead, failures: 0 }),
     ];
-    // Issued a moment before the reset, still on the queue when it happens.
+    // Issued a moment before the reset, still on the queue when it happens (the run the reset
+    // recreates is created at or after now, so later than these).
     for (const m of issuedBefore) m.issuedAt = Date.now() - 1;
-    await new Promise((resolve) => setTimeout(resolve, 5));
     expect(await (await call(`/runs/${run}/reset_data`)).text()).toBe("Reset successful");
 
     // Gone run: nothing is written, not even a dead letter.

@@ -45,6 +45,22 @@ export class EvalTestEnv extends BaseEnv<number, BaseEnvConfig> {
   }
 }
 
+/** Its evaluation runs code in the sandbox the runtime handed it (the feeder's, in a Worker). */
+export class SandboxEvalTestEnv extends BaseEnv<number, BaseEnvConfig> {
+  static override envName = "feeder_sandbox_eval_test";
+  async getNextItem(): Promise<number | null> {
+    return null;
+  }
+
+  override async evaluate(): Promise<Record<string, number>> {
+    const result = await (await this.sandbox()).run({
+      language: "javascript",
+      code: "return 6 * 7",
+    });
+    return { answer: Number(result.value) };
+  }
+}
+
 export class BigItemTestEnv extends BaseEnv<string, BaseEnvConfig> {
   static override envName = "feeder_big_item_test";
   async getNextItem(): Promise<string | null> {
@@ -155,7 +171,11 @@ export class ConstantRewardTestEnv extends BaseEnv<number, BaseEnvConfig> {
  * How a token-ids item gets its prompt: ids given (the backend does the rest), text the env
  * encodes itself, or a chat through a ManagedServer (which tokenizes).
  */
-export type TokenIdsItem = { ids: number[] } | { text: string } | { chat: string };
+/** `decode`: the env decodes the sampled ids (a synchronous tokenizer use after sampling). */
+export type TokenIdsItem =
+  | { ids: number[]; decode?: boolean }
+  | { text: string }
+  | { chat: string };
 
 /** Samples GROUP_SIZE completions token-in/token-out; the group is built from the returned ids. */
 export class TokenIdsTestEnv extends BaseEnv<TokenIdsItem, BaseEnvConfig> {
@@ -191,6 +211,9 @@ export class TokenIdsTestEnv extends BaseEnv<TokenIdsItem, BaseEnvConfig> {
       sequences = result.outputTokens.map((output) => [...result.promptTokens, ...output]);
       promptLength = ids.length;
     }
+    if ("decode" in item && item.decode) {
+      for (const seq of sequences) this.tokenizer.decode(seq.slice(promptLength));
+    }
     const group: ScoredDataGroup = {
       tokens: sequences,
       masks: sequences.map((seq) => seq.map((t, i) => (i < promptLength ? -100 : t))),
@@ -203,6 +226,7 @@ export class TokenIdsTestEnv extends BaseEnv<TokenIdsItem, BaseEnvConfig> {
 export const testEnvs = [
   defineEnv(EvalTestEnv, BaseEnvConfigSchema, "test only"),
   defineEnv(BigItemTestEnv, BaseEnvConfigSchema, "test only"),
+  defineEnv(SandboxEvalTestEnv, BaseEnvConfigSchema, "test only: evaluates in the sandbox"),
   defineEnv(IdleTestEnv, BaseEnvConfigSchema, "test only"),
   defineEnv(FaultyTestEnv, BaseEnvConfigSchema, "test only: fails the first N attempts of an item"),
   defineEnv(ConstantRewardTestEnv, BaseEnvConfigSchema, "test only: every answer scores 0"),

@@ -165,6 +165,22 @@ describe("tokenizers in rollout invocations are lazy", () => {
     expect(generateRequests).toHaveLength(2);
   });
 
+  it("loads it when the env decodes after sampling, without sampling that item again", async () => {
+    const run = uniqueRun("lazy-decode");
+    const { envIds } = await setupRun(run, 8, [GROUP_SIZE]);
+    const loader = countingLoader();
+    const name = `r2://tokenizers/${run}`;
+    const result = await invoke(run, envIds[0]!, name, { ids: [1, 2, 3], decode: true }, loader);
+    expect(result.kind).toBe("submitted");
+    expect(loader.names).toEqual([name]);
+    // One sampling request: the second run of the item got the first run's answer.
+    expect(generateRequests.map((r) => r.input_ids)).toEqual([[1, 2, 3]]);
+    const again = await invoke(run, envIds[0]!, name, { ids: [4, 5], decode: true }, loader);
+    expect(again.kind).toBe("submitted");
+    expect(generateRequests).toHaveLength(2);
+    expect(loader.names).toEqual([name]);
+  });
+
   it("never loads one for ManagedServer chats on a vllm that returns the chat's ids", async () => {
     const run = uniqueRun("lazy-vllm-chat");
     const { envIds } = await setupRun(run, 8, [GROUP_SIZE]);

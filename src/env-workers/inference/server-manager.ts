@@ -19,6 +19,7 @@ import type {
 } from "./backends/types";
 import { TrackingManagedServer } from "./managed-server";
 import { type BackoffPolicy, backoffDelayMs, DEFAULT_BACKOFF, sleep, splitN } from "./retry";
+import { recordingFetch } from "./sampling-record";
 import type {
   ChatCompletionParams,
   ChatCompletionResult,
@@ -92,7 +93,8 @@ export class ServerManager implements InferenceClient {
   constructor(configs: APIServerConfigInput[], options: ServerManagerOptions = {}) {
     if (configs.length === 0)
       throw new Error("ServerManager: at least one server config is required");
-    this.fetchFn = options.fetch ?? ((input, init) => fetch(input, init));
+    // Answers are replayed, not sampled again, when a rollout runs again (sampling-record.ts).
+    this.fetchFn = recordingFetch(options.fetch ?? ((input, init) => fetch(input, init)));
     this.loadTokenizer = options.getTokenizer ?? defaultGetTokenizer;
     this.backoff = { ...DEFAULT_BACKOFF, ...options.backoff };
     this.probeIntervalMs = options.healthProbeIntervalMs ?? 10_000;

@@ -55,8 +55,6 @@ async function until(condition: () => boolean, what: string): Promise<void> {
   }
 }
 
-const settle = () => new Promise((r) => setTimeout(r, 60));
-
 const REASON =
   "all scores identical (0) in the last 200 groups: your reward gives every answer the same score; backing off to 1 item/s until a group is kept";
 
@@ -75,6 +73,12 @@ describe("serveEnv drop back-off", () => {
     let drops = 0;
     const reasons: { at: number; message: string }[] = [];
     const abort = new AbortController();
+    const polls = () => api.state.requests.filter((r) => r.path === "/status-env").length;
+    /** Waits for the loop to poll /status-env 5 more times: 4 ticks that could start an item. */
+    const settle = async () => {
+      const target = polls() + 5;
+      await until(() => polls() >= target, "5 more polls");
+    };
     const served = serveEnv(
       env,
       new RolloutApiClient({ url: api.url, getWithBody: nodeGetWithBody }),

@@ -59,7 +59,13 @@ describe("serveEnv policy versions", () => {
       }
       // The trainer moves on while the rollout is still sampling.
       api.state.policyVersion = 7;
-      await new Promise((r) => setTimeout(r, 20));
+      // The loop reads the new version (two status answers after the change) before release.
+      const polls = () => api.state.requests.filter((r) => r.path === "/status-env").length;
+      const target = polls() + 2;
+      for (let i = 0; polls() < target; i++) {
+        if (i > 2000) throw new Error("the loop stopped polling");
+        await new Promise((r) => setTimeout(r, 2));
+      }
       env.release();
       for (let i = 0; api.state.received.length === 0; i++) {
         if (i > 2000) throw new Error("no group was submitted");

@@ -1,4 +1,4 @@
-import { afterEach, describe, expect, it } from "vitest";
+import { afterEach, describe, expect, it, vi } from "vitest";
 import { faultFor } from "../../../src/sim/faults";
 import { type Simulator, type SimulatorOptions, startSimulator } from "../../../src/sim/server";
 
@@ -120,7 +120,8 @@ describe("inference simulator", () => {
     void fetch(`${s.url}/v1/completions`, { method: "POST", body: '{"prompt":"x"}' }).catch(
       () => undefined,
     );
-    await new Promise((r) => setTimeout(r, 30));
+    // Held once the simulator counted it (close() then finds it in flight).
+    await vi.waitFor(() => expect(s.stats().faults.timeout).toBe(2), { interval: 2 });
     await s.close(); // must not hang on the held request
     expect(s.stats().faults.timeout).toBe(2);
   });
