@@ -1,12 +1,10 @@
 /**
  * Reads of run and env metadata shared by the Worker routes and the Durable Objects.
  */
-import { and, eq, lt, sql } from "drizzle-orm";
+import { and, eq, gt, lt, sql } from "drizzle-orm";
 import { drizzle } from "drizzle-orm/d1";
-import { z } from "zod";
 import type { EnvRecordForStatus, QueueByEnv } from "../../core/status-env";
-import { allRows } from "./rows";
-import { batches, envs, runs } from "./schema";
+import { batches, envs, queueCounts as queueCountTable, runs } from "./schema";
 
 export type RunRow = typeof runs.$inferSelect;
 export type EnvRow = typeof envs.$inferSelect;
@@ -86,23 +84,19 @@ export function toStatusEnvRecord(env: EnvRow): EnvRecordForStatus {
   };
 }
 
-const queueCountRow = z.object({
-  env_id: z.number(),
-  size: z.number(),
-  status: z.enum(["queued", "buffered"]),
-  n: z.number(),
-});
-export type QueueCountRow = z.infer<typeof queueCountRow>;
-
-export async function queueCounts(d1: D1Database, run: string): Promise<QueueCountRow[]> {
-  const results = await allRows(
-    d1
-      .prepare("SELECT env_id, size, status, n FROM queue_counts WHERE run = ?1 AND n > 0")
-      .bind(run),
-    queueCountRow,
-  );
-  return results;
+/** The run's waiting groups per (env, group size, status), as the triggers count them. */
+export async function queueCounts(d1: D1Database, run: string) {
+  return db(d1)
+    .select({
+      env_id: queueCountTable.envId,
+      size: queueCountTable.size,
+      status: queueCountTable.status,
+      n: queueCountTable.n,
+    })
+    .from(queueCountTable)
+    .where(and(eq(queueCountTable.run, run), gt(queueCountTable.n, 0)));
 }
+export type QueueCountRow = Awaited<ReturnType<typeof queueCounts>>[number];
 
 /** Queued (not buffered) sequences and largest group size per env, as /status-env needs. */
 export function queueByEnv(rows: readonly QueueCountRow[]): QueueByEnv[] {

@@ -4,8 +4,9 @@
  * within that bound; moving it to status 'stale' takes it out of queue_counts (the triggers
  * count only buffered and queued groups), which /status-env and the envs' throttling read.
  */
-import { z } from "zod";
-import { firstRow } from "./rows";
+import { and, count, eq } from "drizzle-orm";
+import { db } from "./runs";
+import { groups } from "./schema";
 
 /** Moves queued groups older than `minVersion` to 'stale' (for a batch of statements). */
 export function evictStaleStatement(
@@ -33,11 +34,11 @@ export async function evictStale(d1: D1Database, run: string, minVersion: number
 }
 
 export async function staleCount(d1: D1Database, run: string): Promise<number> {
-  const row = await firstRow(
-    d1.prepare("SELECT COUNT(*) AS n FROM groups WHERE run = ?1 AND status = 'stale'").bind(run),
-    z.object({ n: z.number() }),
-  );
-  return row?.n ?? 0;
+  const rows = await db(d1)
+    .select({ n: count() })
+    .from(groups)
+    .where(and(eq(groups.run, run), eq(groups.status, "stale")));
+  return rows[0]?.n ?? 0;
 }
 
 /** After a policy reset to an older version, stale groups may be fresh again: queue them. */

@@ -1,8 +1,9 @@
 /** Trajectories stored beside their groups in D1 (table trajectories). */
 
-import { z } from "zod";
+import { and, eq } from "drizzle-orm";
 import { type Trajectory, trajectorySchema } from "../../core/trajectory";
-import { allRows } from "./rows";
+import { db as orm } from "./runs";
+import { trajectories as trajectoryTable } from "./schema";
 
 export function trajectoryInserts(
   db: D1Database,
@@ -51,17 +52,16 @@ ORDER BY id LIMIT 1`,
 }
 
 export async function groupTrajectories(
-  db: D1Database,
+  d1: D1Database,
   run: string,
   groupId: number,
 ): Promise<Trajectory[]> {
-  const results = await allRows(
-    db
-      .prepare("SELECT body FROM trajectories WHERE run = ?1 AND group_id = ?2 ORDER BY sequence")
-      .bind(run, groupId),
-    z.object({ body: z.string() }),
-  );
-  return results.map((row) => trajectorySchema.parse(JSON.parse(row.body)));
+  const rows = await orm(d1)
+    .select({ body: trajectoryTable.body })
+    .from(trajectoryTable)
+    .where(and(eq(trajectoryTable.run, run), eq(trajectoryTable.groupId, groupId)))
+    .orderBy(trajectoryTable.sequence);
+  return rows.map((row) => trajectorySchema.parse(JSON.parse(row.body)));
 }
 
 /** Drops the trajectories of groups that are gone (retention). */

@@ -3,8 +3,6 @@
  * the counters the quotas middleware checks.
  */
 import { and, eq } from "drizzle-orm";
-import { z } from "zod";
-import { firstRow } from "./rows";
 import { db } from "./runs";
 import { tokenUsage } from "./schema";
 
@@ -53,14 +51,9 @@ export interface ProxyUsageKey {
 }
 
 /** Tokens counted for the token on the day (reservations in flight included). */
-export async function proxyTokensUsed(db: D1Database, key: ProxyUsageKey): Promise<number> {
-  const row = await firstRow(
-    db
-      .prepare("SELECT proxy_tokens FROM token_usage WHERE token_id = ?1 AND day = ?2")
-      .bind(key.tokenId, key.day),
-    z.object({ proxy_tokens: z.number() }),
-  );
-  return row?.proxy_tokens ?? 0;
+export async function proxyTokensUsed(d1: D1Database, key: ProxyUsageKey): Promise<number> {
+  const { proxyTokens } = await usageOf(d1, key.tokenId, key.day);
+  return proxyTokens;
 }
 
 // One statement, so two calls can never both fit into the same room under the quota.
