@@ -2,10 +2,29 @@
  * Submission from inside the Worker: a group validated and committed as POST /scored_data
  * would, without an HTTP hop (src/worker/queue-handler.ts, the inference proxy's finish).
  */
+import type { ScoredDataInput } from "../core/schemas";
 import type { Bindings } from "./bindings";
 import { validateGroup } from "./group-validation";
 import { ingestGroups } from "./ingest";
 import { ingestItemOf, submissionDedupeKey } from "./ingest-item";
+
+/**
+ * A group that passed ingest's validation (`validateGroup`: schema and group rules), with the
+ * JSON it was parsed from (trajectories ride beside the 14 keys). Only `CheckedGroup.of` makes
+ * one, so `submitGroupInProcess` takes it without validating again: the queue consumer checks
+ * every group of an item before it submits any. HTTP ingest always validates what it receives.
+ */
+export class CheckedGroup {
+  private constructor(
+    readonly group: ScoredDataInput,
+    readonly json: unknown,
+  ) {}
+
+  /** Throws ApiError (VALIDATION_FAILED) naming what is wrong. */
+  static of(json: unknown): CheckedGroup {
+    return new CheckedGroup(validateGroup(json), json);
+  }
+}
 
 /**
  * Submission from inside the Worker (queue consumers): same validation, storage and dedupe as
@@ -15,11 +34,12 @@ import { ingestItemOf, submissionDedupeKey } from "./ingest-item";
 export async function submitGroupInProcess(
   env: Bindings,
   run: string,
-  group: unknown,
+  group: CheckedGroup | unknown,
   idempotencyKey: string,
   tokenId: string | null = null,
 ): Promise<{ status: "received" | "buffered" | "duplicate"; groupId?: number }> {
-  const item = ingestItemOf(validateGroup(group), group, {
+  const checked = group instanceof CheckedGroup ? group : CheckedGroup.of(group);
+  const item = ingestItemOf(checked.group, checked.json, {
     dedupeKey: submissionDedupeKey("", idempotencyKey, 0, null),
     tokenId,
   });

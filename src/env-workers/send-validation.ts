@@ -22,6 +22,12 @@ export interface SendValidationOptions {
   tokenizer?: Pick<Tokenizer, "decode">;
   /** Atropos `abort_on_any_max_length_exceeded` (true in serve, false in process). */
   abortOnMaxLength?: boolean;
+  /**
+   * false: skip the per-sequence structural checks (ragged masks/logprobs, counts, empty
+   * sequences, finite scores) because the caller checks the group with the rollout API's own
+   * rules before submitting it (the Worker's queue consumer), so they run once. Default true.
+   */
+  checkStructure?: boolean;
 }
 
 /**
@@ -54,24 +60,9 @@ export function validateGroupForSend(
   if (tokens.length !== expected) {
     return { ok: false, reason: `group has ${tokens.length} sequences, expected ${expected}` };
   }
-  if (group.masks.length !== tokens.length || group.scores.length !== tokens.length) {
-    return invalid(
-      `tokens/masks/scores counts differ (${tokens.length}/${group.masks.length}/${group.scores.length})`,
-    );
-  }
-  for (let i = 0; i < tokens.length; i++) {
-    const seq = tokens[i]!;
-    if (seq.length === 0) return invalid(`sequence ${i} is empty`);
-    if (group.masks[i]!.length !== seq.length) {
-      return invalid(`sequence ${i}: masks length differs from tokens length`);
-    }
-    const lp = group.inference_logprobs?.[i];
-    if (group.inference_logprobs && (!lp || lp.length !== seq.length)) {
-      return invalid(`sequence ${i}: inference_logprobs length differs from tokens`);
-    }
-  }
-  if (!group.scores.every((s) => typeof s === "number" && Number.isFinite(s))) {
-    return invalid("scores must be finite numbers");
+  if (options.checkStructure ?? true) {
+    const problem = structureProblem(group);
+    if (problem) return invalid(problem);
   }
   if (options.ensureScoresAreNotSame && group.scores.length > 1) {
     const first = group.scores[0];
@@ -110,6 +101,29 @@ export function validateGroupForSend(
     out.token_texts = tokens.map((seq) => seq.map((t) => decoder.decode([t])));
   }
   return { ok: true, group: out };
+}
+
+/** The first structural rule `group` breaks (a reason), or null. */
+function structureProblem(group: ScoredDataGroup): string | null {
+  const tokens = group.tokens;
+  if (group.masks.length !== tokens.length || group.scores.length !== tokens.length) {
+    return `tokens/masks/scores counts differ (${tokens.length}/${group.masks.length}/${group.scores.length})`;
+  }
+  for (let i = 0; i < tokens.length; i++) {
+    const seq = tokens[i]!;
+    if (seq.length === 0) return `sequence ${i} is empty`;
+    if (group.masks[i]!.length !== seq.length) {
+      return `sequence ${i}: masks length differs from tokens length`;
+    }
+    const lp = group.inference_logprobs?.[i];
+    if (group.inference_logprobs && (!lp || lp.length !== seq.length)) {
+      return `sequence ${i}: inference_logprobs length differs from tokens`;
+    }
+  }
+  if (!group.scores.every((s) => typeof s === "number" && Number.isFinite(s))) {
+    return "scores must be finite numbers";
+  }
+  return null;
 }
 
 /** Number of trainable positions (mask ≠ -100) per sequence: Atropos' "completion length". */

@@ -10,7 +10,7 @@
  * and a dead letter is recorded once.
  */
 import type { Bindings } from "../api/bindings";
-import { submitGroupInProcess } from "../api/ingest-submit";
+import { CheckedGroup, submitGroupInProcess } from "../api/ingest-submit";
 import { redactSecrets } from "../api/proxy-upstream";
 import { recordDeadLetterOnce } from "../api/storage/env-workers";
 import { getRun, type RunRow } from "../api/storage/runs";
@@ -19,6 +19,7 @@ import type { BaseEnvConfig } from "../env-workers/config";
 import type { EnvDefinition } from "../env-workers/define-env";
 import type { EnvCatalog } from "../env-workers/env-catalog";
 import {
+  InvalidGroupError,
   type RolloutItemResult,
   rolloutFailure,
   runRolloutItem,
@@ -101,17 +102,29 @@ export async function rollOutItem(
         includeTokenTexts: cfg.include_token_texts,
         tokenizer: instance.tokenizer,
         abortOnMaxLength: true,
+        // The API's own rules check each group's structure once, in `submit` below.
+        checkStructure: false,
       },
       collectTimeoutSeconds: cfg.worker_timeout,
       // The feeder feeds the result's scores to the curriculum on its own instance.
       recordScores: false,
       submit: async (groups) => {
+        // Every group is checked with the rollout API's rules before any is submitted (a bad one
+        // is an env bug: the item fails permanently); ingest takes the checked groups as they are.
+        const checked = groups.map(({ group, index }) => {
+          try {
+            const json = { ...group, env_id: msg.envId, policy_version: msg.policyVersion };
+            return { group: CheckedGroup.of(json), index };
+          } catch (error) {
+            throw new InvalidGroupError(error instanceof Error ? error.message : String(error));
+          }
+        });
         const counts: SubmitCounts = { submitted: 0, duplicates: 0 };
-        for (const { group, index } of groups) {
+        for (const { group, index } of checked) {
           const result = await submitGroupInProcess(
             env,
             msg.run,
-            { ...group, env_id: msg.envId, policy_version: msg.policyVersion },
+            group,
             `item:${msg.itemId}:${index}`,
           );
           if (result.status === "duplicate") counts.duplicates++;

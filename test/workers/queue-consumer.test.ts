@@ -22,9 +22,20 @@ import { parseServerConfig } from "../../src/core/server-config";
 import type { EnvWorkerSpec } from "../../src/env-workers/worker-env";
 import type { RolloutItemMessage } from "../../src/queues/messages";
 import type { FeederState, FeederSummary } from "../../src/worker/env-feeder";
-import { DEAD_LETTER_QUEUE, handleQueueBatch, ROLLOUT_QUEUE } from "../../src/worker/queue-handler";
+import {
+  DEAD_LETTER_QUEUE,
+  handleQueueBatch,
+  ROLLOUT_QUEUE,
+  rollOutItem,
+} from "../../src/worker/queue-handler";
 import { call, json, setupRun, uniqueRun } from "./helpers";
-import { attemptsByKey, type FaultItem, FaultyTestEnv, GROUP_SIZE } from "./test-envs";
+import {
+  attemptsByKey,
+  type FaultItem,
+  FaultyTestEnv,
+  GROUP_SIZE,
+  InvalidGroupTestEnv,
+} from "./test-envs";
 import { testEnvCatalog } from "./test-worker";
 
 const bindings = env as unknown as Bindings;
@@ -137,6 +148,29 @@ async function newRun(prefix: string) {
 }
 
 describe("queue consumer faults", () => {
+  it("checks every group with the API's rules before submitting any: an invalid one fails the item", async () => {
+    const { run, envId, feeder } = await newRun("invalid-group");
+    const msg: RolloutItemMessage = {
+      itemId: crypto.randomUUID(),
+      run,
+      feeder,
+      envId,
+      spec: {
+        envName: InvalidGroupTestEnv.envName,
+        config: { group_size: GROUP_SIZE },
+        inference: SPEC.inference,
+      },
+      item: 0,
+      policyVersion: 0,
+      issuedAt: Date.now(),
+    };
+    const result = await rollOutItem(bindings, msg, testEnvCatalog);
+    expect(result).toMatchObject({ kind: "permanent" });
+    expect(result.kind === "permanent" && result.message).toMatch(/tokens/);
+    // The valid first group was not submitted either.
+    expect(await storedGroups(run)).toEqual([]);
+  });
+
   it("retries an item whose consumer fails mid-item, with backoff, then stores its group once", async () => {
     const { run, envId, feeder } = await newRun("crash");
     const itemId = crypto.randomUUID();

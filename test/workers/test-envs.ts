@@ -61,6 +61,24 @@ export class SandboxEvalTestEnv extends BaseEnv<number, BaseEnvConfig> {
   }
 }
 
+/** Two groups per item: a valid one, then one with a negative token id (send validation passes it). */
+export class InvalidGroupTestEnv extends BaseEnv<number, BaseEnvConfig> {
+  static override envName = "invalid_group_test";
+  async getNextItem(): Promise<number | null> {
+    return null;
+  }
+
+  override async collectTrajectories(): Promise<TrajectoriesResult<number>> {
+    const n = this.config.group_size;
+    const make = (first: number): ScoredDataGroup => ({
+      tokens: Array.from({ length: n }, () => [first, 2, 3]),
+      masks: Array.from({ length: n }, () => [-100, 2, 3]),
+      scores: Array.from({ length: n }, (_, i) => i % 2),
+    });
+    return [[make(1), make(-1)], []];
+  }
+}
+
 export class BigItemTestEnv extends BaseEnv<string, BaseEnvConfig> {
   static override envName = "feeder_big_item_test";
   async getNextItem(): Promise<string | null> {
@@ -226,6 +244,7 @@ export class TokenIdsTestEnv extends BaseEnv<TokenIdsItem, BaseEnvConfig> {
 export const testEnvs = [
   defineEnv(EvalTestEnv, BaseEnvConfigSchema, "test only"),
   defineEnv(BigItemTestEnv, BaseEnvConfigSchema, "test only"),
+  defineEnv(InvalidGroupTestEnv, BaseEnvConfigSchema, "test only: its second group is invalid"),
   defineEnv(SandboxEvalTestEnv, BaseEnvConfigSchema, "test only: evaluates in the sandbox"),
   defineEnv(IdleTestEnv, BaseEnvConfigSchema, "test only"),
   defineEnv(FaultyTestEnv, BaseEnvConfigSchema, "test only: fails the first N attempts of an item"),

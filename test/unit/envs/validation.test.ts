@@ -193,3 +193,17 @@ describe("token texts", () => {
     expect(off.ok && off.group.token_texts).toBeUndefined();
   });
 });
+
+describe("send validation for a caller that checks structure itself", () => {
+  it("leaves the per-sequence rules to it (checkStructure: false) and keeps the sampled ones", () => {
+    const ragged = group([1, 0], { masks: [[-100, 2, 3], [2]] });
+    expect(validateGroupForSend(ragged, opts)).toMatchObject({ ok: false, permanent: true });
+    expect(validateGroupForSend(ragged, { ...opts, checkStructure: false })).toMatchObject({
+      ok: true,
+    });
+    expect(validateGroupForSend(group([1, 1]), { ...opts, checkStructure: false })).toEqual({
+      ok: false,
+      reason: "all scores identical (1)",
+    });
+  });
+});
