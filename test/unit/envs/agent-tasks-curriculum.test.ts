@@ -10,7 +10,7 @@ const task = (id: string, difficulty: number, extra: Partial<Task> = {}): Task =
   difficulty,
   required_tools: [],
   prompt: `solve ${id}`,
-  evaluation: { kind: "reference", answer: "1" },
+  evaluation: { kind: "reference", answer: "1", match: "exact" },
   ...extra,
 });
 const TASKS = [task("a", 1), task("b", 1), task("c", 3)];
