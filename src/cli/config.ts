@@ -27,7 +27,13 @@ export function envVarName(key: string): string {
   return `ATROPOS_EDGE_${key.replace(/([a-z0-9])([A-Z])/g, "$1_$2").toUpperCase()}`;
 }
 
-function coerce(key: string, value: unknown, fallback: ConfigValue | undefined, origin: string) {
+/** `value` as the type of `fallback` (number, boolean, string); `origin` names where it came from. */
+export function coerce(
+  key: string,
+  value: unknown,
+  fallback: ConfigValue | undefined,
+  origin: string,
+) {
   if (value === undefined || value === null) return undefined;
   if (typeof fallback === "number") {
     const n = typeof value === "number" ? value : Number(String(value).trim());

@@ -19,101 +19,49 @@ import {
   type ChatMessage,
   DropGroupError,
   defineEnv,
-  difficultyLevels,
   type EnvDefinition,
   type EpisodeStart,
   type EvalResult,
   getSandbox,
   hashString,
   type JsonObject,
-  JUDGE_MODES,
-  JudgeCalibrationSchema,
-  JudgeEndpointSchema,
   JudgePanel,
   MultiTurnEnv,
   mergeIntoGroup,
-  type PanelJudge,
   panelJudges,
   parseTasks,
-  RubricWeightsSchema,
   runHiddenTests,
   type ScoredDataGroup,
   scoredItemFromNode,
   selectTasks,
-  TASK_ORDERS,
   type Task,
-  TaskSchema,
-  ToolEnvConfigSchema,
   type Trajectory,
   type TrajectoryStep,
   trajectorySteps,
-  z,
 } from "../sdk/env";
 import { codeOf, referenceScore } from "./agent-tasks-answers";
-import { AGENT_EVAL_CONFIG, evaluateAgentTasks } from "./agent-tasks-eval";
-import { AGENT_TASK_PREFIX, agentTaskPrompt, agentTasksSimulate } from "./agent-tasks-simulate";
 import {
-  AGENT_TOOL_CONFIG,
-  type AgentToolDeps,
-  agentToolbox,
-  checkAgentTools,
-} from "./tools/agent-tools";
+  type AgentTaskItem,
+  type AgentTasksConfig,
+  AgentTasksConfigSchema,
+  type AgentTasksDeps,
+  type RunTests,
+} from "./agent-tasks-config";
+import { Curriculum, checkServable } from "./agent-tasks-curriculum";
+import { evaluateAgentTasks } from "./agent-tasks-eval";
+import { AGENT_TASK_PREFIX, agentTaskPrompt, agentTasksSimulate } from "./agent-tasks-simulate";
+import { agentToolbox, checkAgentTools } from "./tools/agent-tools";
 
 export { codeOf, finalAnswerOf, referenceScore } from "./agent-tasks-answers";
+export {
+  type AgentTaskItem,
+  type AgentTasksConfig,
+  AgentTasksConfigSchema,
+  type AgentTasksDeps,
+  type RunTests,
+  type TestRunResult,
+} from "./agent-tasks-config";
 export { AGENT_TASK_PREFIX, agentTaskPrompt, agentTasksSimulate };
-
-export const AgentTasksConfigSchema = ToolEnvConfigSchema.extend({
-  /** The tasks (the CLI reads them from `tasks.task_file`); validated with TaskSchema. */
-  tasks: z.array(TaskSchema).default([]),
-  /** Tools offered to the policy (each task's required_tools must be among them). */
-  tools: z.array(z.string()).default(["calculator", "kv_get", "kv_set"]),
-  max_steps_per_trajectory: z.number().int().positive().default(6),
-  ...AGENT_TOOL_CONFIG,
-  ...AGENT_EVAL_CONFIG,
-  /** Limits of one answer's hidden-test run in the sandbox. */
-  test_timeout_ms: z.number().int().positive().max(60_000).default(5000),
-  test_memory_mb: z.number().int().positive().max(1024).default(128),
-  temperature: z.number().min(0).default(1.0),
-  judges: z.array(JudgeEndpointSchema).default([]),
-  /** Judges on the panel (default: one per endpoint); more reuse endpoints with other seeds. */
-  n_judges: z.number().int().positive().nullable().default(null),
-  /** Answers scored by fewer judges drop the group. */
-  min_judges: z.number().int().positive().default(2),
-  judge_mode: z.enum(JUDGE_MODES).default("pointwise"),
-  judge_weights: RubricWeightsSchema.optional(),
-  /** Fitted calibrations by judge name (a calibration file's `judges`). */
-  calibration: z.record(z.string(), JudgeCalibrationSchema).default({}),
-  order: z.enum(TASK_ORDERS).default("easy_first"),
-  min_difficulty: z.number().int().min(1).max(10).default(1),
-  max_difficulty: z.number().int().min(1).max(10).default(10),
-  curriculum: z.enum(["none", "adaptive"]).default("none"),
-  advance_threshold: z.number().min(0).max(1).default(0.7),
-  advance_window: z.number().int().positive().default(4),
-});
-export type AgentTasksConfig = z.output<typeof AgentTasksConfigSchema>;
-
-/** Items are the tasks themselves (small JSON records; an item travels in a queue message). */
-export type AgentTaskItem = Task;
-
-export interface TestRunResult {
-  passed: number;
-  total: number;
-  output?: string;
-}
-
-/** Runs hidden tests against an answer's code (default: Python in the sandbox of `getSandbox()`). */
-export type RunTests = (
-  code: string,
-  tests: string,
-  options: { language: string; taskId: string },
-) => Promise<TestRunResult>;
-
-export interface AgentTasksDeps extends AgentToolDeps {
-  /** Replaces the sandbox for hidden tests (other languages, another test runner). */
-  runTests?: RunTests;
-  /** Builds the panel's judges (default: one ServerManager per configured endpoint). */
-  judges?: (config: AgentTasksConfig) => PanelJudge[];
-}
 
 /** Format-neutral: the chat template (or the format's tool prompt) says how to call tools. */
 const SYSTEM_PROMPT = (tools: string[]) =>
@@ -141,13 +89,10 @@ export class AgentTasksEnv extends MultiTurnEnv<AgentTaskItem, AgentTasksConfig>
   /** Set by createAgentTasksEnv: the sandbox and the judge factory. */
   static deps: AgentTasksDeps = {};
   readonly tasks: Task[];
-  private readonly levels: number[];
+  private readonly curriculum: Curriculum;
   private panel: JudgePanel | null = null;
-  private next = 0;
   /** Groups collected so far: a task drawn again gets other seeds (else its groups repeat). */
   private collected = 0;
-  private level: number;
-  private window: number[] = [];
 
   constructor(...args: ConstructorParameters<typeof BaseEnv<AgentTaskItem, AgentTasksConfig>>) {
     super(...args);
@@ -167,35 +112,9 @@ export class AgentTasksEnv extends MultiTurnEnv<AgentTaskItem, AgentTasksConfig>
         `agent_tasks: no task has a difficulty within ${this.config.min_difficulty}..${this.config.max_difficulty}`,
       );
     }
-    this.levels = difficultyLevels(this.tasks);
-    this.level = this.levels[0]!;
     checkAgentTools(this.config.tools);
-    for (const task of this.tasks) {
-      const missing = task.required_tools.filter((t) => !this.config.tools.includes(t));
-      if (missing.length > 0) {
-        throw new Error(
-          `agent_tasks: task "${task.id}" requires ${missing.join(", ")}, not among the tools offered (${this.config.tools.join(", ") || "none"})`,
-        );
-      }
-      if (
-        task.evaluation.kind === "hidden_tests" &&
-        task.evaluation.language !== "python" &&
-        !this.deps.runTests
-      ) {
-        throw new Error(
-          `agent_tasks: task "${task.id}" has hidden tests in ${task.evaluation.language}; the sandbox runs Python tests (wire another runner with createAgentTasksEnv({ runTests }))`,
-        );
-      }
-      if (
-        task.evaluation.kind === "judge" &&
-        this.config.judges.length === 0 &&
-        !this.deps.judges
-      ) {
-        throw new Error(
-          `agent_tasks: task "${task.id}" is judged by a rubric but no judges are configured (judges: […])`,
-        );
-      }
-    }
+    checkServable(this.tasks, this.config, this.deps);
+    this.curriculum = new Curriculum(this.tasks, this.config);
   }
 
   /** The dependencies of the class this instance was built from (see createAgentTasksEnv). */
@@ -205,17 +124,11 @@ export class AgentTasksEnv extends MultiTurnEnv<AgentTaskItem, AgentTasksConfig>
 
   /** The current curriculum level (the highest difficulty served). */
   get curriculumLevel(): number {
-    return this.level;
-  }
-
-  private served(): Task[] {
-    if (this.config.curriculum !== "adaptive") return this.tasks;
-    return this.tasks.filter((t) => t.difficulty <= this.level);
+    return this.curriculum.level;
   }
 
   override async getNextItem(): Promise<AgentTaskItem> {
-    const pool = this.served();
-    return pool[this.next++ % pool.length]!;
+    return this.curriculum.nextTask();
   }
 
   judgePanel(): JudgePanel {
@@ -389,24 +302,7 @@ export class AgentTasksEnv extends MultiTurnEnv<AgentTaskItem, AgentTasksConfig>
 
   /** Adaptive curriculum: a window of groups at the current level decides when to move up. */
   override recordScores(item: AgentTaskItem, scores: number[]): void {
-    if (
-      this.config.curriculum !== "adaptive" ||
-      item.difficulty !== this.level ||
-      scores.length === 0
-    )
-      return;
-    this.window.push(scores.reduce((a, b) => a + b, 0) / scores.length);
-    if (this.window.length > this.config.advance_window) this.window.shift();
-    const mean = this.window.reduce((a, b) => a + b, 0) / this.window.length;
-    const higher = this.levels.find((l) => l > this.level);
-    if (
-      this.window.length === this.config.advance_window &&
-      mean >= this.config.advance_threshold &&
-      higher !== undefined
-    ) {
-      this.level = higher;
-      this.window = [];
-    }
+    this.curriculum.record(item, scores);
   }
 
   /** Every served task, eval_samples_per_item episodes each (src/envs/agent-tasks-eval.ts). */
@@ -415,14 +311,11 @@ export class AgentTasksEnv extends MultiTurnEnv<AgentTaskItem, AgentTasksConfig>
   }
 
   override saveCheckpoint(): JsonObject {
-    return { next: this.next, level: this.level, window: this.window };
+    return this.curriculum.checkpoint();
   }
 
   override loadCheckpoint(state: JsonObject): void {
-    this.next = Number(state.next ?? 0);
-    if (typeof state.level === "number" && this.levels.includes(state.level))
-      this.level = state.level;
-    this.window = Array.isArray(state.window) ? state.window.map(Number) : [];
+    this.curriculum.restore(state);
   }
 }
 

@@ -5,7 +5,7 @@
  * helpers the actions use. Each command registers itself from its own module (commands/*.ts).
  */
 import { spawn } from "node:child_process";
-import type { Command } from "commander";
+import { type Command, Option } from "commander";
 import { SERVER_TYPES } from "../../core/server-config";
 import type { EnvDefinition } from "../../env-workers/define-env";
 import {
@@ -18,7 +18,13 @@ import {
   splitAtroposFile,
   withDottedFlags,
 } from "../atropos-config";
-import { loadConfigFile, type OptionDefaults, type Resolved, resolveOptions } from "../config";
+import {
+  coerce,
+  loadConfigFile,
+  type OptionDefaults,
+  type Resolved,
+  resolveOptions,
+} from "../config";
 import { withInitConfig, withInitServers } from "../config-init";
 import { loadEnvDefinition } from "../env-loader";
 import { chooseTokenizer } from "../tokenizer-choice";
@@ -120,7 +126,13 @@ export function withOptions<S extends OptionSpec[]>(
 ): Command {
   for (const s of specs) {
     const shown = s.default === undefined || s.default === false ? "" : ` (default: ${s.default})`;
-    cmd.option(s.flags, `${s.description}${shown}`);
+    const option = new Option(s.flags, `${s.description}${shown}`);
+    // Commander coerces a typed flag as it parses (same message as an env var or file value).
+    if (typeof s.default === "number") {
+      const fallback = s.default;
+      option.argParser((value) => coerce(s.key, value, fallback, "command line"));
+    }
+    cmd.addOption(option);
   }
   cmd.option("--config <file>", "YAML or JSON file with options (env: ATROPOS_EDGE_CONFIG)");
   if (ENV_COMMANDS.includes(cmd.name())) {
