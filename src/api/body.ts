@@ -30,16 +30,28 @@ export interface ReadBody {
 /** Thrown by `readWithin` when no bytes arrived within the idle limit. */
 class BodyIdle extends Error {}
 
-/** The next chunk of `reader`, or BodyIdle when none arrives within `idleMs`. */
+/** The next read of `reader` (into `view` for a BYOB reader), or BodyIdle past `idleMs`. */
 export async function readWithin<T>(
   reader: ReadableStreamDefaultReader<T>,
   idleMs: number,
-): Promise<ReadableStreamReadResult<T>> {
+): Promise<ReadableStreamReadResult<T>>;
+export async function readWithin(
+  reader: ReadableStreamBYOBReader,
+  idleMs: number,
+  view: Uint8Array<ArrayBuffer>,
+): Promise<ReadableStreamReadResult<Uint8Array<ArrayBuffer>>>;
+export async function readWithin<T>(
+  reader: ReadableStreamDefaultReader<T> | ReadableStreamBYOBReader,
+  idleMs: number,
+  view?: Uint8Array<ArrayBuffer>,
+): Promise<ReadableStreamReadResult<unknown>> {
   let timer: ReturnType<typeof setTimeout> | undefined;
   const idle = new Promise<never>((_, reject) => {
     timer = setTimeout(() => reject(new BodyIdle()), idleMs);
   });
-  const read = reader.read();
+  const read: Promise<ReadableStreamReadResult<unknown>> = view
+    ? (reader as ReadableStreamBYOBReader).read(view)
+    : (reader as ReadableStreamDefaultReader<T>).read();
   // A read left behind by the timer settles when the stream is cancelled: never unhandled.
   read.catch(() => {});
   try {
@@ -56,6 +68,22 @@ function bodyTimeout(idleMs: number): ApiError {
   );
 }
 
+// A BYOB read takes whatever has arrived, up to its buffer: one read per 64 KiB–1 MiB instead of
+// one per ~4 KB chunk of the default reader (each read with its idle timer was most of the
+// API's CPU on 2k-token gzip bodies; docs/BENCHMARKS.md). The buffer grows with what arrived,
+// never with a declared length, so a stalled upload holds at most about what it sent.
+const FIRST_READ_BYTES = 64 * 1024;
+const MAX_READ_BYTES = 1024 * 1024;
+
+/** A byte stream's reader that reads into our buffers, or null when the stream has none. */
+function byobReader(stream: ReadableStream<Uint8Array>): ReadableStreamBYOBReader | null {
+  try {
+    return stream.getReader({ mode: "byob" });
+  } catch {
+    return null;
+  }
+}
+
 /**
  * The chunks of a stream, at most `limit` bytes in all (413 past it), never waiting more than
  * `idleMs` for the next one (408). Only bytes that arrived are held: nothing is allocated from a
@@ -69,12 +97,16 @@ export async function* chunksOf(
   setting = "MAX_BODY_BYTES",
 ): AsyncGenerator<Uint8Array> {
   let total = 0;
-  const reader = stream.getReader();
+  const byob = byobReader(stream);
+  const reader = byob ?? stream.getReader();
+  let scratch = byob ? new Uint8Array(new ArrayBuffer(FIRST_READ_BYTES)) : null;
   try {
     for (;;) {
       let next: ReadableStreamReadResult<Uint8Array>;
       try {
-        next = await readWithin(reader, idleMs);
+        next = scratch
+          ? await readWithin(byob!, idleMs, scratch)
+          : await readWithin(reader as ReadableStreamDefaultReader<Uint8Array>, idleMs);
       } catch (error) {
         if (error instanceof BodyIdle) throw bodyTimeout(idleMs);
         // A request body's stream fails only when its connection does: the client went away.
@@ -84,14 +116,25 @@ export async function* chunksOf(
         );
       }
       if (next.done) return;
-      total += next.value.byteLength;
+      let chunk = next.value;
+      if (scratch) {
+        // The read hands the buffer back in `value`; what it filled is copied out, so the chunks
+        // handed on never share memory with the next read.
+        const size = Math.min(MAX_READ_BYTES, Math.max(FIRST_READ_BYTES, total + chunk.byteLength));
+        scratch =
+          chunk.buffer.byteLength >= size
+            ? new Uint8Array(chunk.buffer as ArrayBuffer)
+            : new Uint8Array(new ArrayBuffer(size));
+        chunk = chunk.slice();
+      }
+      total += chunk.byteLength;
       if (total > limit) {
         throw new ApiError(
           "PAYLOAD_TOO_LARGE",
           `${what} exceeds the limit of ${limit} bytes (${setting}); split the submission (e.g. fewer groups per /scored_data_list call) or raise the server's limit`,
         );
       }
-      yield next.value;
+      yield chunk;
     }
   } finally {
     reader.cancel().catch(() => {});
@@ -233,8 +276,8 @@ const decoder = new TextDecoder();
  * 422 for JSON text nested deeper than MAX_JSON_DEPTH (src/core/json-depth.ts: Python trainers
  * cannot decode ~1000 levels); `loc` locates the text in the body.
  */
-export function refuseTooDeep(bytes: Uint8Array, loc: (string | number)[] = ["body"]): void {
-  const deep = tooDeep(bytes);
+export function refuseTooDeep(text: string, loc: (string | number)[] = ["body"]): void {
+  const deep = tooDeep(text);
   if (!deep) return;
   const where = [...loc, ...deep.loc];
   const msg = `nested more than ${MAX_JSON_DEPTH} levels deep; JSON values may nest at most ${MAX_JSON_DEPTH} levels (Python's json module fails near 1000)`;
@@ -250,8 +293,8 @@ export function parseJson(bytes: Uint8Array): unknown {
       { type: "missing", loc: ["body"], msg: "Field required" },
     ]);
   }
-  refuseTooDeep(bytes);
   const text = decoder.decode(bytes);
+  refuseTooDeep(text);
   try {
     return JSON.parse(text);
   } catch (error) {

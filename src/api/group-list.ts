@@ -62,9 +62,10 @@ async function* inflatedPieces(
 const decoder = new TextDecoder();
 
 function parseElement(text: Uint8Array, index: number): unknown {
-  refuseTooDeep(text, ["body", index]);
+  const json = decoder.decode(text);
+  refuseTooDeep(json, ["body", index]);
   try {
-    return JSON.parse(decoder.decode(text));
+    return JSON.parse(json);
   } catch (error) {
     const reason = error instanceof Error ? error.message : "JSON decode error";
     throw new ApiError(

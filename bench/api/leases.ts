@@ -1,0 +1,149 @@
+/**
+ * Leases over HTTP: round trips (lease + ack) as the queue grows to 20,000 mixed-size groups, and
+ * the empty lease, which must be answered (204) by the one request that asked, no client-side
+ * polling: the client counts its requests and fails the run otherwise. Each measurement is taken
+ * `rounds` times on the same server; the median of the rounds' percentiles is reported.
+ */
+import { Client, median, percentile } from "./http";
+import { startTarget, type TargetOptions } from "./targets";
+import { registerTrainer } from "./workloads";
+
+const LEASE = "/v1/runs/default/batches/lease";
+
+async function fillQueue(client: Client, from: number, to: number, serial: { n: number }) {
+  const sizes = [1, 2, 4, 8, 16, 3, 5, 6];
+  for (let queued = from; queued < to; ) {
+    const list = Array.from({ length: Math.min(100, to - queued) }, () => {
+      const n = sizes[serial.n % sizes.length]!;
+      serial.n++;
+      const seq = (s: number) =>
+        Array.from({ length: 32 }, (_, i) => (i < 2 ? [serial.n, s][i]! : i * 7));
+      return {
+        tokens: Array.from({ length: n }, (_, s) => seq(s)),
+        masks: Array.from({ length: n }, (_, s) => seq(s).map((t, i) => (i < 8 ? -100 : t))),
+        scores: Array.from({ length: n }, (_, s) => s % 2),
+      };
+    });
+    await client.post("/scored_data_list", JSON.stringify(list));
+    queued += list.length;
+  }
+}
+
+export interface LeaseRow {
+  queued_groups: number;
+  lease_p50_ms: number;
+  lease_p99_ms: number;
+  lease_max_ms: number;
+  rounds_p99_ms: string;
+}
+
+/** Lease + ack round trips at each depth (mixed group sizes 1..16, 32-token sequences). */
+export async function leaseDepthScan(
+  depths: number[],
+  options: TargetOptions & { rounds: number; leases: number },
+): Promise<LeaseRow[]> {
+  const target = await startTarget("edge", options);
+  const client = new Client(target.url, target.headers, 2);
+  const rows: LeaseRow[] = [];
+  try {
+    await registerTrainer(client, 64);
+    const serial = { n: 0 };
+    let queued = 0;
+    for (const depth of depths) {
+      const p99s: number[] = [];
+      const all: number[] = [];
+      for (let round = 0; round < options.rounds; round++) {
+        // Topped up before each round, so every round leases from `depth` queued groups.
+        await fillQueue(client, queued, depth, serial);
+        const latencies: number[] = [];
+        for (let i = 0; i < options.leases; i++) {
+          const t0 = performance.now();
+          const res = await client.request("POST", LEASE, "{}");
+          latencies.push(performance.now() - t0);
+          if (res.status !== 200) throw new Error(`lease → ${res.status}: ${res.text}`);
+          const body = JSON.parse(res.text) as { batch_id: string };
+          await client.post(`/v1/runs/default/batches/${body.batch_id}/ack`, "{}");
+        }
+        const stats = JSON.parse((await client.get("/v1/runs/default/stats")).text) as {
+          queue: { groups: number };
+        };
+        queued = stats.queue.groups;
+        p99s.push(percentile(latencies, 99));
+        all.push(...latencies);
+      }
+      rows.push({
+        queued_groups: depth,
+        lease_p50_ms: percentile(all, 50),
+        lease_p99_ms: median(p99s),
+        lease_max_ms: Math.max(...all),
+        rounds_p99_ms: p99s.map((p) => p.toFixed(1)).join(" / "),
+      });
+    }
+    return rows;
+  } finally {
+    await client.close();
+    await target.stop();
+  }
+}
+
+/**
+ * The floor for a round trip: the bare Worker (floor-worker.ts) answering a no-op GET on the same
+ * Miniflare, timed like a lease (p99 per round, median of rounds).
+ */
+export async function noopFloor(options: TargetOptions & { rounds: number; leases: number }) {
+  const target = await startTarget("floor", options);
+  const client = new Client(target.url, target.headers, 1);
+  try {
+    const p99s: number[] = [];
+    for (let round = 0; round < options.rounds; round++) {
+      const latencies: number[] = [];
+      for (let i = 0; i < options.leases; i++) {
+        const t0 = performance.now();
+        await client.get("/");
+        latencies.push(performance.now() - t0);
+      }
+      p99s.push(percentile(latencies, 99));
+    }
+    return { noop_p99_ms: median(p99s), rounds_p99_ms: p99s.map((p) => p.toFixed(1)).join(" / ") };
+  } finally {
+    await client.close();
+    await target.stop();
+  }
+}
+
+/** Empty leases: a registered trainer, nothing queued; each must be one request answered 204. */
+export async function emptyLease(options: TargetOptions & { rounds: number; leases: number }) {
+  const target = await startTarget("edge", options);
+  const client = new Client(target.url, target.headers, 1);
+  try {
+    await registerTrainer(client, 64);
+    const p99s: number[] = [];
+    const all: number[] = [];
+    for (let round = 0; round < options.rounds; round++) {
+      const latencies: number[] = [];
+      for (let i = 0; i < options.leases; i++) {
+        const before = client.requests;
+        const t0 = performance.now();
+        const res = await client.request("POST", LEASE, "{}");
+        latencies.push(performance.now() - t0);
+        if (res.status !== 204 || client.requests - before !== 1) {
+          throw new Error(
+            `an empty lease must be answered 204 by its one request; got ${res.status} after ${client.requests - before} requests`,
+          );
+        }
+      }
+      p99s.push(percentile(latencies, 99));
+      all.push(...latencies);
+    }
+    return {
+      requests_per_lease: 1,
+      status: 204,
+      lease_p50_ms: percentile(all, 50),
+      lease_p99_ms: median(p99s),
+      rounds_p99_ms: p99s.map((p) => p.toFixed(1)).join(" / "),
+    };
+  } finally {
+    await client.close();
+    await target.stop();
+  }
+}

@@ -1,0 +1,190 @@
+/**
+ * One ingest workload run against one server: C producers POST pre-built bodies (gzip when the
+ * workload says, as the Python env sends them) while a trainer pulls batches with GET /batch;
+ * every sequence starts with a unique id and must arrive exactly once (counted, or the run fails).
+ * The floor only ingests (it delivers nothing), so its runs measure ingest alone.
+ */
+import { gzipSync } from "node:zlib";
+import { Client, percentile } from "./http";
+import { type Kind, startTarget, type Target, type TargetOptions } from "./targets";
+
+export interface Workload {
+  name: string;
+  tokens: number;
+  logprobs: boolean;
+  gzip: boolean;
+  producers: number;
+  groups: number;
+  /** Groups per request: 1 = POST /scored_data, more = POST /scored_data_list. */
+  perRequest: number;
+}
+
+export const GROUP_SIZE = 16;
+export const BATCH_SIZE = 64;
+
+/** A group whose sequences start with a unique id token (seqId) so delivery can be checked. */
+export function makeGroup(
+  groupIndex: number,
+  w: Pick<Workload, "tokens" | "logprobs">,
+  envId: number,
+) {
+  const tokens: number[][] = [];
+  const masks: number[][] = [];
+  const logprobs: number[][] = [];
+  const prompt = Math.floor(w.tokens / 4);
+  for (let s = 0; s < GROUP_SIZE; s++) {
+    const seqId = groupIndex * GROUP_SIZE + s;
+    const seq = new Array<number>(w.tokens);
+    seq[0] = seqId;
+    for (let i = 1; i < w.tokens; i++) seq[i] = (seqId * 31 + i * 7) % 151_000;
+    tokens.push(seq);
+    masks.push(seq.map((t, i) => (i < prompt ? -100 : t)));
+    if (w.logprobs)
+      logprobs.push(seq.map((_, i) => (i < prompt ? 1.0 : -((i * 7919 + s) % 1000) / 997)));
+  }
+  const group: Record<string, unknown> = {
+    tokens,
+    masks,
+    scores: tokens.map((_, s) => (s % 2 ? 1.0 : -1.0)),
+    env_id: envId,
+  };
+  if (w.logprobs) group.inference_logprobs = logprobs;
+  return group;
+}
+
+export async function registerTrainer(client: Client, maxTokenLen: number) {
+  await client.post(
+    "/register",
+    JSON.stringify({
+      wandb_group: "b",
+      wandb_project: "b",
+      batch_size: BATCH_SIZE,
+      max_token_len: maxTokenLen,
+      checkpoint_dir: "c",
+      save_checkpoint_interval: 0,
+      starting_step: 0,
+      num_steps: 1_000_000,
+    }),
+  );
+  // The original server accepts envs only once a trainer has pulled (the trainer "started").
+  await client.get("/batch");
+}
+
+/** Bodies generated (and compressed) before the clock starts, as a real env would hold them. */
+function buildBodies(w: Workload, envId: number) {
+  const bodies: Uint8Array[] = [];
+  let wireBytes = 0;
+  for (let g = 0; g < w.groups; g += w.perRequest) {
+    const groups = Array.from({ length: Math.min(w.perRequest, w.groups - g) }, (_, i) =>
+      makeGroup(g + i, w, envId),
+    );
+    const json = Buffer.from(JSON.stringify(w.perRequest === 1 ? groups[0] : groups));
+    const body = w.gzip ? gzipSync(json, { level: 6 }) : json;
+    bodies.push(new Uint8Array(body.buffer, body.byteOffset, body.byteLength));
+    wireBytes += body.byteLength;
+  }
+  return { bodies, wireBytes };
+}
+
+export type WorkloadResult = Awaited<ReturnType<typeof runWorkload>>;
+
+export async function runWorkload(
+  w: Workload,
+  kind: Kind,
+  options: TargetOptions & { trainerEncoding: string; deadline: number },
+) {
+  const target: Target = await startTarget(kind, options);
+  const client = new Client(target.url, target.headers, w.producers + 2);
+  try {
+    await registerTrainer(client, w.tokens);
+    const env = JSON.parse(
+      await client.post(
+        "/register-env",
+        JSON.stringify({
+          max_token_length: w.tokens,
+          desired_name: "bench",
+          weight: 1,
+          group_size: GROUP_SIZE,
+        }),
+      ),
+    ) as { env_id: number };
+    const { bodies, wireBytes } = buildBodies(w, env.env_id);
+    const path = w.perRequest === 1 ? "/scored_data" : "/scored_data_list";
+    const postHeaders: Record<string, string> = w.gzip ? { "content-encoding": "gzip" } : {};
+    const postLatencies: number[] = [];
+    const batchLatencies: number[] = [];
+    const seen = new Uint8Array(w.groups * GROUP_SIZE);
+    let duplicates = 0;
+    let delivered = 0;
+    let next = 0;
+    const cpuBefore = target.cpuMs();
+    let cpuAtIngest = 0;
+    const started = performance.now();
+    let ingestDone = 0;
+    const producer = async () => {
+      while (next < bodies.length) {
+        const body = bodies[next++]!;
+        const t0 = performance.now();
+        await client.post(path, body, postHeaders);
+        postLatencies.push(performance.now() - t0);
+      }
+    };
+    const producers = Promise.all(Array.from({ length: w.producers }, producer)).then(() => {
+      ingestDone = performance.now();
+      cpuAtIngest = target.cpuMs();
+    });
+    const total = w.groups * GROUP_SIZE;
+    let lastDelivery = started;
+    const delivers = kind !== "floor";
+    while (delivers && delivered < total && Date.now() < options.deadline) {
+      const t0 = performance.now();
+      const res = await client.get("/batch", { "accept-encoding": options.trainerEncoding });
+      const body = JSON.parse(res.text) as { batch: { tokens: number[][] }[] | null };
+      if (!body.batch) {
+        await new Promise((r) => setTimeout(r, 20));
+        continue;
+      }
+      batchLatencies.push(performance.now() - t0);
+      for (const g of body.batch) {
+        for (const seq of g.tokens) {
+          const id = seq[0]!;
+          if (seen[id]) duplicates++;
+          seen[id] = 1;
+          delivered++;
+        }
+      }
+      lastDelivery = performance.now();
+    }
+    await producers;
+    const cpuAtEnd = target.cpuMs();
+    const missing = delivers ? seen.reduce((m, v) => m + (v ? 0 : 1), 0) : 0;
+    const ingestS = (ingestDone - started) / 1000;
+    const e2eS = (lastDelivery - started) / 1000;
+    const result = {
+      server: kind,
+      workload: w.name,
+      groups: w.groups,
+      ingest_groups_per_s: w.groups / ingestS,
+      ingest_mb_per_s: wireBytes / 1e6 / ingestS,
+      // The server's CPU (all its processes) per group: to ingest it, and to ingest and deliver it.
+      server_cpu_ms_per_group_ingest: (cpuAtIngest - cpuBefore) / w.groups,
+      server_cpu_ms_per_group_e2e: delivers ? (cpuAtEnd - cpuBefore) / w.groups : Number.NaN,
+      post_p50_ms: percentile(postLatencies, 50),
+      post_p99_ms: percentile(postLatencies, 99),
+      e2e_sequences_per_s: delivers ? delivered / e2eS : Number.NaN,
+      batch_p50_ms: percentile(batchLatencies, 50),
+      batch_p99_ms: percentile(batchLatencies, 99),
+      delivered,
+      duplicates,
+      missing,
+      post_retries: client.retries,
+      runtime: target.runtime,
+      isolate_heap: target.heap?.takePeak() ?? null,
+    };
+    if (duplicates || missing) throw new Error(`exactly-once violated: ${JSON.stringify(result)}`);
+    return result;
+  } finally {
+    await client.close();
+    await target.stop();
+  }
+}
