@@ -42,7 +42,7 @@ const { values } = parseArgs({
     "push-every": { type: "string", default: "2" },
     "batch-size": { type: "string", default: "64" },
     "group-size": { type: "string", default: "8" },
-    lr: { type: "string", default: "5e-4" },
+    lr: { type: "string", default: "3e-4" },
     "warm-steps": { type: "string", default: "400" },
     "warm-lr": { type: "string", default: "1e-2" },
     hidden: { type: "string", default: "128" },

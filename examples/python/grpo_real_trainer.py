@@ -170,7 +170,8 @@ def train(args: argparse.Namespace) -> None:
         loss.backward()
         grad_norm = float(torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0))
         opt.step()
-        stale = batch.staleness(version)
+        # Optimizer steps between the weights that sampled each group and the ones trained now.
+        stale = batch.staleness(step - 1)
         scores = batch.scores()
         pushed = None
         if step % args.push_every == 0 or step == args.steps:
@@ -202,12 +203,13 @@ def train(args: argparse.Namespace) -> None:
             env_ids,
             batch.step,
             version,
+            # `…_mean` names: the dashboard's Curves page draws one chart per such env metric.
             {
-                "trainer/loss": record["loss"],
-                "trainer/clip_fraction": stats.clip_fraction,
-                "trainer/mean_ratio": stats.mean_ratio,
-                "trainer/staleness_mean": record["staleness_mean"],
-                "trainer/weight_version": float(version),
+                "trainer/loss_mean": record["loss"],
+                "trainer/clip_fraction_mean": stats.clip_fraction,
+                "trainer/importance_ratio_mean": stats.mean_ratio,
+                "trainer/weight_version_mean": float(version),
+                **({"trainer/push_seconds_mean": float(pushed)} if pushed is not None else {}),
             },
         )
         line = json.dumps(record)

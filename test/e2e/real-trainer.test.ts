@@ -159,7 +159,6 @@ describe("grpo_real_trainer.py: a real model through the loop", () => {
       .map((a) => JSON.stringify(a))
       .join(" ");
     let batches: { step: number; status: string; batch_id: string }[] = [];
-    let leaseAfter = 0;
     const quiet = Object.assign(Object.create(process.stdout), {
       write: () => true,
     }) as NodeJS.WriteStream;
@@ -187,11 +186,6 @@ describe("grpo_real_trainer.py: a real model through the loop", () => {
             batches: typeof batches;
           };
           batches = listed.batches;
-          leaseAfter = (
-            await fetch(`${finished.apiUrl}/v1/runs/${finished.run}/batches/lease`, {
-              method: "POST",
-            })
-          ).status;
           return [];
         },
       },
@@ -204,7 +198,8 @@ describe("grpo_real_trainer.py: a real model through the loop", () => {
       .map((l) => JSON.parse(l) as StepRecord);
     expect(steps.map((s) => s.step)).toEqual([1, 2, 3, 4]);
 
-    // Every batch acked, once: the trainer's batches are the API's, all acked, nothing left out.
+    // Every batch acked, once: the trainer's batches are exactly the API's acked ones (the env keeps
+    // submitting after the trainer stops, so later batches may wait, never leased).
     const ids = steps.map((s) => s.batch_id);
     expect(new Set(ids).size).toBe(STEPS);
     expect(
@@ -213,7 +208,6 @@ describe("grpo_real_trainer.py: a real model through the loop", () => {
         .map((b) => b.batch_id)
         .sort(),
     ).toEqual([...ids].sort());
-    expect(leaseAfter).not.toBe(200);
 
     // The first batch was sampled by the engine from the trainer's own starting weights: the
     // batch's logprobs are those weights' (llama.cpp vs PyTorch: ~1e-4), so the ratio is ~1,
@@ -222,6 +216,11 @@ describe("grpo_real_trainer.py: a real model through the loop", () => {
     expect(first.tokens).toBeGreaterThan(0);
     expect(first.max_abs_log_ratio).toBeGreaterThan(0);
     expect(first.max_abs_log_ratio).toBeLessThan(0.02);
+    // Batches sampled before the trainer's latest steps reached the engine are stale, and their
+    // ratios show it (the batch's logprobs are the older weights').
+    expect(
+      steps.some((s) => s.staleness_max >= 1 && s.max_abs_log_ratio > 10 * first.max_abs_log_ratio),
+    ).toBe(true);
     // Pushes at steps 2 and 4 announce them as the policy version; batches that waited are stale.
     expect(steps.map((s) => s.weight_version)).toEqual([0, 2, 2, 4]);
     expect(steps.filter((s) => s.push_seconds !== null)).toHaveLength(2);
