@@ -10,11 +10,21 @@ import codeExec from "./code-exec";
 import gsm8kLite from "./gsm8k-lite";
 import letterCounting from "./letter-counting";
 import llmJudge from "./llm-judge";
+import sortLetters from "./sort-letters";
 import toolUse from "./tool-use";
 
 export { defineEnv, type EnvDefinition } from "../env-workers/define-env";
 
-const definitions = [gsm8kLite, letterCounting, toolUse, llmJudge, blackjack, codeExec, agentTasks];
+const definitions = [
+  gsm8kLite,
+  letterCounting,
+  toolUse,
+  llmJudge,
+  blackjack,
+  codeExec,
+  agentTasks,
+  sortLetters,
+];
 
 /** The example envs, by name: built-in names for the CLI and this repository's Worker. */
 export const builtinEnvs = new EnvCatalog(definitions);

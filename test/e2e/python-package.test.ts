@@ -19,7 +19,7 @@ const env = { ...process.env, PYTHONPATH: PACKAGE, PYTHONDONTWRITEBYTECODE: "1" 
 const OWNED = [
   "python",
   "examples/python/lease_trainer.py",
-  "examples/python/grpo_torch_trainer.py",
+  "examples/python/grpo_real_trainer.py",
   "examples/python/trl_grpo_trainer.py",
   "test/e2e/python/package_client.py",
   "test/e2e/python/contributor_agent.py",

@@ -54,6 +54,7 @@ describe("registry", () => {
       "gsm8k_lite",
       "letter_counting",
       "llm_judge",
+      "sort_letters",
       "tool_use",
     ]);
     expect(envRegistry.gsm8k_lite!.defaultConfig.group_size).toBe(4);
