@@ -8,6 +8,12 @@
 
 export type ProxyCallKind = "chat" | "completion";
 
+/**
+ * While the upstream answer is pending an SSE comment goes out this often: clients ignore it, and
+ * writing is how the runtime finds out that a client has gone (then the stream is cancelled).
+ */
+export const HEARTBEAT_MS = 1000;
+
 type Json = Record<string, unknown>;
 
 export interface StreamRequest {
@@ -123,6 +129,7 @@ export function streamProxyCall(request: StreamRequest): Response {
         if (!closed) out.enqueue(encoder.encode(text));
       };
       send(sse({ ...head, choices: [first], ...(request.includeUsage ? { usage: null } : {}) }));
+      const heartbeat = setInterval(() => send(": waiting for the answer\n\n"), HEARTBEAT_MS);
       const work = (async () => {
         let answer: Json;
         try {
@@ -146,6 +153,7 @@ export function streamProxyCall(request: StreamRequest): Response {
           send(text);
         }
       })().finally(() => {
+        clearInterval(heartbeat);
         if (!closed) {
           closed = true;
           out.close();

@@ -185,10 +185,12 @@ export async function forwardProxyCall(
     throw error;
   }
   const settle = await reserveProxyTokens(c, body);
-  const call = (signal?: AbortSignal) =>
-    kind === "chat"
-      ? proxy.chatCompletion(servers, tracking, body, signal)
-      : proxy.completion(servers, tracking, body, signal);
+  const call = (signal?: AbortSignal) => {
+    const context = { tokenizerBucket: c.env.PAYLOADS, ...(signal ? { signal } : {}) };
+    return kind === "chat"
+      ? proxy.chatCompletion(servers, tracking, body, context)
+      : proxy.completion(servers, tracking, body, context);
+  };
   const failure = async (error: unknown, signal?: AbortSignal): Promise<ApiError> => {
     await settle(0);
     if (error instanceof ProxyInputError) return new ApiError("BAD_REQUEST", error.message);

@@ -335,6 +335,18 @@ export class ProxyInputError extends Error {
  * to the run's servers and record the sampled ids in `tracking` (mutated in place). Implemented
  * beside the ManagedServer and handed to the API by the Worker factory.
  */
+/** What a proxy call brings besides the request: its client's signal, the Worker's R2 bucket. */
+export interface ProxyCallContext {
+  /** Aborted when the client goes away (a stream it left): the upstream request is aborted. */
+  signal?: AbortSignal;
+  /** Where a Worker reads bundled tokenizers (env.PAYLOADS), for servers that need one. */
+  tokenizerBucket?: {
+    get(
+      key: string,
+    ): Promise<{ text(): Promise<string>; arrayBuffer(): Promise<ArrayBuffer> } | null>;
+  };
+}
+
 export interface InferenceProxy {
   /**
    * Throws ProxyInputError for a request the servers cannot serve as asked (bad shape, a text-only
@@ -350,12 +362,12 @@ export interface InferenceProxy {
     servers: readonly APIServerConfig[],
     tracking: ProxyTracking,
     body: Record<string, unknown>,
-    signal?: AbortSignal,
+    context?: ProxyCallContext,
   ): Promise<Record<string, unknown>>;
   completion(
     servers: readonly APIServerConfig[],
     tracking: ProxyTracking,
     body: Record<string, unknown>,
-    signal?: AbortSignal,
+    context?: ProxyCallContext,
   ): Promise<Record<string, unknown>>;
 }

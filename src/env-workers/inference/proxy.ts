@@ -11,6 +11,7 @@
 import type { ChatMessage } from "../../core/group-types";
 import {
   type InferenceProxy,
+  type ProxyCallContext,
   ProxyInputError,
   type ProxyTracking,
   recordToolResults,
@@ -79,20 +80,28 @@ const TEXT_ONLY_REFUSAL =
 /** One ServerManager per server list, kept while the isolate lives (health and load state). */
 class ManagerCache {
   private readonly managers = new Map<string, ServerManager>();
+  /** The latest call's bucket: the same binding for every call of a Worker. */
+  private bucket: ProxyCallContext["tokenizerBucket"];
+  readonly loadTokenizer: (name: string) => Promise<Tokenizer>;
 
   constructor(
     private readonly options: InferenceProxyOptions,
     private readonly limit = 32,
-  ) {}
+  ) {
+    this.loadTokenizer =
+      options.getTokenizer ??
+      ((name) => getTokenizer(name, this.bucket ? { bucket: this.bucket } : {}));
+  }
 
-  get(servers: readonly APIServerConfig[]): ServerManager {
+  get(servers: readonly APIServerConfig[], bucket?: ProxyCallContext["tokenizerBucket"]) {
+    if (bucket) this.bucket = bucket;
     const key = JSON.stringify(servers);
     let manager = this.managers.get(key);
     if (!manager) {
-      const { fetch, getTokenizer } = this.options;
+      const { fetch } = this.options;
       manager = new ServerManager([...servers], {
         ...(fetch ? { fetch } : {}),
-        ...(getTokenizer ? { getTokenizer } : {}),
+        getTokenizer: this.loadTokenizer,
       });
       if (this.managers.size >= this.limit) {
         const oldest = this.managers.keys().next().value;
@@ -139,7 +148,6 @@ function created(now: number): number {
 export function createInferenceProxy(options: InferenceProxyOptions = {}): InferenceProxy {
   const managers = new ManagerCache(options);
   const now = options.now ?? Date.now;
-  const loadTokenizer = options.getTokenizer ?? getTokenizer;
 
   /** The request's mode, its shape checked (ProxyInputError names what to fix). */
   function check(
@@ -147,8 +155,9 @@ export function createInferenceProxy(options: InferenceProxyOptions = {}): Infer
     tracking: ProxyTracking,
     body: Record<string, unknown>,
     kind: "chat" | "completion",
+    context: ProxyCallContext = {},
   ): { manager: ServerManager; mode: ProxyMode } {
-    const manager = managers.get(servers);
+    const manager = managers.get(servers, context.tokenizerBucket);
     const mode = modeOf(manager);
     if (kind === "chat") {
       const messages = body.messages;
@@ -180,8 +189,9 @@ export function createInferenceProxy(options: InferenceProxyOptions = {}): Infer
       check(servers, tracking, body, kind);
     },
 
-    async chatCompletion(servers, tracking, body, signal) {
-      const { manager, mode } = check(servers, tracking, body, "chat");
+    async chatCompletion(servers, tracking, body, context = {}) {
+      const { manager, mode } = check(servers, tracking, body, "chat", context);
+      const signal = context.signal;
       const messages = body.messages as Record<string, unknown>[];
       const chat = messages as ChatMessage[];
       recordToolResults(tracking, chat as unknown as Record<string, unknown>[], now());
@@ -207,7 +217,7 @@ export function createInferenceProxy(options: InferenceProxyOptions = {}): Infer
         // Text-only, re-tokenized: the server sees the request as sent (its own tool calling).
         const answer = await manager.chatCompletion(params, signal);
         const first = servers[0];
-        const tokenizer = await loadTokenizer(first ? tokenizerNameOf(first) : "");
+        const tokenizer = await managers.loadTokenizer(first ? tokenizerNameOf(first) : "");
         const sampled = retokenizedChoices(tokenizer, params, answer, now());
         trackChoices(tracking, sampled);
         const completion = sampled.reduce((sum, c) => sum + c.outputTokens.length, 0);
@@ -260,8 +270,9 @@ export function createInferenceProxy(options: InferenceProxyOptions = {}): Infer
       );
     },
 
-    async completion(servers, tracking, body, signal) {
-      const { manager, mode } = check(servers, tracking, body, "completion");
+    async completion(servers, tracking, body, context = {}) {
+      const { manager, mode } = check(servers, tracking, body, "completion", context);
+      const signal = context.signal;
       const model = servers[0]?.model_name ?? "";
       const params = requestParams(body) as unknown as CompletionParams;
       if (mode === "client-template") {
