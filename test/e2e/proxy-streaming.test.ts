@@ -278,7 +278,11 @@ describe("inference proxy: the llama.cpp engine behind a client-templated server
       expect(tracking.nodes).toHaveLength(1);
       expect(tracking.nodes[0]!.tokens).toEqual(direct[0]!.tokens);
       expect(tracking.nodes[0]!.masked_tokens).toEqual(direct[0]!.masked_tokens);
-      expect(tracking.nodes[0]!.logprobs).toEqual(direct[0]!.logprobs);
+      // Two separate samplings on llama.cpp agree on the ids; their logprobs to float noise.
+      const logprobs = tracking.nodes[0]!.logprobs;
+      expect(logprobs).toHaveLength(direct[0]!.logprobs.length);
+      const drift = Math.max(...logprobs.map((l, i) => Math.abs(l - direct[0]!.logprobs[i]!)));
+      expect(drift).toBeLessThanOrEqual(1e-4);
       expect(tracking.nodes[0]!.masked_tokens.filter((m) => m !== -100).length).toBeGreaterThan(0);
     } finally {
       await engine.close();
