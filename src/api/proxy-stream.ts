@@ -140,7 +140,11 @@ export function streamProxyCall(request: StreamRequest): Response {
           send(sse({ error: { ...failure, code: failure.status } }));
           return;
         }
-        if (upstream.signal.aborted) return; // answered as the client left: dropped
+        if (upstream.signal.aborted) {
+          // Answered as the client left: dropped (fail hands the quota reservation back).
+          await request.fail(upstream.signal.reason);
+          return;
+        }
         try {
           await request.record(answer);
         } catch (error) {
