@@ -2,7 +2,8 @@
 
 It solves a tool task (calculator, then kv_set, then the answer) with Hermes-style tool calls,
 exactly as it would against any OpenAI-compatible server: only the base URL points at the proxy
-session. At the end it scores itself and finishes the session, which submits the conversation to
+session. With --stream it streams every answer (`stream=True`, usage included) and assembles the
+message from the deltas, as streaming agent frameworks do; the tracked tokens are the same. At the end it scores itself and finishes the session, which submits the conversation to
 the run as one scored group (exact token ids, masks and logprobs). It prints a JSON transcript.
 
     PY=$(examples/python/install_openai.sh)
@@ -66,6 +67,34 @@ def calculate(expression):
     return str(int(result)) if float(result).is_integer() else str(result)
 
 
+def streamed_message(stream):
+    """The assistant message (as `model_dump(exclude_none=True)` gives it) and usage of a stream."""
+    content = ""
+    calls = {}
+    usage = None
+    for chunk in stream:
+        if chunk.usage is not None:
+            usage = chunk.usage.model_dump()
+        for choice in chunk.choices:
+            delta = choice.delta
+            content += delta.content or ""
+            for call in delta.tool_calls or []:
+                entry = calls.setdefault(
+                    call.index,
+                    {"id": "", "type": "function", "function": {"name": "", "arguments": ""}},
+                )
+                entry["id"] = call.id or entry["id"]
+                if call.function is not None:
+                    entry["function"]["name"] += call.function.name or ""
+                    entry["function"]["arguments"] += call.function.arguments or ""
+    message = {"role": "assistant"}
+    if content:
+        message["content"] = content
+    if calls:
+        message["tool_calls"] = [calls[index] for index in sorted(calls)]
+    return message, usage
+
+
 def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--api", required=True)
@@ -75,6 +104,7 @@ def main():
     parser.add_argument("--key", default="total")
     parser.add_argument("--max-turns", type=int, default=4)
     parser.add_argument("--seed", type=int, default=7)
+    parser.add_argument("--stream", action="store_true")
     args = parser.parse_args()
 
     token = os.environ.get("ATROPOS_EDGE_TOKEN", "none")
@@ -88,30 +118,40 @@ def main():
     messages = [{"role": "system", "content": SYSTEM}, {"role": "user", "content": task}]
     store = {}
     answer = None
+    usages = []
     for turn in range(args.max_turns):
-        response = client.chat.completions.create(
-            model="policy",
-            messages=messages,
-            tools=TOOLS,
-            temperature=1.0,
-            max_tokens=256,
-            seed=args.seed + turn,
-        )
-        message = response.choices[0].message
-        messages.append(message.model_dump(exclude_none=True))
-        if not message.tool_calls:
-            text = message.content or ""
+        request = {
+            "model": "policy",
+            "messages": messages,
+            "tools": TOOLS,
+            "temperature": 1.0,
+            "max_tokens": 256,
+            "seed": args.seed + turn,
+        }
+        if args.stream:
+            stream = client.chat.completions.create(
+                **request, stream=True, stream_options={"include_usage": True}
+            )
+            message, usage = streamed_message(stream)
+            usages.append(usage)
+        else:
+            message = client.chat.completions.create(**request).choices[0].message
+            message = message.model_dump(exclude_none=True)
+        messages.append(message)
+        calls = message.get("tool_calls") or []
+        if not calls:
+            text = message.get("content") or ""
             if "<answer>" in text:
                 answer = text.split("<answer>")[1].split("</answer>")[0].strip()
             break
-        for call in message.tool_calls:
-            params = json.loads(call.function.arguments)
-            if call.function.name == "calculator":
+        for call in calls:
+            params = json.loads(call["function"]["arguments"])
+            if call["function"]["name"] == "calculator":
                 observation = f"calculator result: {calculate(params['expression'])}"
             else:
                 store[str(params["key"])] = str(params["value"])
                 observation = "kv_set result: ok"
-            messages.append({"role": "tool", "tool_call_id": call.id, "content": observation})
+            messages.append({"role": "tool", "tool_call_id": call["id"], "content": observation})
 
     correct = answer == calculate(args.expression)
     score = (1.0 if correct else 0.0) + (0.5 if store.get(args.key) == answer else 0.0)
@@ -123,7 +163,10 @@ def main():
     )
     with urllib.request.urlopen(request) as res:
         finished = json.load(res)
-    print(json.dumps({"messages": messages, "tools": TOOLS, "finish": finished}))
+    transcript = {"messages": messages, "tools": TOOLS, "finish": finished}
+    if args.stream:
+        transcript["usages"] = usages
+    print(json.dumps(transcript))
 
 
 if __name__ == "__main__":

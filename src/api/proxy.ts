@@ -21,6 +21,7 @@ import { ApiError } from "./errors";
 import { submitGroupInProcess } from "./ingest-submit";
 import { submitterOf } from "./middleware/auth";
 import { reserveProxyTokens } from "./middleware/quotas";
+import { includeUsageOf, type ProxyCallKind, streamProxyCall } from "./proxy-stream";
 import { logUpstreamFailure, sanitizedFailure } from "./proxy-upstream";
 import { jsonBody } from "./request";
 import { settingsOf } from "./settings";
@@ -137,15 +138,24 @@ function requireOpen(session: ProxySessionRow): void {
   }
 }
 
-/** Forwards one OpenAI call of a session and records what was sampled. */
+/**
+ * Forwards one OpenAI call of a session and records what was sampled; `stream: true` answers in
+ * Server-Sent Events (proxy-stream.ts) with the same tracking.
+ */
 export async function forwardProxyCall(
   c: AppContext,
   run: string,
   id: string,
-  kind: "chat" | "completion",
+  kind: ProxyCallKind,
   create: boolean,
 ): Promise<Response> {
   const body = await jsonBody(c, openAiRequestSchema);
+  if (body.stream !== undefined && typeof body.stream !== "boolean") {
+    throw new ApiError("BAD_REQUEST", "stream must be true or false");
+  }
+  const includeUsage = includeUsageOf(body);
+  if (typeof includeUsage === "string") throw new ApiError("BAD_REQUEST", includeUsage);
+  if (c.req.header("x-atropos-retokenize") === "1") body.retokenize = true;
   const proxy = c.get("inferenceProxy");
   if (!proxy) {
     throw new ApiError("UNAVAILABLE", "this Worker was built without the inference proxy");
@@ -165,39 +175,84 @@ export async function forwardProxyCall(
   }
   const session = await usableSession(c, run, id, { create, now: Date.now() });
   requireOpen(session);
-  const settle = await reserveProxyTokens(c, body);
   const tracking: ProxyTracking = structuredClone(session.tracking);
-  let answer: Record<string, unknown>;
+  const servers = inference.servers;
+  // Input the servers cannot serve is refused before anything is sent (a 4xx, also when streaming).
   try {
-    answer =
-      kind === "chat"
-        ? await proxy.chatCompletion(inference.servers, tracking, body)
-        : await proxy.completion(inference.servers, tracking, body);
+    proxy.check(servers, tracking, body, kind);
   } catch (error) {
-    await settle(0);
     if (error instanceof ProxyInputError) throw new ApiError("BAD_REQUEST", error.message);
-    logUpstreamFailure(run, inference.servers, error);
-    throw new ApiError(
+    throw error;
+  }
+  const settle = await reserveProxyTokens(c, body);
+  const call = (signal?: AbortSignal) => {
+    const context = { tokenizerBucket: c.env.PAYLOADS, ...(signal ? { signal } : {}) };
+    return kind === "chat"
+      ? proxy.chatCompletion(servers, tracking, body, context)
+      : proxy.completion(servers, tracking, body, context);
+  };
+  const failure = async (error: unknown, signal?: AbortSignal): Promise<ApiError> => {
+    await settle(0);
+    if (error instanceof ProxyInputError) return new ApiError("BAD_REQUEST", error.message);
+    if (!signal?.aborted) logUpstreamFailure(run, servers, error);
+    return new ApiError(
       "UNAVAILABLE",
       `the run's inference servers failed: ${sanitizedFailure(error)} (the Worker's log has the details)`,
     );
+  };
+  const record = async (answer: Record<string, unknown>): Promise<void> => {
+    await settle(totalTokens(answer));
+    const size = JSON.stringify(tracking).length;
+    if (size > MAX_SESSION_BYTES) {
+      throw new ApiError(
+        "PAYLOAD_TOO_LARGE",
+        `inference-proxy session '${id}' would hold ${size} bytes of tracked sequences (limit ${MAX_SESSION_BYTES}); this completion was not recorded: finish the session and continue in a new one`,
+      );
+    }
+    const saved = await saveTracking(c.env.DB, session, tracking, Date.now(), sessionTtlMs(c));
+    if (!saved) {
+      throw new ApiError(
+        "CONFLICT",
+        `inference-proxy session '${id}' changed during this call (another call on the same session, or it was finished); a session is one conversation: send its calls one at a time`,
+      );
+    }
+  };
+  if (body.stream === true) {
+    let signal: AbortSignal | undefined;
+    return streamProxyCall({
+      kind,
+      model: servers[0]?.model_name ?? "",
+      includeUsage,
+      call: (aborted) => {
+        signal = aborted;
+        return call(aborted);
+      },
+      record,
+      fail: async (error) => {
+        const problem = await failure(error, signal);
+        return { status: problem.status, message: problem.message, type: problem.code };
+      },
+      waitUntil: (promise) => waitUntilOf(c)?.(promise),
+    });
   }
-  await settle(totalTokens(answer));
-  const size = JSON.stringify(tracking).length;
-  if (size > MAX_SESSION_BYTES) {
-    throw new ApiError(
-      "PAYLOAD_TOO_LARGE",
-      `inference-proxy session '${id}' would hold ${size} bytes of tracked sequences (limit ${MAX_SESSION_BYTES}); this completion was not recorded: finish the session and continue in a new one`,
-    );
+  let answer: Record<string, unknown>;
+  try {
+    answer = await call();
+  } catch (error) {
+    throw await failure(error);
   }
-  const saved = await saveTracking(c.env.DB, session, tracking, Date.now(), sessionTtlMs(c));
-  if (!saved) {
-    throw new ApiError(
-      "CONFLICT",
-      `inference-proxy session '${id}' changed during this call (another call on the same session, or it was finished); a session is one conversation: send its calls one at a time`,
-    );
-  }
+  await record(answer);
   return c.json(answer);
+}
+
+/** The execution context's waitUntil where there is one (absent in some test harnesses). */
+function waitUntilOf(c: AppContext): ((promise: Promise<unknown>) => void) | undefined {
+  try {
+    const ctx = c.executionCtx;
+    return (promise) => ctx.waitUntil(promise);
+  } catch {
+    return undefined;
+  }
 }
 
 function totalTokens(answer: Record<string, unknown>): number {

@@ -17,7 +17,10 @@ export const proxySessionIdSchema = z
   .regex(/^[\w.-]{1,128}$/, "a session id is 1-128 letters, digits, '_', '-' or '.'");
 
 export const sequenceNodeSchema = z.object({
-  /** Empty: the proxy never decodes (no tokenizer in the API). */
+  /**
+   * Empty where the servers template chats (vllm); the rendered text where the proxy templates
+   * with the run's tokenizer (it extends sequences by text, like ManagedServer).
+   */
   full_text: z.string(),
   tokens: z.array(z.number().int()),
   /** -100 on prompt positions, the token id on sampled (trainable) positions. */
@@ -44,6 +47,12 @@ export const proxyTrackingSchema = z.object({
    * the servers' tokenizer family (src/core/tool-calls).
    */
   tool_format: z.enum(TOOL_FORMAT_NAMES).optional(),
+  /**
+   * The session opted into re-tokenization (`"retokenize": true`): behind text-only (`openai`)
+   * servers the proxy tokenizes the text itself; such sequences say `retokenized` and their group
+   * carries `group_overrides.retokenized` and no sampling logprobs.
+   */
+  retokenize: z.boolean().optional(),
 });
 export type ProxyTracking = z.infer<typeof proxyTrackingSchema>;
 
@@ -61,6 +70,8 @@ export interface SampledIds {
   conversation?: ChatMessageRecord[];
   /** When the choice came back (ms epoch), one per assistant turn in the conversation. */
   turnTimes?: number[];
+  /** The ids are the proxy's tokenization of a text answer, not what was sampled. */
+  retokenized?: boolean;
 }
 
 function isPrefix(prefix: readonly number[], of: readonly number[]): boolean {
@@ -98,7 +109,9 @@ export function trackChoices(tracking: ProxyTracking, choices: readonly SampledI
       logprobs: [...prefixLogprobs, ...fitLogprobs(choice.outputLogprobs, choice.outputTokens)],
       metadata: {
         finish_reason: choice.finishReason,
-        prompt_templated_by_server: true,
+        ...(choice.retokenized
+          ? { retokenized: true, logprobs_unavailable: true }
+          : { prompt_templated_by_server: true }),
         turn_times: [...turnTimes, ...(choice.turnTimes ?? [])],
         ...(choice.conversation ? { conversation: choice.conversation } : {}),
       },
@@ -188,11 +201,15 @@ export function sessionGroup(tracking: ProxyTracking, body: FinishSessionRequest
   const nodes = tracking.nodes;
   const conversations = nodes.map((node) => node.metadata.conversation);
   const withMessages = conversations.every((c) => Array.isArray(c) && c.length > 0);
+  // Re-tokenized text has no sampling logprobs: the group says so instead of carrying 1.0s.
+  const retokenized = nodes.some((node) => node.metadata.retokenized === true);
   return {
     tokens: nodes.map((node) => node.tokens),
     masks: nodes.map((node) => node.masked_tokens),
     scores: body.scores,
-    inference_logprobs: nodes.map((node) => node.logprobs),
+    ...(retokenized
+      ? { group_overrides: { retokenized: true } }
+      : { inference_logprobs: nodes.map((node) => node.logprobs) }),
     ...(body.turn_scores
       ? {
           advantages: nodes.map((node, i) =>
@@ -318,15 +335,39 @@ export class ProxyInputError extends Error {
  * to the run's servers and record the sampled ids in `tracking` (mutated in place). Implemented
  * beside the ManagedServer and handed to the API by the Worker factory.
  */
+/** What a proxy call brings besides the request: its client's signal, the Worker's R2 bucket. */
+export interface ProxyCallContext {
+  /** Aborted when the client goes away (a stream it left): the upstream request is aborted. */
+  signal?: AbortSignal;
+  /** Where a Worker reads bundled tokenizers (env.PAYLOADS), for servers that need one. */
+  tokenizerBucket?: {
+    get(
+      key: string,
+    ): Promise<{ text(): Promise<string>; arrayBuffer(): Promise<ArrayBuffer> } | null>;
+  };
+}
+
 export interface InferenceProxy {
+  /**
+   * Throws ProxyInputError for a request the servers cannot serve as asked (bad shape, a text-only
+   * server without re-tokenization), before anything is sent upstream or to the client.
+   */
+  check(
+    servers: readonly APIServerConfig[],
+    tracking: ProxyTracking,
+    body: Record<string, unknown>,
+    kind: "chat" | "completion",
+  ): void;
   chatCompletion(
     servers: readonly APIServerConfig[],
     tracking: ProxyTracking,
     body: Record<string, unknown>,
+    context?: ProxyCallContext,
   ): Promise<Record<string, unknown>>;
   completion(
     servers: readonly APIServerConfig[],
     tracking: ProxyTracking,
     body: Record<string, unknown>,
+    context?: ProxyCallContext,
   ): Promise<Record<string, unknown>>;
 }

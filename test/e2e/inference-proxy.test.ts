@@ -16,13 +16,12 @@ import { join } from "node:path";
 import { promisify } from "node:util";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { runExport } from "../../src/cli/export-command";
-import type { ChatMessage } from "../../src/core/group-types";
 import { closeLlamaRuntime, type EngineServer, startEngine } from "../../src/engine/index";
-import { ServerManager } from "../../src/env-workers/inference/server-manager";
 import type { SequenceNode, ToolDefinition } from "../../src/env-workers/inference/types";
 import { type Simulator, startSimulator } from "../../src/sim/server";
 import { maxLogprobError, stopScorer, type TinyModel, tinyModel } from "./engine-fixture";
 import { type DevServer, ROOT, startDevServer } from "./harness";
+import { directRun, type Payload, type Transcript } from "./proxy-direct";
 
 const run = promisify(execFile);
 const examples = join(ROOT, "examples", "python");
@@ -34,60 +33,14 @@ const TOOLS: ToolDefinition[] = [
   { type: "function", function: { name: "kv_set", parameters: { type: "object" } } },
 ];
 
-interface Transcript {
-  messages: Record<string, unknown>[];
-  tools: ToolDefinition[];
-  finish: { group_id: number; status: string; sequences: number };
-}
-
-interface Payload {
-  tokens: number[][];
-  masks: number[][];
-  inference_logprobs: number[][];
-  scores: number[];
-}
-
-/** The conversation replayed on a ManagedServer bound straight to the simulator. */
-async function directRun(
-  simUrl: string,
-  transcript: Transcript,
-  seed: number,
-): Promise<SequenceNode> {
-  const manager = new ServerManager([
-    {
-      base_url: `${simUrl}/v1`,
-      server_type: "vllm",
-      model_name: "sim-policy",
-      tokenizer_name: "qwen3",
-      health_check: false,
-    },
-  ]);
-  const managed = await manager.managedServer();
-  const observations = transcript.messages
-    .filter((m) => m.role === "tool")
-    .map((m) => String(m.content));
-  const messages: ChatMessage[] = transcript.messages.slice(0, 2) as unknown as ChatMessage[];
-  for (let turn = 0; turn < 4; turn++) {
-    const answer = await managed.chatCompletion({
-      messages,
-      tools: transcript.tools,
-      temperature: 1.0,
-      max_tokens: 256,
-      seed: seed + turn,
-    });
-    const message = answer.choices[0]!.message;
-    messages.push({
-      role: "assistant",
-      content: message.content,
-      ...(message.tool_calls ? { tool_calls: message.tool_calls } : {}),
-    });
-    if (!message.tool_calls?.length) break;
-    for (const call of message.tool_calls) {
-      messages.push({ role: "tool", tool_call_id: call.id, content: observations.shift() ?? "" });
-    }
-  }
-  return managed.getState().nodes.at(-1)!;
-}
+/** The simulator as stock vLLM (it templates chats and returns their ids). */
+const simVllm = (url: string) => ({
+  base_url: `${url}/v1`,
+  server_type: "vllm" as const,
+  model_name: "sim-policy",
+  tokenizer_name: "qwen3",
+  health_check: false,
+});
 
 async function getJson<T>(url: string, init?: RequestInit): Promise<T> {
   const res = await fetch(url, init);
@@ -195,7 +148,7 @@ describe("inference proxy: exact tokens from unmodified agents", () => {
       `${server.url}/v1/runs/${RUN}/groups/${transcript.finish.group_id}`,
     );
     expect(payload.scores).toEqual([1.5]);
-    const direct = await directRun(sim.url, transcript, 11);
+    const direct = await directRun(simVllm(sim.url), transcript, 11);
     expect(payload.tokens).toEqual([direct.tokens]);
     expect(payload.masks).toEqual([direct.masked_tokens]);
     expect(payload.inference_logprobs).toEqual([direct.logprobs]);
@@ -296,11 +249,7 @@ describe("inference proxy: exact tokens from unmodified agents", () => {
       const { payload } = await getJson<{ payload: Payload }>(
         `${server.url}/v1/runs/${RUN}/groups/${contribution.group_id}`,
       );
-      const direct = await directRun(
-        sim.url,
-        { ...transcript, finish: { group_id: 0, status: "", sequences: 0 } },
-        transcript.seed,
-      );
+      const direct = await directRun(simVllm(sim.url), transcript, transcript.seed);
       expect(payload.tokens).toEqual([direct.tokens]);
       expect(payload.masks).toEqual([direct.masked_tokens]);
       expect(payload.inference_logprobs).toEqual([direct.logprobs]);
@@ -371,7 +320,7 @@ describe("inference proxy: exact tokens from unmodified agents", () => {
       tools: TOOLS,
       finish: { group_id: -1, status: "", sequences: 0 },
     };
-    const direct = await directRun(sim.url, transcript, 40);
+    const direct = await directRun(simVllm(sim.url), transcript, 40);
     expect(nodes[0]!.tokens).toEqual(direct.tokens);
     expect(nodes[0]!.masked_tokens).toEqual(direct.masked_tokens);
     expect(nodes[0]!.logprobs).toEqual(direct.logprobs);

@@ -6,173 +6,24 @@
  */
 import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
-import { createApp } from "../../src/api/app";
 import type { Bindings } from "../../src/api/bindings";
 import { submitGroupInProcess } from "../../src/api/ingest-submit";
 import { atroposNodesSchema, proxySessionStateSchema } from "../../src/core/api-schemas";
-import { createInferenceProxy } from "../../src/env-workers/inference/proxy";
 import { call, group, json, post, setupRun, uniqueRun } from "./helpers";
-
-const ADMIN = "admin-secret-for-proxy-tests";
-const KEY = "sk-very-secret-inference-key";
-const ROLE = { system: 1, user: 2, assistant: 3, tool: 4 } as const;
-const END = 9;
-
-const ids = (text: string) => [...text].map((ch) => 1000 + ch.charCodeAt(0));
-
-/** The scripted server's chat template: role id, content ids, end id; then the assistant's role. */
-function render(messages: { role: keyof typeof ROLE; content: string | null }[]): number[] {
-  const out = [0];
-  for (const m of messages) out.push(ROLE[m.role], ...ids(m.content ?? ""), END);
-  out.push(ROLE.assistant);
-  return out;
-}
-
-const REPLIES = [
-  'Let me compute.\n<tool_call>\n{"name": "calculator", "arguments": {"expression": "2+3"}}\n</tool_call>',
-  'Storing.\n<tool_call>\n{"name": "kv_set", "arguments": {"key": "k", "value": "5"}}\n</tool_call>',
-  "The result is 5.\n<answer>5</answer>",
-];
-
-interface SeenRequest {
-  url: string;
-  authorization: string | null;
-  body: Record<string, unknown>;
-}
-
-/** vLLM /v1/completions with return_token_ids: the prompt's ids and the sampled ids per choice. */
-function scriptedCompletion(body: Record<string, unknown>): Response {
-  const prompt = typeof body.prompt === "string" ? ids(body.prompt) : (body.prompt as number[]);
-  const text = " and so on";
-  const output = ids(text);
-  return Response.json({
-    id: "cmpl-test",
-    object: "text_completion",
-    model: "scripted",
-    choices: [
-      {
-        index: 0,
-        text,
-        finish_reason: "length",
-        prompt_token_ids: prompt,
-        token_ids: output,
-        logprobs: {
-          tokens: output.map((id) => `token_id:${id}`),
-          token_logprobs: output.map(() => -0.5),
-        },
-      },
-    ],
-  });
-}
-
-function scriptedVllm(seen: SeenRequest[], replies: readonly string[] = REPLIES) {
-  return async (input: RequestInfo | URL, init?: RequestInit): Promise<Response> => {
-    const request = new Request(input, init);
-    const body = (await request.json()) as Record<string, unknown>;
-    seen.push({ url: request.url, authorization: request.headers.get("authorization"), body });
-    if (request.url.endsWith("/v1/completions")) return scriptedCompletion(body);
-    if (!request.url.endsWith("/chat/completions")) return new Response("no", { status: 404 });
-    const messages = body.messages as { role: keyof typeof ROLE; content: string | null }[];
-    const turn = messages.filter((m) => m.role === "assistant").length;
-    const text = replies[Math.min(turn, replies.length - 1)]!;
-    // "flood": an answer too long for a session to keep.
-    const flood = messages.at(-1)?.content === "flood";
-    const output = flood ? Array.from({ length: 150_000 }, () => 1065) : [...ids(text), END];
-    return Response.json({
-      id: "chatcmpl-test",
-      object: "chat.completion",
-      model: "scripted",
-      prompt_token_ids: render(messages),
-      choices: [
-        {
-          index: 0,
-          message: { role: "assistant", content: text },
-          finish_reason: "stop",
-          token_ids: output,
-          logprobs: {
-            content: output.map((id, i) => ({ token: `token_id:${id}`, logprob: -0.01 * (i + 1) })),
-          },
-        },
-      ],
-    });
-  };
-}
-
-function app(
-  seen: SeenRequest[],
-  overrides: Partial<Bindings> = {},
-  replies: readonly string[] = REPLIES,
-) {
-  const proxied = createApp({
-    inferenceProxy: createInferenceProxy({ fetch: scriptedVllm(seen, replies) }),
-  });
-  const bindings = { ...(env as unknown as Bindings), API_TOKEN: ADMIN, ...overrides };
-  const ctx = { waitUntil: () => {}, passThroughOnException: () => {}, props: {} };
-  return (path: string, method = "GET", body?: unknown, token = ADMIN) =>
-    proxied.fetch(
-      new Request(`http://api.test${path}`, {
-        method,
-        headers: { authorization: `Bearer ${token}`, "content-type": "application/json" },
-        ...(body === undefined ? {} : { body: JSON.stringify(body) }),
-      }),
-      bindings,
-      ctx as unknown as ExecutionContext,
-    );
-}
-
-const SERVERS = [
-  {
-    base_url: "http://vllm.test/v1",
-    server_type: "vllm",
-    model_name: "scripted",
-    api_key: KEY,
-    health_check: false,
-  },
-];
-
-const TOOLS = [
-  { type: "function", function: { name: "calculator", parameters: { type: "object" } } },
-  { type: "function", function: { name: "kv_set", parameters: { type: "object" } } },
-];
-
-interface Chat {
-  choices: {
-    message: {
-      role: "assistant";
-      content: string | null;
-      tool_calls?: { id: string; function: { name: string; arguments: string } }[];
-    };
-    finish_reason: string;
-  }[];
-}
-
-/** Three turns of a tool conversation, as an OpenAI client would send them. */
-async function toolConversation(send: ReturnType<typeof app>, base: string) {
-  const messages: Record<string, unknown>[] = [
-    { role: "system", content: "You solve tasks with tools." },
-    { role: "user", content: "Tool task: compute 2+3 and store it under k." },
-  ];
-  const observations = ["calculator result: 5", "kv_set result: ok"];
-  for (let turn = 0; turn < 3; turn++) {
-    const res = await send(`${base}/v1/chat/completions`, "POST", {
-      model: "anything",
-      messages,
-      tools: TOOLS,
-    });
-    expect(res.status, await res.clone().text()).toBe(200);
-    const chat = await json<Chat>(res);
-    const message = chat.choices[0]!.message;
-    messages.push(message);
-    if (turn < 2) {
-      expect(chat.choices[0]!.finish_reason).toBe("tool_calls");
-      const call = message.tool_calls![0]!;
-      messages.push({ role: "tool", tool_call_id: call.id, content: observations[turn] });
-    } else {
-      expect(message.tool_calls).toBeUndefined();
-    }
-  }
-  return messages;
-}
+import {
+  app,
+  type Chat,
+  END,
+  ids,
+  KEY,
+  REPLIES,
+  type ROLE,
+  render,
+  SERVERS,
+  type SeenRequest,
+  TOOLS,
+  toolConversation,
+} from "./scripted-vllm";
 
 describe("run inference servers", () => {
   it("stores the servers, never returns the key, and encrypts it at rest with the secret", async () => {
@@ -386,11 +237,19 @@ describe("OpenAI-style proxy sessions", () => {
     expect((await send(`/v1/runs/${run}/inference`, "PUT", SERVERS)).status).toBe(200);
     const noMessages = await send(`${base}/v1/chat/completions`, "POST", { messages: [] });
     expect(noMessages.status).toBe(400);
-    const streaming = await send(`${base}/v1/chat/completions`, "POST", {
+    const badStream = await send(`${base}/v1/chat/completions`, "POST", {
+      messages: [{ role: "user", content: "hi" }],
+      stream: "yes",
+    });
+    expect(badStream.status).toBe(400);
+    expect(await badStream.text()).toContain("stream must be true or false");
+    const badOptions = await send(`${base}/v1/chat/completions`, "POST", {
       messages: [{ role: "user", content: "hi" }],
       stream: true,
+      stream_options: ["include_usage"],
     });
-    expect(streaming.status).toBe(400);
+    expect(badOptions.status).toBe(400);
+    expect(await badOptions.text()).toContain("stream_options must be an object");
     const ok = await send(`${base}/v1/chat/completions`, "POST", {
       messages: [{ role: "user", content: "hi" }],
     });
@@ -436,18 +295,6 @@ describe("OpenAI-style proxy sessions", () => {
     expect(trainable).toEqual([...ids(" and so on"), ...ids(" and so on")]);
     const bad = await send(`${base}/v1/completions`, "POST", { prompt: ["a", "b"] });
     expect(bad.status).toBe(400);
-  });
-
-  it("refuses non-vllm servers with a message naming the server type", async () => {
-    const run = uniqueRun("proxy");
-    const send = app([]);
-    const servers = [{ ...SERVERS[0], server_type: "sglang" }];
-    expect((await send(`/v1/runs/${run}/inference`, "PUT", servers)).status).toBe(200);
-    const res = await send(`/v1/runs/${run}/proxy/s/v1/chat/completions`, "POST", {
-      messages: [{ role: "user", content: "hi" }],
-    });
-    expect(res.status).toBe(400);
-    expect(await res.text()).toContain("server_type vllm");
   });
 });
 

@@ -26,7 +26,9 @@ export type RunInference = z.infer<typeof runInferenceSchema>;
 /** An OpenAI request or answer, forwarded as is (the proxy checks the fields it uses). */
 export const openAiRequestSchema = z
   .record(z.string(), z.unknown())
-  .describe("An OpenAI chat or text completion request (stream: false).");
+  .describe(
+    "An OpenAI chat or text completion request (`stream: true` answers in Server-Sent Events).",
+  );
 export const openAiResponseSchema = z
   .record(z.string(), z.unknown())
   .describe("The OpenAI answer (chat.completion or text_completion).");

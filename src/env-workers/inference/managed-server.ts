@@ -15,6 +15,7 @@ import type {
   CompletionParams,
   CompletionResult,
   ManagedServer,
+  ManagedServerState,
   SequenceNode,
   Tokenizer,
   TokensAndLogprobs,
@@ -46,6 +47,8 @@ export interface ManagedServerDeps {
    */
   chatWithTokens?(params: ChatCompletionParams): Promise<ChatWithTokens | null>;
   preserveThinkBlocks?: boolean;
+  /** Where an earlier instance left off (the inference proxy keeps it between requests). */
+  state?: ManagedServerState;
 }
 
 interface TrackedChoice {
@@ -62,16 +65,18 @@ interface TrackedChoice {
  * One instance per trajectory/group; not safe for concurrent calls (prefix matching would race).
  */
 export class TrackingManagedServer implements ManagedServer {
-  private nodes: SequenceNode[] = [];
-  private readonly toolText = new ToolCallTextLookup();
+  private nodes: SequenceNode[];
+  private readonly toolText: ToolCallTextLookup;
   private serverTemplates: boolean;
 
   constructor(private readonly deps: ManagedServerDeps) {
     this.serverTemplates = deps.chatWithTokens !== undefined && deps.tokenSupport !== "none";
+    this.nodes = deps.state?.nodes.map(cloneNode) ?? [];
+    this.toolText = ToolCallTextLookup.fromRecord(deps.state?.tool_texts ?? {});
   }
 
-  getState(): { nodes: SequenceNode[] } {
-    return { nodes: this.nodes.map(cloneNode) };
+  getState(): ManagedServerState {
+    return { nodes: this.nodes.map(cloneNode), tool_texts: this.toolText.toRecord() };
   }
 
   reset(): void {

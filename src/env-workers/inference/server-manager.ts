@@ -1,12 +1,10 @@
 import {
-  type APIServerConfig,
   type APIServerConfigInput,
   parseServerConfig,
   tokenizerNameOf,
 } from "../../core/server-config";
 import { getTokenizer as defaultGetTokenizer } from "../tokenizers/index";
 import { LazyTokenizer } from "../tokenizers/lazy";
-import { AdaptiveSemaphore } from "./adaptive-semaphore";
 import type { FetchLike } from "./backends/http";
 import { createBackend, InferenceMismatchError, isRetryableError } from "./backends/index";
 import { mergeChoices } from "./backends/openai";
@@ -14,12 +12,12 @@ import { TOKEN_CALL_KEYS, tokenRequestFrom } from "./backends/sampling";
 import type {
   ChatWithTokens,
   CompletionWithTokens,
-  InferenceBackend,
   TokenGenerationRequest,
 } from "./backends/types";
 import { TrackingManagedServer } from "./managed-server";
 import { type BackoffPolicy, backoffDelayMs, DEFAULT_BACKOFF, sleep, splitN } from "./retry";
 import { recordingFetch } from "./sampling-record";
+import { leastLoaded, ServerSlot, type Split } from "./server-slot";
 import type {
   ChatCompletionParams,
   ChatCompletionResult,
@@ -27,6 +25,7 @@ import type {
   CompletionResult,
   InferenceClient,
   ManagedServer,
+  ManagedServerState,
   Tokenizer,
   TokensAndLogprobs,
 } from "./types";
@@ -39,40 +38,6 @@ export interface ServerManagerOptions {
   healthProbeIntervalMs?: number;
   random?: () => number;
   now?: () => number;
-}
-
-type Split = "train" | "eval";
-
-/** One inference server: its backend, request slots and health. */
-export class ServerSlot {
-  readonly train: AdaptiveSemaphore;
-  readonly eval: AdaptiveSemaphore;
-  healthy = true;
-  lastProbeAt = 0;
-  probing: Promise<void> | null = null;
-  requests = 0;
-  failures = 0;
-  /**
-   * Whether chats may go through the server's own template with ids returned: the backend can
-   * (chatCompletionWithTokens), until the server shows it cannot (an older vLLM).
-   */
-  serverChatTokens: boolean;
-
-  constructor(
-    readonly index: number,
-    readonly config: APIServerConfig,
-    readonly backend: InferenceBackend,
-  ) {
-    this.train = new AdaptiveSemaphore(config.num_max_requests_at_once);
-    this.eval = new AdaptiveSemaphore(config.num_requests_for_eval);
-    this.serverChatTokens = backend.chatCompletionWithTokens !== undefined;
-  }
-
-  /** Atropos' wait_for_sem capacity: train slots exclude those eval is using. */
-  capacity(split: Split): number {
-    if (split === "eval") return this.eval.available;
-    return this.train.available - this.eval.inUse;
-  }
 }
 
 /**
@@ -122,13 +87,21 @@ export class ServerManager implements InferenceClient {
     }
   }
 
-  async chatCompletion(params: ChatCompletionParams): Promise<ChatCompletionResult> {
+  async chatCompletion(
+    params: ChatCompletionParams,
+    caller?: AbortSignal,
+  ): Promise<ChatCompletionResult> {
     const split = splitOf(params);
     const chunks = splitN(params.n ?? 1, this.maxN);
     const results = await Promise.all(
       chunks.map((n) =>
-        this.withServer(split, null, (server, signal) =>
-          server.backend.chatCompletion({ ...params, n, split: undefined }, { signal }),
+        this.withServer(
+          split,
+          null,
+          (server, signal) =>
+            server.backend.chatCompletion({ ...params, n, split: undefined }, { signal }),
+          undefined,
+          caller,
         ),
       ),
     );
@@ -173,20 +146,26 @@ export class ServerManager implements InferenceClient {
    * ids and logprobs it used (no local tokenizer involved). Only servers whose backend can
    * return them take it (server_type vllm, on vLLM ≥ 0.10.2); `n` is split like elsewhere.
    */
-  async chatCompletionWithTokens(params: ChatCompletionParams): Promise<ChatWithTokens> {
+  async chatCompletionWithTokens(
+    params: ChatCompletionParams,
+    signal?: AbortSignal,
+  ): Promise<ChatWithTokens> {
     if (!this.servers.some((s) => s.backend.chatCompletionWithTokens)) {
       throw new Error(
         "chatCompletionWithTokens needs a server_type vllm server (vLLM ≥ 0.10.2 returns the chat's token ids)",
       );
     }
-    return this.chatWithTokensOn(params, null);
+    return this.chatWithTokensOn(params, null, signal);
   }
 
   /**
    * A text completion with the prompt ids the server used and the sampled ids and logprobs (no
    * local tokenizer). Only servers whose backend can return them (server_type vllm) are used.
    */
-  async completionWithTokens(params: CompletionParams): Promise<CompletionWithTokens> {
+  async completionWithTokens(
+    params: CompletionParams,
+    signal?: AbortSignal,
+  ): Promise<CompletionWithTokens> {
     const able = (server: ServerSlot) => server.backend.completionWithTokens !== undefined;
     if (!this.servers.some(able)) {
       throw new Error(
@@ -202,12 +181,14 @@ export class ServerManager implements InferenceClient {
         return call.call(server.backend, { ...params, split: undefined }, { signal });
       },
       able,
+      signal,
     );
   }
 
   private async chatWithTokensOn(
     params: ChatCompletionParams,
     preferred: ServerSlot | null,
+    signal?: AbortSignal,
   ): Promise<ChatWithTokens> {
     const split = splitOf(params);
     const chunks = splitN(params.n ?? 1, this.maxN);
@@ -236,6 +217,7 @@ export class ServerManager implements InferenceClient {
             preferred
               ? server.serverChatTokens
               : server.backend.chatCompletionWithTokens !== undefined,
+          signal,
         ),
       ),
     );
@@ -263,6 +245,8 @@ export class ServerManager implements InferenceClient {
       tokenizer?: Tokenizer;
       preserveThinkBlocks?: boolean;
       clientTemplate?: boolean;
+      state?: ManagedServerState;
+      signal?: AbortSignal;
     } = {},
   ): Promise<ManagedServer> {
     const server = await this.pick("train", null);
@@ -276,8 +260,9 @@ export class ServerManager implements InferenceClient {
       modelName: server.config.model_name,
       tokenSupport: server.backend.tokenSupport,
       preserveThinkBlocks: options.preserveThinkBlocks,
-      generate: (request, split) => this.generateTokens(request, split, server),
-      chatCompletion: (params) => this.chatCompletion(params),
+      ...(options.state ? { state: options.state } : {}),
+      generate: (request, split) => this.generateTokens(request, split, server, options.signal),
+      chatCompletion: (params) => this.chatCompletion(params, options.signal),
       completion: (params) => this.completion(params),
       ...(serverTemplates
         ? { chatWithTokens: (params) => this.managedChatWithTokens(params, server) }
@@ -325,6 +310,7 @@ export class ServerManager implements InferenceClient {
     request: TokenGenerationRequest,
     split: Split,
     preferred: ServerSlot | null,
+    caller?: AbortSignal,
   ): Promise<TokensAndLogprobs> {
     const chunks = splitN(request.n, this.maxN);
     const results = await Promise.all(
@@ -334,6 +320,7 @@ export class ServerManager implements InferenceClient {
           preferred,
           (server, signal) => server.backend.generateTokens({ ...request, n }, { signal }),
           (server) => server.backend.tokenSupport !== "none",
+          caller,
         ),
       ),
     );
@@ -348,15 +335,20 @@ export class ServerManager implements InferenceClient {
     };
   }
 
-  /** Runs `call` on a routed server holding one of its slots; retries retryable failures. */
+  /**
+   * Runs `call` on a routed server holding one of its slots; retries retryable failures. A
+   * `caller` signal (the inference proxy's client went away) aborts the request and any retry.
+   */
   private async withServer<T>(
     split: Split,
     preferred: ServerSlot | null,
     call: (server: ServerSlot, signal: AbortSignal) => Promise<T>,
     eligible: (server: ServerSlot) => boolean = () => true,
+    caller?: AbortSignal,
   ): Promise<T> {
     let lastError: unknown;
     for (let attempt = 1; attempt <= this.backoff.maxAttempts; attempt++) {
+      caller?.throwIfAborted();
       const server =
         (preferred?.healthy ? preferred : this.pickNow(split, eligible)) ??
         (await this.pick(split, eligible));
@@ -364,9 +356,11 @@ export class ServerManager implements InferenceClient {
       await semaphore.acquire();
       server.requests++;
       try {
-        return await call(server, AbortSignal.timeout(server.config.timeout * 1000));
+        const timeout = AbortSignal.timeout(server.config.timeout * 1000);
+        return await call(server, caller ? AbortSignal.any([timeout, caller]) : timeout);
       } catch (error) {
         lastError = error;
+        if (caller?.aborted) throw caller.reason;
         server.failures++;
         if (!isRetryableError(error)) throw error;
         this.markUnhealthy(server);
@@ -427,12 +421,6 @@ export class ServerManager implements InferenceClient {
       });
     return server.probing;
   }
-}
-
-function leastLoaded(pool: ServerSlot[], split: Split): ServerSlot {
-  let best = pool[0] as ServerSlot;
-  for (const server of pool) if (server.capacity(split) > best.capacity(split)) best = server;
-  return best;
 }
 
 function splitOf(params: { split?: "train" | "eval" }): Split {

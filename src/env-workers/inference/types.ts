@@ -113,10 +113,16 @@ export interface Tokenizer {
   applyChatTemplate(messages: ChatMessage[], options?: ApplyChatTemplateOptions): string;
 }
 
+/** A ManagedServer's tracked sequences and the raw text of its tool calls (replayed verbatim). */
+export interface ManagedServerState {
+  nodes: SequenceNode[];
+  tool_texts?: Record<string, string>;
+}
+
 export interface ManagedServer {
   chatCompletion(params: ChatCompletionParams): Promise<ChatCompletionResult>;
   completion(params: CompletionParams): Promise<CompletionResult>;
-  getState(): { nodes: SequenceNode[] };
+  getState(): ManagedServerState;
   reset(): void;
 }
 
@@ -135,6 +141,10 @@ export interface InferenceClient {
      * server could template them and return the ids (server_type vllm).
      */
     clientTemplate?: boolean;
+    /** Continue from an earlier instance's getState() (the inference proxy, between requests). */
+    state?: ManagedServerState;
+    /** Aborts the instance's requests (the inference proxy's client went away). */
+    signal?: AbortSignal;
   }): Promise<ManagedServer>;
   /** Scale this env's share of each server's request slots (Atropos `env_weight`). */
   updateWeight(weight: number): void;

@@ -34,6 +34,24 @@ describe("proxy session tracking", () => {
     });
   });
 
+  it("marks re-tokenized sequences, and their group carries group_overrides.retokenized and no logprobs", () => {
+    const tracking = emptyTracking();
+    trackChoices(tracking, [sampled([1, 2], [10, 11], { outputLogprobs: [], retokenized: true })]);
+    expect(tracking.nodes[0]!.metadata).toMatchObject({
+      retokenized: true,
+      logprobs_unavailable: true,
+    });
+    expect(tracking.nodes[0]!.metadata.prompt_templated_by_server).toBeUndefined();
+    const group = sessionGroup(tracking, { scores: [1] });
+    expect(group.group_overrides).toEqual({ retokenized: true });
+    expect(group.inference_logprobs).toBeUndefined();
+    const exact = emptyTracking();
+    trackChoices(exact, [sampled([1, 2], [10, 11])]);
+    const exactGroup = sessionGroup(exact, { scores: [1] });
+    expect(exactGroup.group_overrides).toBeUndefined();
+    expect(exactGroup.inference_logprobs).toEqual([[1, 1, -0.1, -0.2]]);
+  });
+
   it("starts a new, fully masked sequence when no tracked sequence prefixes the prompt", () => {
     const tracking = emptyTracking();
     trackChoices(tracking, [sampled([1, 2], [10, 11])]);

@@ -191,3 +191,49 @@ describe("ServerManager", () => {
     expect(manager.stats()[0]?.evalInUse).toBe(0);
   });
 });
+
+describe("ServerManager: a caller's signal", () => {
+  it("aborts the running request and is not retried (the proxy's client went away)", async () => {
+    let calls = 0;
+    let started!: () => void;
+    const running = new Promise<void>((resolve) => (started = resolve));
+    const manager = new ServerManager(
+      [
+        {
+          base_url: "http://hang.test/v1",
+          server_type: "sglang",
+          model_name: "m",
+          health_check: false,
+        },
+      ],
+      {
+        ...fastRetry,
+        fetch: (_input, init) => {
+          calls++;
+          started();
+          return new Promise<Response>((_, reject) =>
+            init?.signal?.addEventListener("abort", () => reject(init.signal?.reason)),
+          );
+        },
+      },
+    );
+    const caller = new AbortController();
+    const managed = await manager.managedServer({
+      signal: caller.signal,
+      tokenizer: {
+        name: "ids",
+        eosTokenId: 0,
+        bosTokenId: null,
+        encode: (text) => [...text].map((ch) => ch.charCodeAt(0)),
+        decode: (ids) => String.fromCharCode(...ids),
+        applyChatTemplate: (messages) => messages.map((m) => String(m.content)).join("\n"),
+      },
+    });
+    const answer = managed.completion({ prompt: "hi", max_tokens: 4 });
+    await running;
+    caller.abort(new DOMException("the client disconnected", "AbortError"));
+    await expect(answer).rejects.toMatchObject({ name: "AbortError" });
+    expect(calls).toBe(1);
+    expect(manager.stats()[0]!.failures).toBe(0);
+  });
+});

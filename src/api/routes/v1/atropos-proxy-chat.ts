@@ -14,7 +14,10 @@ export const atroposProxyChat = defineRoute(
     description: "The session must exist (POST …/atropos-proxy/sessions/create).",
     request: { params: sessionParams, body: jsonRequest(openAiRequestSchema) },
     responses: {
-      200: { description: "The chat completion.", content: jsonContent(openAiResponseSchema) },
+      200: {
+        description: "The chat completion (with `stream: true`, OpenAI Server-Sent Events).",
+        content: jsonContent(openAiResponseSchema),
+      },
       ...bodyErrors("The body is not a JSON object."),
       ...proxyErrors,
     },

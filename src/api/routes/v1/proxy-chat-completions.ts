@@ -21,7 +21,10 @@ export const proxyChatCompletions = defineRoute(
       "Point any OpenAI client's base URL at /v1/runs/{run}/proxy/{session}/v1. Hermes tool calls come back as tool_calls.",
     request: { params: sessionParams, body: jsonRequest(openAiRequestSchema) },
     responses: {
-      200: { description: "The chat completion.", content: jsonContent(openAiResponseSchema) },
+      200: {
+        description: "The chat completion (with `stream: true`, OpenAI Server-Sent Events).",
+        content: jsonContent(openAiResponseSchema),
+      },
       ...bodyErrors("The body is not a JSON object."),
       ...proxyErrors,
     },

@@ -13,7 +13,10 @@ export const proxyCompletions = defineRoute(
     summary: "OpenAI text completion through the run's servers, token-tracked in the session",
     request: { params: sessionParams, body: jsonRequest(openAiRequestSchema) },
     responses: {
-      200: { description: "The text completion.", content: jsonContent(openAiResponseSchema) },
+      200: {
+        description: "The text completion (with `stream: true`, OpenAI Server-Sent Events).",
+        content: jsonContent(openAiResponseSchema),
+      },
       ...bodyErrors("The body is not a JSON object."),
       ...proxyErrors,
     },
