@@ -7,7 +7,6 @@ import { z } from "zod";
 import {
   type EnvControl,
   type EnvControlRequest,
-  type EnvWorker,
   envControlSchema,
   envWorkerSchema,
   type GuardConfig,
@@ -43,6 +42,9 @@ export interface EnvWorkerRequest {
   /** "run": the run's stored servers; or servers without api_key. */
   inference?: "run" | APIServerConfigInput[];
 }
+
+/** An env worker as the env-worker routes answer (its feeder's summary). */
+export type EnvWorker = z.infer<typeof envWorkerSchema>;
 
 const envWorkerStopSchema = z.object({ status: z.string() });
 

@@ -346,8 +346,6 @@ export const envWorkerSchema = z
     status: z.string(),
   })
   .catchall(z.unknown());
-/** An env worker as GET/POST /v1/runs/{run}/env-workers… answer (its feeder's summary). */
-export type EnvWorker = z.infer<typeof envWorkerSchema>;
 
 export const statusEnvSchema = z.object({
   current_step: z.number().int(),
