@@ -4,8 +4,7 @@
  */
 import { writeFileSync } from "node:fs";
 import { join, resolve } from "node:path";
-import { AdminApiError, AdminClient } from "../client/admin-client";
-import type { EnvWorker } from "../core/api-schemas";
+import { AdminApiError, AdminClient, type EnvWorker } from "../client/admin-client";
 import { isServerType, serverTypeError } from "../core/server-config";
 import type { FeederSummary } from "../worker/env-feeder";
 import { PROJECT_ROOT } from "./dev-process";

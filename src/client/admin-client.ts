@@ -25,6 +25,9 @@ import {
   runEventListSchema,
   runInferenceSchema,
 } from "../core/api-schemas";
+
+export type { EnvWorker };
+
 import { ApiResponseError, HttpClient, type HttpMethod, parseAnswer } from "../core/http-client";
 import type { APIServerConfigInput } from "../core/server-config";
 import {

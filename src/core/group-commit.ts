@@ -28,7 +28,7 @@ export interface GroupCommitOptions<Item> {
   waitTimeoutMs?: number;
   /** How often a waiting submission looks at its slot. */
   pollMs?: number;
-  /** Clock for leader takeover and the wait's time-out (default: core/clock's). */
+  /** Clock for leader takeover (default: core/clock's, which tests advance). */
   now?: () => number;
 }
 
@@ -94,9 +94,10 @@ export class GroupCommit<Item, Result> {
       this.leaderSince !== null && this.now() - this.leaderSince > this.leaderTimeoutMs;
     if (this.leaderSince === null || leaderLost) this.handLeadershipTo(waiter);
 
-    const giveUpAt = this.now() + this.waitTimeoutMs;
+    // The wait's own time-out is wall time: it bounds how long this request really waits.
+    const giveUpAt = Date.now() + this.waitTimeoutMs;
     while (!waiter.leads && !waiter.outcome) {
-      if (this.now() > giveUpAt) {
+      if (Date.now() > giveUpAt) {
         this.pending.splice(this.pending.indexOf(waiter), 1);
         throw new CommitTimeoutError("timed out waiting for the group commit; retry");
       }
