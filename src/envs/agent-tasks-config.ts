@@ -56,7 +56,7 @@ export interface TestRunResult {
   output?: string;
 }
 
-/** Runs hidden tests against an answer's code (default: Python in the sandbox of `getSandbox()`). */
+/** Runs hidden tests against an answer's code (default: Python in the env's sandbox, `this.sandbox()`). */
 export type RunTests = (
   code: string,
   tests: string,

@@ -22,7 +22,6 @@ import {
   type EnvDefinition,
   type EpisodeStart,
   type EvalResult,
-  getSandbox,
   hashString,
   type JsonObject,
   JudgePanel,
@@ -241,8 +240,8 @@ export class AgentTasksEnv extends MultiTurnEnv<AgentTaskItem, AgentTasksConfig>
   }
 
   /**
-   * Hidden tests in the sandbox this process or isolate provides (the CLI: a local one; a
-   * Worker: its SANDBOX service). A sandbox that is missing or down drops the group: a score of
+   * Hidden tests in the sandbox the runtime hands this env (the CLI: a local one; a Worker: its
+   * SANDBOX service, in the feeder too). A sandbox that is missing or down drops the group: a score of
    * 0 would blame the answer.
    */
   private sandboxRunTests(): RunTests {
@@ -251,7 +250,7 @@ export class AgentTasksEnv extends MultiTurnEnv<AgentTaskItem, AgentTasksConfig>
       memory_mb: this.config.test_memory_mb,
     };
     return async (code, tests) => {
-      const sandbox = await getSandbox().catch((err: unknown) => {
+      const sandbox = await this.sandbox().catch((err: unknown) => {
         throw new DropGroupError(
           `hidden tests need a sandbox: ${err instanceof Error ? err.message : String(err)}`,
         );

@@ -43,7 +43,7 @@ export interface ServeLoopSetup {
 }
 
 /** Why `tick` ended the loop; null: keep going. */
-type TickOutcome = "terminated" | "exhausted" | "status_error" | null;
+export type TickOutcome = "terminated" | "exhausted" | "status_error" | null;
 
 export class ServeLoop<Item extends JsonValue, Config extends BaseEnvConfig> {
   readonly summary: ServeSummary;

@@ -151,7 +151,10 @@ describe("serveEnv", () => {
     });
     for (let i = 0; i < 200 && !events.includes("paused") && api.state.queue.length < 4; i++)
       await new Promise((r) => setTimeout(r, 10));
-    await new Promise((r) => setTimeout(r, 100));
+    // Then 20 more polls of /status-env: enough ticks for any overshoot to show.
+    const polls = () => api.state.requests.filter((r) => r.path === "/status-env").length;
+    const target = polls() + 20;
+    for (let i = 0; i < 2000 && polls() < target; i++) await new Promise((r) => setTimeout(r, 2));
     controller.abort();
     const summary = await run;
     expect(summary.exitReason).toBe("aborted");
@@ -189,8 +192,18 @@ describe("serveEnv", () => {
       tokenizer,
     );
     const controller = new AbortController();
-    const run = serveEnv(env, client, { pollIntervalMs: 5, signal: controller.signal });
-    await new Promise((r) => setTimeout(r, 1000));
+    let submitted = 0;
+    const run = serveEnv(env, client, {
+      pollIntervalMs: 5,
+      signal: controller.signal,
+      onEvent: (e) => {
+        if (e.type === "submitted" && e.ok) submitted += e.groups;
+      },
+    });
+    // Until submissions overlapped and enough groups went out (not a fixed second).
+    for (let i = 0; i < 1000 && (submitted <= 10 || maxPendingPosts <= 2); i++) {
+      await new Promise((r) => setTimeout(r, 5));
+    }
     controller.abort();
     const summary = await run;
     // Slots are freed once a group is generated: more submissions overlap than there are slots,
