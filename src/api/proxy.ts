@@ -179,7 +179,7 @@ export async function forwardProxyCall(
   const servers = inference.servers;
   // Input the servers cannot serve is refused before anything is sent (a 4xx, also when streaming).
   try {
-    proxy.check(servers, tracking, body, kind);
+    await proxy.check(servers, tracking, body, kind, { tokenizerBucket: c.env.PAYLOADS });
   } catch (error) {
     if (error instanceof ProxyInputError) throw new ApiError("BAD_REQUEST", error.message);
     throw error;

@@ -349,15 +349,17 @@ export interface ProxyCallContext {
 
 export interface InferenceProxy {
   /**
-   * Throws ProxyInputError for a request the servers cannot serve as asked (bad shape, a text-only
-   * server without re-tokenization), before anything is sent upstream or to the client.
+   * Rejects with ProxyInputError a request the servers cannot serve as asked (bad shape, a
+   * text-only server without re-tokenization, a run tokenizer that cannot be loaded), before
+   * anything is sent upstream or to the client.
    */
   check(
     servers: readonly APIServerConfig[],
     tracking: ProxyTracking,
     body: Record<string, unknown>,
     kind: "chat" | "completion",
-  ): void;
+    context?: ProxyCallContext,
+  ): Promise<void>;
   chatCompletion(
     servers: readonly APIServerConfig[],
     tracking: ProxyTracking,

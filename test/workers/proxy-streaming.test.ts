@@ -294,3 +294,29 @@ describe("inference proxy: text-only servers", () => {
     expect(detail.payload.tokens).toEqual([nodes[0]!.tokens]);
   });
 });
+
+describe("inference proxy: servers it templates for", () => {
+  it("a tokenizer that cannot be loaded is a 400 naming it, streaming or not; the servers are never asked", async () => {
+    const run = uniqueRun("tokenizer");
+    const asked: string[] = [];
+    const send = appWith({
+      fetch: async (input) => {
+        asked.push(String(input));
+        return new Response("no", { status: 500 });
+      },
+    });
+    const servers = [{ ...SERVERS[0], server_type: "sglang", tokenizer_name: "nobody/no-such" }];
+    expect((await send(`/v1/runs/${run}/inference`, "PUT", servers)).status).toBe(200);
+    for (const stream of [false, true]) {
+      const res = await send(`/v1/runs/${run}/proxy/s/v1/chat/completions`, "POST", {
+        messages: [{ role: "user", content: "hi" }],
+        stream,
+      });
+      expect(res.status).toBe(400);
+      const { detail } = await json<{ detail: string }>(res);
+      expect(detail).toContain("tokenizer 'nobody/no-such', which cannot be loaded");
+      expect(detail).toContain("set tokenizer_name");
+    }
+    expect(asked).toEqual([]);
+  });
+});

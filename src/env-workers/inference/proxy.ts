@@ -149,6 +149,20 @@ export function createInferenceProxy(options: InferenceProxyOptions = {}): Infer
   const managers = new ManagerCache(options);
   const now = options.now ?? Date.now;
 
+  /**
+   * The run's tokenizer (loaded once per isolate), for servers the proxy templates for; one that
+   * cannot be loaded is named with the reason (the servers were never asked).
+   */
+  async function runTokenizer(servers: readonly APIServerConfig[]): Promise<Tokenizer> {
+    const name = servers[0] ? tokenizerNameOf(servers[0]) : "";
+    return managers.loadTokenizer(name).catch((error: unknown) => {
+      const why = error instanceof Error ? error.message : String(error);
+      throw new ProxyInputError(
+        `the run's servers need the proxy to template chats with the tokenizer '${name}', which cannot be loaded (${why}); set tokenizer_name on the run's servers with PUT /v1/runs/{run}/inference`,
+      );
+    });
+  }
+
   /** The request's mode, its shape checked (ProxyInputError names what to fix). */
   function check(
     servers: readonly APIServerConfig[],
@@ -185,8 +199,9 @@ export function createInferenceProxy(options: InferenceProxyOptions = {}): Infer
   }
 
   return {
-    check(servers, tracking, body, kind) {
-      check(servers, tracking, body, kind);
+    async check(servers, tracking, body, kind, context = {}) {
+      const { mode } = check(servers, tracking, body, kind, context);
+      if (mode !== "server-template") await runTokenizer(servers);
     },
 
     async chatCompletion(servers, tracking, body, context = {}) {
@@ -202,6 +217,7 @@ export function createInferenceProxy(options: InferenceProxyOptions = {}): Infer
       const format = sessionToolFormat(tracking, body, servers);
       const model = servers[0]?.model_name ?? "";
       if (mode !== "server-template") {
+        const tokenizer = await runTokenizer(servers);
         const params = {
           ...requestParams(body),
           messages: chat,
@@ -216,8 +232,6 @@ export function createInferenceProxy(options: InferenceProxyOptions = {}): Infer
         }
         // Text-only, re-tokenized: the server sees the request as sent (its own tool calling).
         const answer = await manager.chatCompletion(params, signal);
-        const first = servers[0];
-        const tokenizer = await managers.loadTokenizer(first ? tokenizerNameOf(first) : "");
         const sampled = retokenizedChoices(tokenizer, params, answer, now());
         trackChoices(tracking, sampled);
         const completion = sampled.reduce((sum, c) => sum + c.outputTokens.length, 0);
@@ -276,6 +290,7 @@ export function createInferenceProxy(options: InferenceProxyOptions = {}): Infer
       const model = servers[0]?.model_name ?? "";
       const params = requestParams(body) as unknown as CompletionParams;
       if (mode === "client-template") {
+        await runTokenizer(servers);
         const { completion, usage } = await managedCompletion(
           { manager, tracking, at: now, ...(signal ? { signal } : {}) },
           params,
