@@ -38,11 +38,11 @@ const CONVERTER = join(ROOT, "src", "engine", "python", "hf_to_gguf.py");
 
 const { values } = parseArgs({
   options: {
-    steps: { type: "string", default: "40" },
+    steps: { type: "string", default: "200" },
     "push-every": { type: "string", default: "2" },
     "batch-size": { type: "string", default: "64" },
     "group-size": { type: "string", default: "8" },
-    lr: { type: "string", default: "3e-4" },
+    lr: { type: "string", default: "1e-3" },
     "warm-steps": { type: "string", default: "400" },
     "warm-lr": { type: "string", default: "1e-2" },
     hidden: { type: "string", default: "128" },
