@@ -26,9 +26,9 @@ import { createEnv, openInference } from "../src/cli/inference";
 import { runStart } from "../src/cli/start";
 import { engineVenvPython } from "../src/engine/convert";
 import { closeLlamaRuntime, startEngine } from "../src/engine/index";
-import { getTokenizer } from "../src/env-workers/tokenizers/index";
 import { getEnvDefinition } from "../src/envs/index";
 import { type SortLettersEnv, sortItem, sortPrompt, sortSplits } from "../src/envs/sort-letters";
+import { getTokenizer } from "../src/inference/tokenizers/index";
 
 const run = promisify(execFile);
 const ROOT = resolve(import.meta.dirname, "..");

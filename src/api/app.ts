@@ -3,7 +3,7 @@
  * under /runs/{run}, /v1 routes, the generated OpenAPI document) and the dashboard's static assets.
  */
 import { OpenAPIHono } from "@hono/zod-openapi";
-import type { InferenceProxy } from "../core/proxy-session";
+import type { InferenceProxy } from "../core/wire/proxy-session";
 import type { AppEnv } from "./context";
 import { ApiError, errorBody } from "./errors";
 import { auth } from "./middleware/auth";

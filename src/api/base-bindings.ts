@@ -6,7 +6,7 @@
  * that are secrets or optional vars. The RunCoordinator's own namespace is added in bindings.ts,
  * so the objects' modules and the bindings import no ring (type-only imports included).
  */
-import type { RolloutItemMessage } from "../queues/messages";
+import type { RolloutItemMessage } from "../core/wire/queue-messages";
 import type { EnvFeederPort } from "./env-feeder-port";
 import type { EnvSession } from "./env-session";
 

@@ -8,8 +8,8 @@ import {
   type PackResult,
   packBatch,
   type QueuedGroupRef,
-} from "../core/packing";
-import { type MixResult, mixBatch, type ReplayCandidate } from "../core/replay-mix";
+} from "../core/batching/packing";
+import { type MixResult, mixBatch, type ReplayCandidate } from "../core/closed-loop/replay-mix";
 import { type EnvRow, isEnvActive } from "./storage/runs";
 
 /** Replay mixing for one batch formation: the buffer's candidates and the fraction to aim for. */

@@ -4,8 +4,8 @@
  * arriving is answered 408 instead of holding its request open (workerd never times out a
  * pending request body; it closes only idle connections and slow headers).
  */
-import { gunzipBounded, InflateLimitError } from "../core/gzip";
-import { MAX_JSON_DEPTH, tooDeep } from "../core/json-depth";
+import { gunzipBounded, InflateLimitError } from "../core/codecs/gzip";
+import { MAX_JSON_DEPTH, tooDeep } from "../core/codecs/json-depth";
 import { ApiError } from "./errors";
 
 export interface BodyLimits {
@@ -273,7 +273,7 @@ export async function readBody(request: Request, limits: BodyLimits): Promise<Re
 const decoder = new TextDecoder();
 
 /**
- * 422 for JSON text nested deeper than MAX_JSON_DEPTH (src/core/json-depth.ts: Python trainers
+ * 422 for JSON text nested deeper than MAX_JSON_DEPTH (src/core/codecs/json-depth.ts: Python trainers
  * cannot decode ~1000 levels); `loc` locates the text in the body.
  */
 export function refuseTooDeep(text: string, loc: (string | number)[] = ["body"]): void {

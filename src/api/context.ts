@@ -1,6 +1,6 @@
 import type { Context } from "hono";
-import type { InferenceProxy } from "../core/proxy-session";
-import { runNameSchema } from "../core/schemas";
+import type { InferenceProxy } from "../core/wire/proxy-session";
+import { runNameSchema } from "../core/wire/schemas";
 import type { Bindings } from "./bindings";
 import { ApiError } from "./errors";
 import type { StoredToken } from "./storage/tokens";

@@ -4,9 +4,9 @@
  * and the coordinator's in-memory hints (`LeaseMemory`); the Durable Object calls them inside its
  * exclusive section and owns nothing of this logic.
  */
-import type { PackResult } from "../core/packing";
-import type { MixResult } from "../core/replay-mix";
-import { minAcceptedVersion, reasonWithStaleness } from "../core/staleness";
+import type { PackResult } from "../core/batching/packing";
+import { minAcceptedVersion, reasonWithStaleness } from "../core/batching/staleness";
+import type { MixResult } from "../core/closed-loop/replay-mix";
 import { activeAllocations, planBatch, type ReplayPlan } from "./batch-plan";
 import {
   dissolveLease,

@@ -2,8 +2,8 @@
  * The RunCoordinator's env registration: which earlier registration a new one resumes (pure), and
  * the transition that resumes it or inserts a new env. The Durable Object runs it exclusively.
  */
-import type { RegisterEnvAnswer } from "../core/api-schemas";
-import type { RegisterEnv } from "../core/schemas";
+import type { RegisterEnvAnswer } from "../core/wire/api-schemas";
+import type { RegisterEnv } from "../core/wire/schemas";
 import { type EnvRow, getRunAndEnvs, insertEnv, resumeEnv } from "./storage/runs";
 
 /**

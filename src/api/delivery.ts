@@ -5,9 +5,10 @@
  * stored compressed: a gzip client gets them as they are, others inflated); rows stored before
  * that hold the env's JSON, which is parsed and canonicalised here in chunks of about 64 KB.
  */
-import { canonicalGroupJson, canonicalGroupPieces } from "../core/canonical-group";
-import { type DeflatePiece, GzipAssembler, inflatePiece } from "../core/gzip-pieces";
-import { type ScoredDataInput, scoredDataSchema } from "../core/schemas";
+
+import { type DeflatePiece, GzipAssembler, inflatePiece } from "../core/codecs/gzip-pieces";
+import { canonicalGroupJson, canonicalGroupPieces } from "../core/wire/canonical-group";
+import { type ScoredDataInput, scoredDataSchema } from "../core/wire/schemas";
 import type { Bindings } from "./bindings";
 import { memoryCost, withMemory } from "./memory-budget";
 import { acceptsGzip } from "./request";
@@ -88,7 +89,7 @@ function groupParts(env: Bindings, ref: LeasedGroupRef, gzip: boolean): Promise<
 /**
  * `prefix` + comma-separated canonical groups + `suffix`: one string when every group is stored
  * inline (small, and already in memory), else streamed; `gzip` streams one gzip member made of
- * the groups' stored pieces (src/core/gzip-pieces.ts), for a client that accepts gzip.
+ * the groups' stored pieces (src/core/codecs/gzip-pieces.ts), for a client that accepts gzip.
  */
 export function batchBody(
   env: Bindings,

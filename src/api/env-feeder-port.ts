@@ -2,7 +2,7 @@
  * What the API asks of an env worker's feeder object. The platform layer's EnvFeeder Durable
  * Object implements it; the API names only this port, so it never depends on the platform.
  */
-import type { EnvWorkerRef } from "../core/server-config";
+import type { EnvWorkerRef } from "../core/wire/server-config";
 
 /** An env worker as its feeder describes it (RPC-serialisable; GET /v1/runs/{run}/env-workers/…). */
 export interface FeederSummary {

@@ -2,7 +2,7 @@
  * One error envelope for every failure: FastAPI's `detail` (what Atropos clients parse) plus a
  * machine-readable code, a human message that says what to fix, and the request id.
  */
-import type { ErrorBody, ErrorCode, ValidationDetail } from "../core/api-schemas";
+import type { ErrorBody, ErrorCode, ValidationDetail } from "../core/wire/api-schemas";
 
 export type { ErrorCode };
 

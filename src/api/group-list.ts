@@ -8,8 +8,8 @@
  * is left to send. The memory budget is charged element by element, by the element's text (a gzip
  * body's inflated text).
  */
-import { ArraySyntaxError, JsonArraySplitter, NotAnArray } from "../core/json-array-split";
-import { sha256Hasher } from "../core/sha256";
+import { ArraySyntaxError, JsonArraySplitter, NotAnArray } from "../core/codecs/json-array-split";
+import { sha256Hasher } from "../core/codecs/sha256";
 import { chunksOf, inflateBody, isGzipEncoded, parseJson, refuseTooDeep } from "./body";
 import type { AppContext } from "./context";
 import { ApiError } from "./errors";

@@ -1,13 +1,17 @@
 /**
  * Validation of a submitted group (ScoredData): the schema (pydantic-style lax coercion), the
- * group rules (src/core/group-rules.ts: token ids, shapes, no empty sequence, finite scores) and
+ * group rules (src/core/wire/group-rules.ts: token ids, shapes, no empty sequence, finite scores) and
  * the trajectories an agent env sends beside the 14 keys. Every failure is a 422 naming the field
  * and the rule, before anything is stored.
  */
-import { checkGroupShape } from "../core/group-rules";
-import { type ScoredDataInput, scoredDataSchema } from "../core/schemas";
-import { groupTrajectoriesOf, type Trajectory } from "../core/trajectory";
-import { summarizeDetails, toValidationDetails, type ValidationDetail } from "../core/validation";
+import { checkGroupShape } from "../core/wire/group-rules";
+import { type ScoredDataInput, scoredDataSchema } from "../core/wire/schemas";
+import { groupTrajectoriesOf, type Trajectory } from "../core/wire/trajectory";
+import {
+  summarizeDetails,
+  toValidationDetails,
+  type ValidationDetail,
+} from "../core/wire/validation";
 import { ApiError } from "./errors";
 
 export function fail(details: ValidationDetail[]): never {

@@ -4,11 +4,12 @@
  * way in builds its items here: POST /scored_data, /scored_data_list, replay import and the
  * in-process submission of the queue path and the inference proxy.
  */
-import { canonicalGroupJson } from "../core/canonical-group";
-import { type GroupStats, groupStats } from "../core/group-stats";
-import { deflatePiece } from "../core/gzip-pieces";
-import type { ScoredDataInput } from "../core/schemas";
-import type { Trajectory } from "../core/trajectory";
+
+import { deflatePiece } from "../core/codecs/gzip-pieces";
+import { canonicalGroupJson } from "../core/wire/canonical-group";
+import { type GroupStats, groupStats } from "../core/wire/group-stats";
+import type { ScoredDataInput } from "../core/wire/schemas";
+import type { Trajectory } from "../core/wire/trajectory";
 import { trajectoriesOfSubmission } from "./group-validation";
 import { INLINE_MAX_BYTES, PLAIN_MAX_BYTES, toBase64 } from "./storage/payloads";
 
@@ -59,7 +60,7 @@ export interface IngestItem {
   summary: GroupSummary;
   /** The group's canonical JSON (what delivery sends) as stored: UTF-8, or compressed. */
   payload: Uint8Array<ArrayBuffer>;
-  /** "deflate": `payload` is that JSON as one raw-deflate piece (src/core/gzip-pieces.ts). */
+  /** "deflate": `payload` is that JSON as one raw-deflate piece (src/core/codecs/gzip-pieces.ts). */
   encoding: "canonical" | "deflate";
   /** What D1 keeps when the payload is not in R2: the JSON, or the piece in base64. */
   inline: string | null;

@@ -2,7 +2,7 @@
  * Submission from inside the Worker: a group validated and committed as POST /scored_data
  * would, without an HTTP hop (src/worker/queue-handler.ts, the inference proxy's finish).
  */
-import type { ScoredDataInput } from "../core/schemas";
+import type { ScoredDataInput } from "../core/wire/schemas";
 import type { Bindings } from "./bindings";
 import { validateGroup } from "./group-validation";
 import { ingestGroups } from "./ingest";

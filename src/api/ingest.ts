@@ -14,9 +14,9 @@
  * group, so the same body from another env is another submission.
  */
 
-import { now as clockNow } from "../core/clock";
-import { GroupCommit } from "../core/group-commit";
-import { checkSequenceLength } from "../core/group-rules";
+import { now as clockNow } from "../core/concurrency/clock";
+import { GroupCommit } from "../core/concurrency/group-commit";
+import { checkSequenceLength } from "../core/wire/group-rules";
 import type { Bindings } from "./bindings";
 import { fail } from "./group-validation";
 import type { IngestItem } from "./ingest-item";

@@ -13,7 +13,7 @@
  * every other submission wait. A gzip body is charged by what it inflates to (`withInflated`): a
  * small gzip of a huge text cannot be parsed on its compressed size's charge.
  */
-import { ByteBudget } from "../core/byte-budget";
+import { ByteBudget } from "../core/concurrency/byte-budget";
 import type { Bindings } from "./bindings";
 import { settingsOf } from "./settings";
 

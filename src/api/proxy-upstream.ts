@@ -4,7 +4,7 @@
  * headers would hand the run's API key to the caller) nor its base_url. The Worker's log keeps
  * the details, with the servers named and every key redacted.
  */
-import type { APIServerConfig } from "../core/server-config";
+import type { APIServerConfig } from "../core/wire/server-config";
 
 /** The failure in words a contributor may see. */
 export function sanitizedFailure(error: unknown): string {

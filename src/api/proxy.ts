@@ -4,7 +4,7 @@
  * session lifecycle and expiry, forwarding through the run's servers, and finishing a session
  * into a scored group with its trajectories.
  */
-import { openAiRequestSchema } from "../core/api-schemas";
+import { openAiRequestSchema } from "../core/wire/api-schemas";
 import {
   emptyTracking,
   type FinishSessionRequest,
@@ -14,8 +14,8 @@ import {
   proxySessionIdSchema,
   sessionGroup,
   sessionTrajectories,
-} from "../core/proxy-session";
-import { scopesAllow } from "../core/tokens";
+} from "../core/wire/proxy-session";
+import { scopesAllow } from "../core/wire/tokens";
 import type { AppContext } from "./context";
 import { ApiError } from "./errors";
 import { submitGroupInProcess } from "./ingest-submit";

@@ -3,9 +3,14 @@
  * a value below factor × baseline runs the run's action, is recorded as a run event, and is
  * POSTed to the webhook when one is set.
  */
-import type { RunEvent } from "../core/api-schemas";
-import { checkEvaluation, describeRegression, type GuardAction } from "../core/regression-guard";
-import { privateTargetReason } from "../core/webhook-target";
+
+import {
+  checkEvaluation,
+  describeRegression,
+  type GuardAction,
+} from "../core/closed-loop/regression-guard";
+import { privateTargetReason } from "../core/closed-loop/webhook-target";
+import type { RunEvent } from "../core/wire/api-schemas";
 import type { Bindings } from "./bindings";
 import { settingsOf } from "./settings";
 import { updateEnvControl } from "./storage/env-control";

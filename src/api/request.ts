@@ -3,7 +3,7 @@
  * declare in /openapi.json, so what is documented is what is checked.
  */
 import { z } from "zod";
-import { summarizeDetails, toValidationDetails } from "../core/validation";
+import { summarizeDetails, toValidationDetails } from "../core/wire/validation";
 import { type BodyLimits, parseJson, readBody } from "./body";
 import type { AppContext } from "./context";
 import { ApiError } from "./errors";

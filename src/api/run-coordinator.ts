@@ -6,12 +6,12 @@
  * orchestrates and remembers only a diagnosis for /stats.
  */
 import { DurableObject } from "cloudflare:workers";
-import { decideAck } from "../core/ack-rule";
-import type { RegisterEnvAnswer } from "../core/api-schemas";
-import { now as clockNow } from "../core/clock";
-import type { RegisterEnv, Registration } from "../core/schemas";
-import { earliestExactSubset } from "../core/subset-sum";
-import { randomUuid128Digits } from "../core/uuid128";
+import { decideAck } from "../core/batching/ack-rule";
+import { earliestExactSubset } from "../core/batching/subset-sum";
+import { randomUuid128Digits } from "../core/codecs/uuid128";
+import { now as clockNow } from "../core/concurrency/clock";
+import type { RegisterEnvAnswer } from "../core/wire/api-schemas";
+import type { RegisterEnv, Registration } from "../core/wire/schemas";
 import type { BaseBindings } from "./base-bindings";
 import {
   firstWindow,

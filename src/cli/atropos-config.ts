@@ -5,7 +5,7 @@
  * (openai.base_url = --inference-url), the others go to the env's config or the server configs;
  * fields that mean nothing here are accepted with a warning; anything else is an error.
  */
-import type { EnvDefinition } from "../env-workers/define-env";
+import type { EnvDefinition } from "../env-sdk/define-env";
 import {
   ATROPOS_FIELDS,
   type AtroposField,

@@ -3,7 +3,7 @@
  * (`static configInit()`, EnvDefinition.configInit). They are the lowest layer, as in Atropos
  * (CLI > YAML > config_init): config files, `--env.*` / `--openai.*` and the other flags win.
  */
-import type { EnvDefinition } from "../env-workers/define-env";
+import type { EnvDefinition } from "../env-sdk/define-env";
 import type { InferenceFlags } from "./inference";
 
 /** The env config: the env's config_init fields under what the user configured. */

@@ -6,7 +6,7 @@
  */
 import { writeFile } from "node:fs/promises";
 import { join } from "node:path";
-import type { ScoredDataGroup } from "../core/group-types";
+import type { ScoredDataGroup } from "../core/wire/group-types";
 import {
   applyGradient,
   type PolicySample,

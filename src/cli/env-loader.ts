@@ -5,7 +5,7 @@
 import { existsSync } from "node:fs";
 import { isAbsolute, resolve } from "node:path";
 import { pathToFileURL } from "node:url";
-import type { EnvDefinition } from "../env-workers/define-env";
+import type { EnvDefinition } from "../env-sdk/define-env";
 import { getEnvDefinition } from "../envs/index";
 
 /** A path (has a separator or a module extension) rather than a registry name. */

@@ -5,9 +5,9 @@
  */
 import { appendFileSync, existsSync, readFileSync, writeFileSync } from "node:fs";
 import { TrainerClient } from "../client/trainer-client";
-import type { ScoredDataGroup } from "../core/group-types";
-import type { Trajectory } from "../core/trajectory";
-import { getTokenizer } from "../env-workers/tokenizers/index";
+import type { ScoredDataGroup } from "../core/wire/group-types";
+import type { Trajectory } from "../core/wire/trajectory";
+import { getTokenizer } from "../inference/tokenizers/index";
 import { exportRecords } from "./export";
 import { ProgressBar } from "./progress-bar";
 

@@ -10,8 +10,9 @@
  *   SFT {"prefix","completion","score"}, DPO {"prefix","pos","score","neg"};
  * messages mode: SFT {"messages","score"}, DPO {"pos": messages, "score", "neg": messages}.
  */
-import type { ChatMessage, ScoredDataGroup } from "../core/group-types";
-import { mulberry32 } from "../core/rng";
+
+import { mulberry32 } from "../core/codecs/rng";
+import type { ChatMessage, ScoredDataGroup } from "../core/wire/group-types";
 
 export interface SelectionOptions {
   topN: number;

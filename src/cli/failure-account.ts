@@ -29,7 +29,14 @@ interface EnvTally {
 }
 
 /** This package's runtime folders: its frames are never where an env's bug is. */
-const RUNTIME_DIRS = ["/src/env-workers/", "/src/cli/", "/src/sim/", "/src/core/"];
+const RUNTIME_DIRS = [
+  "/src/env-sdk/",
+  "/src/inference/",
+  "/src/sandbox/",
+  "/src/cli/",
+  "/src/sim/",
+  "/src/core/",
+];
 
 function isRuntimeFrame(file: string): boolean {
   if (file.includes("/node_modules/")) return true;

@@ -5,7 +5,11 @@
  * shows the run's regression guard (settings, baselines, latest events) or changes it first.
  */
 import type { Command } from "commander";
-import { type GuardStatus, guardConfigRequestSchema, type RunEvent } from "../core/api-schemas";
+import {
+  type GuardStatus,
+  guardConfigRequestSchema,
+  type RunEvent,
+} from "../core/wire/api-schemas";
 import { adminClientOf, type ConnectionOptions, changeOf, connectionFrom } from "./run-control";
 
 export interface GuardOptions {

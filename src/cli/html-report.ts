@@ -2,7 +2,7 @@
  * A self-contained HTML report of scored groups (no scripts, no external assets). Every piece of
  * model output or env data is inserted only through escapeHtml(), never as markup.
  */
-import type { ChatMessage, ScoredDataGroup } from "../core/group-types";
+import type { ChatMessage, ScoredDataGroup } from "../core/wire/group-types";
 
 const HTML_ESCAPES: Record<string, string> = {
   "&": "&amp;",

@@ -6,11 +6,11 @@
  * again (or resuming after a failure) stores each line once.
  */
 import type { Command } from "commander";
-import { type HttpAnswer, HttpClient } from "../core/http-client";
-import { type ScoredDataInput, scoredDataSchema } from "../core/schemas";
-import { sha256Hex } from "../core/sha256";
-import { summarizeDetails, toValidationDetails } from "../core/validation";
-import { apiBasePath } from "../env-workers/runtime/api-client";
+import { sha256Hex } from "../core/codecs/sha256";
+import { type HttpAnswer, HttpClient } from "../core/wire/http-client";
+import { type ScoredDataInput, scoredDataSchema } from "../core/wire/schemas";
+import { summarizeDetails, toValidationDetails } from "../core/wire/validation";
+import { apiBasePath } from "../env-sdk/runtime/api-client";
 import { type ConnectionOptions, connectionFrom } from "./run-control";
 
 export type ImportTarget = "queue" | "replay";

@@ -6,8 +6,12 @@
 import { readFileSync } from "node:fs";
 import type { Command } from "commander";
 import { AdminClient } from "../client/admin-client";
-import type { RunInference } from "../core/api-schemas";
-import { type APIServerConfigInput, isServerType, serverTypeError } from "../core/server-config";
+import type { RunInference } from "../core/wire/api-schemas";
+import {
+  type APIServerConfigInput,
+  isServerType,
+  serverTypeError,
+} from "../core/wire/server-config";
 
 export interface InferenceCommandOptions {
   api: string;

@@ -3,11 +3,11 @@
  * (a test double), wrapped in the env runtime's ServerManager; plus env construction.
  */
 
-import { isServerType, serverTypeError } from "../core/server-config";
-import type { BaseEnv, JsonValue } from "../env-workers/base-env";
-import type { EnvDefinition } from "../env-workers/define-env";
-import { ServerManager } from "../env-workers/inference/server-manager";
-import { getTokenizer } from "../env-workers/tokenizers/index";
+import { isServerType, serverTypeError } from "../core/wire/server-config";
+import type { BaseEnv, JsonValue } from "../env-sdk/base-env";
+import type { EnvDefinition } from "../env-sdk/define-env";
+import { ServerManager } from "../inference/server-manager";
+import { getTokenizer } from "../inference/tokenizers/index";
 import { type Simulator, startSimulator } from "../sim/server";
 import { type SimulatedEnvOptions, wireSimulation } from "./simulated-env";
 

@@ -5,8 +5,8 @@
  * Atropos' `--env.<field>` / `--openai.<field>` flags (docs/CONFIG.md).
  */
 import { Command } from "commander";
-import { createLocalSandbox } from "../env-workers/sandbox/node/local-sandbox";
-import { setDefaultSandboxProvider } from "../env-workers/sandbox/registry";
+import { createLocalSandbox } from "../sandbox/node/local-sandbox";
+import { setDefaultSandboxProvider } from "../sandbox/registry";
 import { type DottedFlags, extractDottedFlags } from "./atropos-config";
 import { registerDevCommands } from "./commands/dev";
 import { registerEvaluateCommand } from "./commands/evaluate";

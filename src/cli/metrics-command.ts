@@ -3,8 +3,8 @@
  * `atropos-edge wandb`: the store copied to W&B as Atropos lays its runs out (wandb-sync.ts).
  */
 import { createWriteStream } from "node:fs";
-import type { MetricSeries } from "../core/api-schemas";
-import { HttpClient, parseJsonAnswer } from "../core/http-client";
+import type { MetricSeries } from "../core/wire/api-schemas";
+import { HttpClient, parseJsonAnswer } from "../core/wire/http-client";
 import { WandbSync } from "./wandb-sync";
 
 export interface MetricsExportOptions {

@@ -4,7 +4,7 @@
  * /status-env poll or feeder tick.
  */
 import type { Command } from "commander";
-import { type EnvControl, envControlRequestSchema } from "../core/api-schemas";
+import { type EnvControl, envControlRequestSchema } from "../core/wire/api-schemas";
 import {
   adminClientOf,
   type ConnectionOptions,

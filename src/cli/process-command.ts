@@ -1,9 +1,9 @@
 /** `atropos-edge process`: offline rollouts to JSONL + a self-contained HTML report next to it. */
 import { createWriteStream, existsSync, mkdirSync, writeFileSync } from "node:fs";
 import { dirname } from "node:path";
-import type { ScoredDataGroup } from "../core/group-types";
-import { groupToJsonl, processEnv } from "../env-workers/runtime/process";
-import { getTokenizer } from "../env-workers/tokenizers/index";
+import type { ScoredDataGroup } from "../core/wire/group-types";
+import { groupToJsonl, processEnv } from "../env-sdk/runtime/process";
+import { getTokenizer } from "../inference/tokenizers/index";
 import { type EnvRef, envDefinitionOf } from "./env-loader";
 import { renderGroupsReport } from "./html-report";
 import { createEnv, type InferenceFlags, openInference } from "./inference";

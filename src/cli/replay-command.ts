@@ -4,7 +4,7 @@
  * (PUT /v1/runs/{run}/replay) and shows the result.
  */
 import type { Command } from "commander";
-import { type ReplayStatus, replayConfigRequestSchema } from "../core/api-schemas";
+import { type ReplayStatus, replayConfigRequestSchema } from "../core/wire/api-schemas";
 import {
   adminClientOf,
   type ConnectionOptions,

@@ -5,7 +5,7 @@
  */
 import type { z } from "zod";
 import { AdminClient } from "../client/admin-client";
-import { summarizeDetails, toValidationDetails } from "../core/validation";
+import { summarizeDetails, toValidationDetails } from "../core/wire/validation";
 
 export interface ConnectionOptions {
   api: string;

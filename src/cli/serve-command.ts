@@ -1,11 +1,11 @@
 /** `atropos-edge serve`: one env from Node against a (remote) rollout API — Atropos' `env.py serve`. */
 import { appendFileSync, existsSync, mkdirSync } from "node:fs";
 import { dirname, extname } from "node:path";
-import type { ScoredDataGroup } from "../core/group-types";
-import { RolloutApiClient } from "../env-workers/runtime/api-client";
-import { nodeGetWithBody } from "../env-workers/runtime/node-get-with-body";
-import { groupToJsonl } from "../env-workers/runtime/process";
-import { type ServeSummary, serveEnv } from "../env-workers/runtime/serve";
+import type { ScoredDataGroup } from "../core/wire/group-types";
+import { RolloutApiClient } from "../env-sdk/runtime/api-client";
+import { nodeGetWithBody } from "../env-sdk/runtime/node-get-with-body";
+import { groupToJsonl } from "../env-sdk/runtime/process";
+import { type ServeSummary, serveEnv } from "../env-sdk/runtime/serve";
 import { type EnvRef, envDefinitionOf } from "./env-loader";
 import { createEnv, type InferenceFlags, openInference } from "./inference";
 

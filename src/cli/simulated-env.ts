@@ -2,8 +2,8 @@
  * The CLI's side of the simulator: wiring an env to it (src/sim/wire-simulation.ts) and, for
  * envs running in workerd, registering items ahead.
  */
-import type { BaseEnv, JsonValue } from "../env-workers/base-env";
-import type { SimulationSink } from "../env-workers/simulate";
+import type { BaseEnv, JsonValue } from "../env-sdk/base-env";
+import type { SimulationSink } from "../env-sdk/simulate";
 import type { EnvDefinition } from "../envs/index";
 
 export {

@@ -2,10 +2,10 @@
  * `start`'s env runners in Node: each env served by serveEnv against the local API, its events
  * counted for the progress view, the failure account and the learning curve.
  */
-import type { EnvDefinition } from "../env-workers/define-env";
-import { RolloutApiClient } from "../env-workers/runtime/api-client";
-import { nodeGetWithBody } from "../env-workers/runtime/node-get-with-body";
-import { type ServeSummary, serveEnv } from "../env-workers/runtime/serve";
+import type { EnvDefinition } from "../env-sdk/define-env";
+import { RolloutApiClient } from "../env-sdk/runtime/api-client";
+import { nodeGetWithBody } from "../env-sdk/runtime/node-get-with-body";
+import { type ServeSummary, serveEnv } from "../env-sdk/runtime/serve";
 import type { FailureAccount } from "./failure-account";
 import { createEnv, type InferenceHandle } from "./inference";
 import type { LearningRecorder } from "./learning-summary";

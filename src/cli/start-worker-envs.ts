@@ -5,7 +5,7 @@
 import { writeFileSync } from "node:fs";
 import { join, resolve } from "node:path";
 import { AdminApiError, AdminClient, type EnvWorker } from "../client/admin-client";
-import { isServerType, serverTypeError } from "../core/server-config";
+import { isServerType, serverTypeError } from "../core/wire/server-config";
 import type { FeederSummary } from "../worker/env-feeder";
 import { PROJECT_ROOT } from "./dev-process";
 import type { InferenceFlags, InferenceHandle } from "./inference";

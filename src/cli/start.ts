@@ -10,7 +10,7 @@
 import { mkdtempSync } from "node:fs";
 import { join } from "node:path";
 import { TrainerClient } from "../client/trainer-client";
-import type { EnvDefinition } from "../env-workers/define-env";
+import type { EnvDefinition } from "../env-sdk/define-env";
 import { getEnvDefinition } from "../envs/index";
 import { MAX_REGISTRATIONS } from "../sim/policy";
 import { ToyPolicyTrainer } from "./demo-trainer";

@@ -1,6 +1,6 @@
 /** Reading a tasks file (Node side: YAML stays out of the Worker bundle). */
 import { parse as parseYaml } from "yaml";
-import { parseTasks, type Task } from "../core/tasks";
+import { parseTasks, type Task } from "../core/wire/tasks";
 
 /**
  * Parses a tasks file's text; `.jsonl` is one task per line, `.json` / `.yaml` / `.yml` a list

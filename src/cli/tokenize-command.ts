@@ -4,9 +4,9 @@
  */
 import { createInterface } from "node:readline";
 import type { Command } from "commander";
-import type { ChatMessage } from "../core/group-types";
-import type { ToolDefinition } from "../env-workers/inference/types";
-import { FAMILY_SOURCES, getTokenizer, listBundledTokenizers } from "../env-workers/tokenizers";
+import type { ChatMessage } from "../core/wire/group-types";
+import { FAMILY_SOURCES, getTokenizer, listBundledTokenizers } from "../inference/tokenizers";
+import type { ToolDefinition } from "../inference/types";
 
 export async function runTokenizers(options: { json?: boolean }): Promise<void> {
   const entries = await listBundledTokenizers();

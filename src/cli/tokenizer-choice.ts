@@ -4,7 +4,7 @@
  * so nothing is guessed: a known model name selects its bundled family, an unknown one needs
  * `--tokenizer`, and a tokenizer of another family is refused unless `--force-tokenizer`.
  */
-import { modelTokenizerFamily, TOKENIZER_FAMILIES } from "../env-workers/tokenizers/model-families";
+import { modelTokenizerFamily, TOKENIZER_FAMILIES } from "../inference/tokenizers/model-families";
 
 /** The simulator's model name (the default --model): it speaks any tokenizer, qwen3 by default. */
 export const SIMULATED_MODEL = "sim-policy";

@@ -4,8 +4,8 @@
  */
 import type { Command } from "commander";
 import { AdminClient } from "../client/admin-client";
-import { createTokenRequestSchema, type TokenInfo } from "../core/tokens";
-import { summarizeDetails, toValidationDetails } from "../core/validation";
+import { createTokenRequestSchema, type TokenInfo } from "../core/wire/tokens";
+import { summarizeDetails, toValidationDetails } from "../core/wire/validation";
 
 export interface TokensCommandOptions {
   api: string;

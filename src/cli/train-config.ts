@@ -14,10 +14,10 @@ import {
   type JudgeEndpointInput,
   JudgeEndpointSchema,
   parseLabelledSet,
-} from "../core/judge-schemas";
-import { SERVER_TYPES } from "../core/server-config";
-import { TASK_ORDERS, type Task } from "../core/tasks";
-import { JudgePanel, panelJudges } from "../env-workers/judges/index";
+} from "../core/wire/judge-schemas";
+import { SERVER_TYPES } from "../core/wire/server-config";
+import { TASK_ORDERS, type Task } from "../core/wire/tasks";
+import { JudgePanel, panelJudges } from "../env-sdk/judges/index";
 import { parseTasksFile } from "./tasks-file";
 
 /** The keys that mark this layout (any one of them). */

@@ -7,7 +7,7 @@
  */
 import { mkdirSync, rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
-import type { JudgeCalibration } from "../core/judge-schemas";
+import type { JudgeCalibration } from "../core/wire/judge-schemas";
 import { type PolicyWeights, type PolicyWeightsFile, WEIGHTS_FORMAT } from "../sim/policy";
 import { runExport } from "./export-command";
 import { exportMetrics } from "./metrics-command";

@@ -9,8 +9,8 @@
  * queue invocation. A step is logged once the trainer is `settleSteps` past it (env metrics and
  * evaluations of a step arrive after it ends); `finish` logs the rest.
  */
-import type { MetricSeries } from "../core/api-schemas";
-import { HttpClient, parseJsonAnswer } from "../core/http-client";
+import type { MetricSeries } from "../core/wire/api-schemas";
+import { HttpClient, parseJsonAnswer } from "../core/wire/http-client";
 import { WandbRun, type WandbValue } from "./wandb-client";
 import { OfflineWandbRun } from "./wandb-offline";
 

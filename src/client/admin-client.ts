@@ -24,12 +24,17 @@ import {
   replayStatusSchema,
   runEventListSchema,
   runInferenceSchema,
-} from "../core/api-schemas";
+} from "../core/wire/api-schemas";
 
 export type { EnvWorker };
 
-import { ApiResponseError, HttpClient, type HttpMethod, parseAnswer } from "../core/http-client";
-import type { APIServerConfigInput } from "../core/server-config";
+import {
+  ApiResponseError,
+  HttpClient,
+  type HttpMethod,
+  parseAnswer,
+} from "../core/wire/http-client";
+import type { APIServerConfigInput } from "../core/wire/server-config";
 import {
   type CreatedToken,
   type CreateTokenRequest,
@@ -37,7 +42,7 @@ import {
   type TokenInfo,
   tokenInfoSchema,
   tokenListSchema,
-} from "../core/tokens";
+} from "../core/wire/tokens";
 
 /** The body of POST /v1/runs/{run}/env-workers (the route's schema gives the defaults). */
 export interface EnvWorkerRequest {

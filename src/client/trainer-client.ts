@@ -7,7 +7,7 @@
  */
 
 import type { z } from "zod";
-import { abortableSleep } from "../core/abortable-sleep";
+import { abortableSleep } from "../core/concurrency/abortable-sleep";
 import {
   ackResponseSchema,
   type GroupPage,
@@ -19,11 +19,16 @@ import {
   registerResponseSchema,
   runStatsSchema,
   type RunStats as Stats,
-} from "../core/api-schemas";
-import type { ScoredDataGroup } from "../core/group-types";
-import { ApiResponseError, type HttpAnswer, HttpClient, parseAnswer } from "../core/http-client";
-import type { Registration } from "../core/schemas";
-import { type GroupTrajectories, groupTrajectoriesSchema } from "../core/trajectory";
+} from "../core/wire/api-schemas";
+import type { ScoredDataGroup } from "../core/wire/group-types";
+import {
+  ApiResponseError,
+  type HttpAnswer,
+  HttpClient,
+  parseAnswer,
+} from "../core/wire/http-client";
+import type { Registration } from "../core/wire/schemas";
+import { type GroupTrajectories, groupTrajectoriesSchema } from "../core/wire/trajectory";
 
 export type { GroupPage };
 
@@ -237,7 +242,7 @@ export class TrainerClient {
   }
 }
 
-/** The parts of /stats the CLI reads (the API returns more; src/core/api-schemas/). */
+/** The parts of /stats the CLI reads (the API returns more; src/core/wire/api-schemas/). */
 export type RunStats = Pick<
   Stats,
   "run" | "step" | "policy_version" | "batch_size" | "registered" | "policy_versions"

@@ -3,10 +3,10 @@
  * the GGUF vocabulary, and the GGUF's chat template (`tokenizer.chat_template`) rendered with the
  * project's Jinja ChatTemplate (tools in the template, or a Hermes prompt where it has none).
  */
-import type { ChatMessage } from "../core/group-types";
-import { toolFormatFor } from "../env-workers/inference/tool-calls";
-import type { ApplyChatTemplateOptions, Tokenizer } from "../env-workers/inference/types";
-import { ChatTemplate } from "../env-workers/tokenizers/index";
+import type { ChatMessage } from "../core/wire/group-types";
+import { ChatTemplate } from "../inference/tokenizers/index";
+import { toolFormatFor } from "../inference/tool-calls";
+import type { ApplyChatTemplateOptions, Tokenizer } from "../inference/types";
 import type { LlamaModel } from "./llama-api";
 
 /** GGUF token type of the padding rows llama.cpp's converter (and ours) add. */

@@ -8,8 +8,8 @@
 import { statSync } from "node:fs";
 import { createServer, type IncomingMessage, type ServerResponse } from "node:http";
 import type { AddressInfo, Socket } from "node:net";
-import type { ChatMessage } from "../core/group-types";
-import type { ToolDefinition } from "../env-workers/inference/types";
+import type { ChatMessage } from "../core/wire/group-types";
+import type { ToolDefinition } from "../inference/types";
 import { errorBody, readBody, send, sendText } from "../sim/http";
 import {
   BadRequest,

@@ -2,8 +2,8 @@
  * The example environments that ship with atropos-edge (built-in names for the CLI and the
  * repository's own Worker). Users register their own envs with `createWorker({ envs })`.
  */
-import type { EnvDefinition } from "../env-workers/define-env";
-import { EnvCatalog } from "../env-workers/env-catalog";
+import type { EnvDefinition } from "../env-sdk/define-env";
+import { EnvCatalog } from "../env-sdk/env-catalog";
 import agentTasks from "./agent-tasks";
 import blackjack from "./blackjack";
 import codeExec from "./code-exec";
@@ -13,7 +13,7 @@ import llmJudge from "./llm-judge";
 import sortLetters from "./sort-letters";
 import toolUse from "./tool-use";
 
-export { defineEnv, type EnvDefinition } from "../env-workers/define-env";
+export { defineEnv, type EnvDefinition } from "../env-sdk/define-env";
 
 const definitions = [
   gsm8kLite,

@@ -20,7 +20,7 @@ export {
   type TrainerClientOptions,
   type TrainerRegistration,
 } from "../client/trainer-client";
-export { ApiResponseError } from "../core/http-client";
+export { ApiResponseError } from "../core/wire/http-client";
 export {
   type GroupTrajectories,
   groupTrajectoriesSchema,
@@ -28,4 +28,4 @@ export {
   type TrajectoryStep,
   type TrajectoryToolCall,
   trajectorySchema,
-} from "../core/trajectory";
+} from "../core/wire/trajectory";

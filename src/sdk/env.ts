@@ -12,16 +12,8 @@ export {
   type CurriculumConfig,
   type CurriculumState,
   curriculumConfigSchema,
-} from "../core/curriculum";
-export type {
-  ChatMessage,
-  ScoredDataGroup,
-  ScoredDataItem,
-  ToolCall,
-} from "../core/group-types";
-export * from "../core/judge-schemas";
-export { hashString, SeededRng } from "../core/rng";
-export * from "../core/tasks";
+} from "../core/closed-loop/curriculum";
+export { hashString, SeededRng } from "../core/codecs/rng";
 export {
   FAMILY_TOOL_FORMATS,
   type ParsedToolText,
@@ -31,6 +23,14 @@ export {
   type ToolFormatName,
   toolFormat,
 } from "../core/tool-calls/index";
+export type {
+  ChatMessage,
+  ScoredDataGroup,
+  ScoredDataItem,
+  ToolCall,
+} from "../core/wire/group-types";
+export * from "../core/wire/judge-schemas";
+export * from "../core/wire/tasks";
 export {
   type GroupTrajectories,
   groupTrajectoriesSchema,
@@ -40,7 +40,7 @@ export {
   trajectorySchema,
   trajectoryStepSchema,
   trajectoryToolCallSchema,
-} from "../core/trajectory";
+} from "../core/wire/trajectory";
 export {
   BaseEnv,
   DropGroupError,
@@ -50,30 +50,18 @@ export {
   mergeIntoGroup,
   type TrajectoriesResult,
   type TrajectoryResult,
-} from "../env-workers/base-env";
+} from "../env-sdk/base-env";
 export {
   type BaseEnvConfig,
   type BaseEnvConfigInput,
   BaseEnvConfigSchema,
   type EnvConfigInit,
   parseEnvConfig,
-} from "../env-workers/config";
-export * from "../env-workers/datasets/index";
-export { defineEnv, type EnvDefinition, type EnvOptions } from "../env-workers/define-env";
-export { passAtK, samplesPerItemMetrics } from "../env-workers/evaluation";
-export { toolFormatFor } from "../env-workers/inference/tool-calls";
-export type {
-  ChatCompletionParams,
-  ChatCompletionResult,
-  CompletionParams,
-  CompletionResult,
-  InferenceClient,
-  ManagedServer,
-  SequenceNode,
-  Tokenizer,
-  ToolDefinition,
-} from "../env-workers/inference/types";
-export * from "../env-workers/judges/index";
+} from "../env-sdk/config";
+export * from "../env-sdk/datasets/index";
+export { defineEnv, type EnvDefinition, type EnvOptions } from "../env-sdk/define-env";
+export { passAtK, samplesPerItemMetrics } from "../env-sdk/evaluation";
+export * from "../env-sdk/judges/index";
 export {
   type AssistantTurn,
   assistantTurn,
@@ -85,21 +73,33 @@ export {
   type TurnRecord,
   thoughtOf,
   trajectorySteps,
-} from "../env-workers/multi-turn";
-export * from "../env-workers/rewards/index";
-export { type SampledChoice, sampleChat } from "../env-workers/runtime/sampling";
-export { PROMPT_MASK, scoredItemFromNode } from "../env-workers/runtime/sequences";
-export * from "../env-workers/sandbox/index";
+} from "../env-sdk/multi-turn";
+export * from "../env-sdk/rewards/index";
+export { type SampledChoice, sampleChat } from "../env-sdk/runtime/sampling";
+export { PROMPT_MASK, scoredItemFromNode } from "../env-sdk/runtime/sequences";
 export {
   type SendValidationOptions,
   validateGroupForSend,
-} from "../env-workers/send-validation";
-export type { SimCandidate, SimulatedItem, SimulateFn } from "../env-workers/simulate";
-export { loadTokenizer } from "../env-workers/tokenizers/lazy";
+} from "../env-sdk/send-validation";
+export type { SimCandidate, SimulatedItem, SimulateFn } from "../env-sdk/simulate";
 export {
   fileOpsTool,
   jsExecTool,
   pythonExecTool,
   type SandboxToolOptions,
-} from "../env-workers/tools/sandbox-tools";
-export { allowedTools, type Tool, Toolbox, type ToolResult } from "../env-workers/tools/toolbox";
+} from "../env-sdk/tools/sandbox-tools";
+export { allowedTools, type Tool, Toolbox, type ToolResult } from "../env-sdk/tools/toolbox";
+export { loadTokenizer } from "../inference/tokenizers/lazy";
+export { toolFormatFor } from "../inference/tool-calls";
+export type {
+  ChatCompletionParams,
+  ChatCompletionResult,
+  CompletionParams,
+  CompletionResult,
+  InferenceClient,
+  ManagedServer,
+  SequenceNode,
+  Tokenizer,
+  ToolDefinition,
+} from "../inference/types";
+export * from "../sandbox/index";

@@ -4,25 +4,26 @@
  * and the inference simulator (a test double speaking the vLLM, SGLang and OpenAI wire formats),
  * with `runOnSimulator` for an env's own end-to-end test.
  */
-export { ServerManager, type ServerManagerOptions } from "../env-workers/inference/server-manager";
-export { RolloutApiClient } from "../env-workers/runtime/api-client";
-export { nodeGetWithBody } from "../env-workers/runtime/node-get-with-body";
-export { groupToJsonl, type ProcessOptions, processEnv } from "../env-workers/runtime/process";
-export { type ServeOptions, type ServeSummary, serveEnv } from "../env-workers/runtime/serve";
+
+export { RolloutApiClient } from "../env-sdk/runtime/api-client";
+export { nodeGetWithBody } from "../env-sdk/runtime/node-get-with-body";
+export { groupToJsonl, type ProcessOptions, processEnv } from "../env-sdk/runtime/process";
+export { type ServeOptions, type ServeSummary, serveEnv } from "../env-sdk/runtime/serve";
+export { ServerManager, type ServerManagerOptions } from "../inference/server-manager";
+export { availableTokenizerNames, getTokenizer } from "../inference/tokenizers/index";
 export {
   createLocalSandbox,
   type LocalSandboxOptions,
-} from "../env-workers/sandbox/node/local-sandbox";
+} from "../sandbox/node/local-sandbox";
 export {
   networkIsolationAvailable,
   networkIsolationFlags,
   type PythonPoolOptions,
   PythonProcessPool,
-} from "../env-workers/sandbox/node/python-pool";
+} from "../sandbox/node/python-pool";
 export {
   type QuickJsPoolOptions,
   QuickJsThreadPool,
-} from "../env-workers/sandbox/node/quickjs-pool";
-export { availableTokenizerNames, getTokenizer } from "../env-workers/tokenizers/index";
+} from "../sandbox/node/quickjs-pool";
 export { runOnSimulator, type SimulatedRun, type SimulatedRunOptions } from "../sim/env-check";
 export { type Simulator, type SimulatorOptions, startSimulator } from "../sim/server";

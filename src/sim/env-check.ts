@@ -6,12 +6,12 @@
  * generic mix of answer shapes, so `npm start` would train on noise). Exported from
  * `atropos-edge/node` as runOnSimulator; docs/WRITING_ENVS.md shows it in a test.
  */
-import type { ScoredDataGroup } from "../core/group-types";
-import type { BaseEnv, JsonValue } from "../env-workers/base-env";
-import type { EnvDefinition } from "../env-workers/define-env";
-import { ServerManager } from "../env-workers/inference/server-manager";
-import { processEnv } from "../env-workers/runtime/process";
-import { getTokenizer } from "../env-workers/tokenizers/index";
+import type { ScoredDataGroup } from "../core/wire/group-types";
+import type { BaseEnv, JsonValue } from "../env-sdk/base-env";
+import type { EnvDefinition } from "../env-sdk/define-env";
+import { processEnv } from "../env-sdk/runtime/process";
+import { ServerManager } from "../inference/server-manager";
+import { getTokenizer } from "../inference/tokenizers/index";
 import { startSimulator } from "./server";
 import { wireSimulation } from "./wire-simulation";
 

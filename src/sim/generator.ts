@@ -1,7 +1,7 @@
-import { seededRng } from "../core/rng";
+import { seededRng } from "../core/codecs/rng";
 import type { ToolFormatName } from "../core/tool-calls/format";
-import { toolFormatFor } from "../env-workers/inference/tool-calls";
-import type { Tokenizer } from "../env-workers/inference/types";
+import { toolFormatFor } from "../inference/tool-calls";
+import type { Tokenizer } from "../inference/types";
 import { GENERIC_ENV, genericCandidates } from "./generic-mix";
 import type { PolicyChoice, ToyPolicy } from "./policy";
 import { splitLogprob } from "./policy";

@@ -3,7 +3,7 @@
  * shapes (boxed / tagged / bare numbers taken from the prompt, yes/no, prose) so that a reward
  * sees different answers and the toy policy can learn which shape it pays for.
  */
-import type { SimCandidate } from "../env-workers/simulate";
+import type { SimCandidate } from "../env-sdk/simulate";
 
 /** Weight-key namespace of the generic mix (the env is unknown to the simulator here). */
 export const GENERIC_ENV = "_generic";

@@ -12,7 +12,7 @@
  * Weights move only through `loadWeights` (the `/update_weights_from_disk` route); the trainer
  * computes the update itself (see src/cli/demo-trainer.ts).
  */
-import type { SimCandidate, SimulatedItem, SimulationSink } from "../env-workers/simulate";
+import type { SimCandidate, SimulatedItem, SimulationSink } from "../env-sdk/simulate";
 
 export type PolicyWeights = Record<string, number>;
 

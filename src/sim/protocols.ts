@@ -1,11 +1,7 @@
-import type { ChatMessage } from "../core/group-types";
 import type { ToolCallFormat, ToolFormatName } from "../core/tool-calls/format";
-import {
-  parseToolCalls,
-  requestedToolFormat,
-  toolFormatFor,
-} from "../env-workers/inference/tool-calls";
-import type { Tokenizer, ToolDefinition } from "../env-workers/inference/types";
+import type { ChatMessage } from "../core/wire/group-types";
+import { parseToolCalls, requestedToolFormat, toolFormatFor } from "../inference/tool-calls";
+import type { Tokenizer, ToolDefinition } from "../inference/types";
 import type { GeneratedChoice } from "./generator";
 
 /** A parsed request body; every handler validates what it reads. */

@@ -8,8 +8,8 @@
 import { readFile } from "node:fs/promises";
 import { createServer, type IncomingMessage, type ServerResponse } from "node:http";
 import type { AddressInfo, Socket } from "node:net";
-import { seededRng } from "../core/rng";
-import { getTokenizer } from "../env-workers/tokenizers/index";
+import { seededRng } from "../core/codecs/rng";
+import { getTokenizer } from "../inference/tokenizers/index";
 import { type Fault, type FaultRates, faultFor } from "./faults";
 import { type GeneratedChoice, generateChoice } from "./generator";
 import { errorBody, readBody, send, sendText, sendTruncated } from "./http";

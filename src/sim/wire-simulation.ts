@@ -3,9 +3,9 @@
  * `simulate(item)` candidates are registered with the simulator's toy policy (an object in this
  * process; nothing crosses the wire). Also lets the caller see every scored group, dropped or not.
  */
-import type { BaseEnv, JsonValue } from "../env-workers/base-env";
-import type { EnvDefinition } from "../env-workers/define-env";
-import type { SimulationSink } from "../env-workers/simulate";
+import type { BaseEnv, JsonValue } from "../env-sdk/base-env";
+import type { EnvDefinition } from "../env-sdk/define-env";
+import type { SimulationSink } from "../env-sdk/simulate";
 
 export interface SimulatedEnvOptions {
   /** The simulator's toy policy, or null with an external inference server. */

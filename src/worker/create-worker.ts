@@ -7,12 +7,12 @@ import { createApp } from "../api/app";
 import type { Bindings } from "../api/bindings";
 import { EnvSession } from "../api/env-session";
 import { RunCoordinator } from "../api/run-coordinator";
-import type { EnvDefinition } from "../env-workers/define-env";
-import { EnvCatalog } from "../env-workers/env-catalog";
-import { createInferenceProxy } from "../env-workers/inference/proxy";
-import { setSandboxProvider } from "../env-workers/sandbox/registry";
-import { SandboxServiceClient } from "../env-workers/sandbox/service";
-import type { RolloutItemMessage } from "../queues/messages";
+import type { RolloutItemMessage } from "../core/wire/queue-messages";
+import type { EnvDefinition } from "../env-sdk/define-env";
+import { EnvCatalog } from "../env-sdk/env-catalog";
+import { createInferenceProxy } from "../inference/proxy";
+import { setSandboxProvider } from "../sandbox/registry";
+import { SandboxServiceClient } from "../sandbox/service";
 import { EnvFeeder } from "./env-feeder";
 import { handleQueueBatch } from "./queue-handler";
 

@@ -15,17 +15,17 @@ import { guardEvaluation } from "../api/regression-guard";
 import { listEnvWorker, reportWorkerStats } from "../api/storage/env-workers";
 import { recordMetrics } from "../api/storage/metrics";
 import { statusForEnv } from "../api/storage/status";
-import type { EnvWorkerRef, EnvWorkerSpec } from "../core/server-config";
-import type { BaseEnv, JsonValue } from "../env-workers/base-env";
-import type { BaseEnvConfig } from "../env-workers/config";
-import type { EnvCatalog } from "../env-workers/env-catalog";
 import {
-  crossedMultiple,
-  planWorkers,
-  resolveMaxNumWorkers,
-} from "../env-workers/runtime/scheduler";
-import { feederEnv, rolloutEnv, withTokenizerOnDemand } from "../env-workers/worker-env";
-import { MAX_MESSAGE_BYTES, messageBytes, type RolloutItemMessage } from "../queues/messages";
+  MAX_MESSAGE_BYTES,
+  messageBytes,
+  type RolloutItemMessage,
+} from "../core/wire/queue-messages";
+import type { EnvWorkerRef, EnvWorkerSpec } from "../core/wire/server-config";
+import type { BaseEnv, JsonValue } from "../env-sdk/base-env";
+import type { BaseEnvConfig } from "../env-sdk/config";
+import type { EnvCatalog } from "../env-sdk/env-catalog";
+import { crossedMultiple, planWorkers, resolveMaxNumWorkers } from "../env-sdk/runtime/scheduler";
+import { feederEnv, rolloutEnv, withTokenizerOnDemand } from "../env-sdk/worker-env";
 import { envServices } from "./env-sandbox";
 import { addObservations, clearStepMetrics, stepMetrics } from "./feeder/metrics";
 import {
@@ -61,10 +61,10 @@ function tickDelays(value: string | undefined): { tick: number; soon: number } {
 
 export class EnvFeeder extends DurableObject<Bindings> implements EnvFeederPort {
   private state: FeederState | null = null;
-  private env_: BaseEnv<JsonValue> | null = null;
-  /** The spec with its servers (and keys) resolved, kept in memory only, with env_. */
+  private envInstance: BaseEnv<JsonValue> | null = null;
+  /** The spec with its servers (and keys) resolved, kept in memory only, with envInstance. */
   private resolved: EnvWorkerSpec | null = null;
-  /** The spec's env config, parsed once (kept in memory only, with env_). */
+  /** The spec's env config, parsed once (kept in memory only, with envInstance). */
   private parsedConfig: BaseEnvConfig | null = null;
   /** The evaluation in progress (kept in memory: a restart mid-evaluation skips that one). */
   private evaluation: Promise<void> | null = null;
@@ -100,16 +100,16 @@ export class EnvFeeder extends DurableObject<Bindings> implements EnvFeederPort 
   }
 
   private async instance(state: FeederState): Promise<BaseEnv<JsonValue>> {
-    if (!this.env_) {
-      this.env_ = await feederEnv(
+    if (!this.envInstance) {
+      this.envInstance = await feederEnv(
         // The parsed config: the definition takes it as it is.
         { ...(await this.resolvedSpec(state)), config: this.config(state) },
         this.envs.get(state.spec.envName),
         envServices(this.env),
       );
-      if (state.checkpoint) this.env_.loadCheckpoint(state.checkpoint);
+      if (state.checkpoint) this.envInstance.loadCheckpoint(state.checkpoint);
     }
-    return this.env_;
+    return this.envInstance;
   }
 
   /** Starts (or reconfigures) this feeder. Validates the env config before anything runs. */
@@ -119,7 +119,7 @@ export class EnvFeeder extends DurableObject<Bindings> implements EnvFeederPort 
     // Listed in D1 first, so a reset of the run always finds (and clears) this feeder.
     await listEnvWorker(this.env.DB, { run, name, envName: spec.envName, startedAt: Date.now() });
     this.state = startedState(run, name, spec, previous);
-    this.env_ = null;
+    this.envInstance = null;
     this.resolved = null;
     this.parsedConfig = config;
     await this.save();
@@ -145,7 +145,7 @@ export class EnvFeeder extends DurableObject<Bindings> implements EnvFeederPort 
   async clear(): Promise<void> {
     this.stops++;
     this.state = null;
-    this.env_ = null;
+    this.envInstance = null;
     this.resolved = null;
     this.parsedConfig = null;
     await this.ctx.storage.deleteAlarm();

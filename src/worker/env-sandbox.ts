@@ -4,8 +4,8 @@
  * env's evaluate() that runs code works in an isolate that never handled a queue batch.
  */
 import type { Bindings } from "../api/bindings";
-import type { EnvServices } from "../env-workers/base-env";
-import { SandboxServiceClient } from "../env-workers/sandbox/service";
+import type { EnvServices } from "../env-sdk/base-env";
+import { SandboxServiceClient } from "../sandbox/service";
 
 export function envServices(env: Pick<Bindings, "SANDBOX">): EnvServices {
   const binding = env.SANDBOX;

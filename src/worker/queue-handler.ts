@@ -14,23 +14,19 @@ import { CheckedGroup, submitGroupInProcess } from "../api/ingest-submit";
 import { redactSecrets } from "../api/proxy-upstream";
 import { recordDeadLetterOnce } from "../api/storage/env-workers";
 import { getRun, type RunRow } from "../api/storage/runs";
-import type { BaseEnv, JsonValue } from "../env-workers/base-env";
-import type { BaseEnvConfig } from "../env-workers/config";
-import type { EnvDefinition } from "../env-workers/define-env";
-import type { EnvCatalog } from "../env-workers/env-catalog";
+import type { RolloutItemMessage } from "../core/wire/queue-messages";
+import type { BaseEnv, JsonValue } from "../env-sdk/base-env";
+import type { BaseEnvConfig } from "../env-sdk/config";
+import type { EnvDefinition } from "../env-sdk/define-env";
+import type { EnvCatalog } from "../env-sdk/env-catalog";
 import {
   InvalidGroupError,
   type RolloutItemResult,
   rolloutFailure,
   runRolloutItem,
-} from "../env-workers/runtime/rollout-core";
-import { loadTokenizer } from "../env-workers/tokenizers/lazy";
-import {
-  type RolloutEnvOptions,
-  rolloutEnv,
-  withTokenizerOnDemand,
-} from "../env-workers/worker-env";
-import type { RolloutItemMessage } from "../queues/messages";
+} from "../env-sdk/runtime/rollout-core";
+import { type RolloutEnvOptions, rolloutEnv, withTokenizerOnDemand } from "../env-sdk/worker-env";
+import { loadTokenizer } from "../inference/tokenizers/lazy";
 import { envServices } from "./env-sandbox";
 import type { BacklogItem } from "./feeder/state";
 import { resolveSpec } from "./spec-inference";

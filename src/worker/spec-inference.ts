@@ -5,7 +5,7 @@
  */
 import type { Bindings } from "../api/bindings";
 import { getRunInference } from "../api/storage/inference";
-import type { EnvWorkerRef, EnvWorkerSpec } from "../core/server-config";
+import type { EnvWorkerRef, EnvWorkerSpec } from "../core/wire/server-config";
 
 export async function resolveSpec(
   env: Pick<Bindings, "DB" | "INFERENCE_KEYS_SECRET">,

@@ -6,7 +6,7 @@
 import { mkdirSync } from "node:fs";
 import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import type { JudgeReport } from "../../src/core/judge-schemas";
+import type { JudgeReport } from "../../src/core/wire/judge-schemas";
 import { launchChromium } from "./browser";
 import { startDevServer } from "./harness";
 

@@ -9,10 +9,10 @@ import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { openInference } from "../../src/cli/inference";
 import { runProcess } from "../../src/cli/process-command";
-import type { ChatMessage } from "../../src/core/group-types";
-import type { ServerType } from "../../src/core/server-config";
+import type { ChatMessage } from "../../src/core/wire/group-types";
+import type { ServerType } from "../../src/core/wire/server-config";
 import { closeLlamaRuntime, type EngineServer, startEngine } from "../../src/engine/index";
-import { ServerManager } from "../../src/env-workers/inference/server-manager";
+import { ServerManager } from "../../src/inference/server-manager";
 import {
   logprobErrors,
   maxLogprobError,

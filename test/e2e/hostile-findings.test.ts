@@ -248,7 +248,7 @@ describe("the Python sandbox", () => {
       `pyodide_js.FS.mkdir.constructor("process.kill(process.ppid, 'SIGKILL')")()`,
     ].join("\n");
     const host = [
-      'import { PythonProcessPool } from "./src/env-workers/sandbox/node/python-pool.ts";',
+      'import { PythonProcessPool } from "./src/sandbox/node/python-pool.ts";',
       "const pool = new PythonProcessPool({ size: 1, onWarning: () => undefined });",
       "const code = process.env.HOSTILE_PROGRAM;",
       'const r = await pool.run({ language: "python", code, timeout_ms: 20000, memory_mb: 64 });',

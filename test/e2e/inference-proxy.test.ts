@@ -17,7 +17,7 @@ import { promisify } from "node:util";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { runExport } from "../../src/cli/export-command";
 import { closeLlamaRuntime, type EngineServer, startEngine } from "../../src/engine/index";
-import type { SequenceNode, ToolDefinition } from "../../src/env-workers/inference/types";
+import type { SequenceNode, ToolDefinition } from "../../src/inference/types";
 import { type Simulator, startSimulator } from "../../src/sim/server";
 import { maxLogprobError, stopScorer, type TinyModel, tinyModel } from "./engine-fixture";
 import { type DevServer, ROOT, startDevServer } from "./harness";

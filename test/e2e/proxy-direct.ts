@@ -4,10 +4,10 @@
  * proxy's group must equal that run's node token for token.
  */
 
-import type { ChatMessage } from "../../src/core/group-types";
-import type { APIServerConfigInput } from "../../src/core/server-config";
-import { ServerManager } from "../../src/env-workers/inference/server-manager";
-import type { SequenceNode, ToolDefinition } from "../../src/env-workers/inference/types";
+import type { ChatMessage } from "../../src/core/wire/group-types";
+import type { APIServerConfigInput } from "../../src/core/wire/server-config";
+import { ServerManager } from "../../src/inference/server-manager";
+import type { SequenceNode, ToolDefinition } from "../../src/inference/types";
 
 export interface Transcript {
   messages: Record<string, unknown>[];

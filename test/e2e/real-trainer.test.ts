@@ -16,8 +16,8 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { runStart } from "../../src/cli/start";
 import { CONVERTER } from "../../src/engine/convert";
 import { closeLlamaRuntime, type EngineServer, startEngine } from "../../src/engine/index";
-import { getTokenizer } from "../../src/env-workers/tokenizers/index";
 import { sortItem, sortPrompt, sortSplits } from "../../src/envs/sort-letters";
+import { getTokenizer } from "../../src/inference/tokenizers/index";
 import { enginePython, score, stopScorer, TINY_TOKENIZER } from "./engine-fixture";
 import { freePort, ROOT } from "./harness";
 

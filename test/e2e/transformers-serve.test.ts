@@ -9,7 +9,7 @@ import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { runProcess } from "../../src/cli/process-command";
-import { ServerManager } from "../../src/env-workers/inference/server-manager";
+import { ServerManager } from "../../src/inference/server-manager";
 import { enginePython, TINY_TOKENIZER, type TinyModel, tinyModel } from "./engine-fixture";
 import { freePort } from "./harness";
 

@@ -5,8 +5,8 @@
  */
 import { describe, expect, it } from "vitest";
 import { z } from "zod";
-import type { JudgeReport } from "../../src/core/judge-schemas";
-import { trajectorySchema } from "../../src/core/trajectory";
+import type { JudgeReport } from "../../src/core/wire/judge-schemas";
+import { trajectorySchema } from "../../src/core/wire/trajectory";
 import { createAgentTasksEnv } from "../../src/envs/agent-tasks";
 import { builtinEnvs } from "../../src/envs/index";
 import { CharTokenizer, FakeInference } from "../unit/envs/fakes";

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { type EnvStatus, planWorkers } from "../../src/env-workers/runtime/scheduler";
+import { type EnvStatus, planWorkers } from "../../src/env-sdk/runtime/scheduler";
 import { call, group, json, post, REGISTRATION, uniqueRun } from "./helpers";
 
 interface SimEnv {

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { advanceClock } from "../../src/core/clock";
+import { advanceClock } from "../../src/core/concurrency/clock";
 import {
   call,
   callWith,

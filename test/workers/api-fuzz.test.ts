@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { mulberry32 } from "../../src/core/rng";
+import { mulberry32 } from "../../src/core/codecs/rng";
 import { call, group, gzip, json, post, setupRun, uniqueRun } from "./helpers";
 
 /** Values that are invalid for each field (wrong types, shapes that disagree with tokens). */

@@ -8,7 +8,7 @@ import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
 import { createApp } from "../../src/api/app";
 import { routeTable } from "../../src/api/routes";
-import type { Scope } from "../../src/core/tokens";
+import type { Scope } from "../../src/core/wire/tokens";
 import { callWith, group, json, REGISTRATION, uniqueRun } from "./helpers";
 
 const ADMIN = "admin-secret-for-scope-tests";

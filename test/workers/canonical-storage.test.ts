@@ -8,8 +8,8 @@ import { Buffer } from "node:buffer";
 import { crc32 } from "node:zlib";
 import { describe, expect, it } from "vitest";
 import type { Bindings } from "../../src/api/bindings";
-import { canonicalGroupJson } from "../../src/core/canonical-group";
-import { inflatePiece } from "../../src/core/gzip-pieces";
+import { inflatePiece } from "../../src/core/codecs/gzip-pieces";
+import { canonicalGroupJson } from "../../src/core/wire/canonical-group";
 import { call, group, json, post, setupRun, uniqueRun } from "./helpers";
 
 const bindings = env as unknown as Bindings;

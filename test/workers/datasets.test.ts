@@ -5,7 +5,7 @@
 import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
 import type { Bindings } from "../../src/api/bindings";
-import { DatasetError, DatasetIterator, loadDataset } from "../../src/env-workers/datasets";
+import { DatasetError, DatasetIterator, loadDataset } from "../../src/env-sdk/datasets";
 import { problems, toJsonl, toParquet, zstdStored } from "../fixtures/datasets";
 import { gzip, uniqueRun } from "./helpers";
 

@@ -13,11 +13,11 @@ import {
 import { env } from "cloudflare:workers";
 import { afterEach, describe, expect, it, vi } from "vitest";
 import type { Bindings } from "../../src/api/bindings";
-import type { MetricsResponse } from "../../src/core/api-schemas";
-import { parseServerConfig } from "../../src/core/server-config";
-import { setSandboxProvider } from "../../src/env-workers/sandbox/registry";
-import { handleSandboxRequest } from "../../src/env-workers/sandbox/service";
-import type { RolloutItemMessage } from "../../src/queues/messages";
+import type { MetricsResponse } from "../../src/core/wire/api-schemas";
+import type { RolloutItemMessage } from "../../src/core/wire/queue-messages";
+import { parseServerConfig } from "../../src/core/wire/server-config";
+import { setSandboxProvider } from "../../src/sandbox/registry";
+import { handleSandboxRequest } from "../../src/sandbox/service";
 import type { EnvFeeder, FeederState, FeederSummary } from "../../src/worker/env-feeder";
 import { handleQueueBatch, ROLLOUT_QUEUE } from "../../src/worker/queue-handler";
 import { WorkerLoaderSandbox } from "../../src/worker/sandbox/worker-loader";

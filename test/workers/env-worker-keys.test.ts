@@ -12,7 +12,7 @@ import {
 import { env } from "cloudflare:workers";
 import { describe, expect, it, vi } from "vitest";
 import type { Bindings } from "../../src/api/bindings";
-import type { RolloutItemMessage } from "../../src/queues/messages";
+import type { RolloutItemMessage } from "../../src/core/wire/queue-messages";
 import type { EnvFeeder } from "../../src/worker/env-feeder";
 import { handleQueueBatch, ROLLOUT_QUEUE } from "../../src/worker/queue-handler";
 import { resolveSpec } from "../../src/worker/spec-inference";

@@ -8,7 +8,7 @@ import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
 import type { Bindings } from "../../src/api/bindings";
 import { submitGroupInProcess } from "../../src/api/ingest-submit";
-import { atroposNodesSchema, proxySessionStateSchema } from "../../src/core/api-schemas";
+import { atroposNodesSchema, proxySessionStateSchema } from "../../src/core/wire/api-schemas";
 import { call, group, json, post, setupRun, uniqueRun } from "./helpers";
 import {
   app,

@@ -8,8 +8,8 @@ import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
 import type { Bindings } from "../../src/api/bindings";
 import { evaluationMetricOverSteps } from "../../src/api/storage/metrics";
-import type { MetricSeries, MetricsResponse } from "../../src/core/api-schemas";
-import { advanceClock } from "../../src/core/clock";
+import { advanceClock } from "../../src/core/concurrency/clock";
+import type { MetricSeries, MetricsResponse } from "../../src/core/wire/api-schemas";
 import { call, group, json, post, setupRun, uniqueRun } from "./helpers";
 
 const bindings = env as unknown as Bindings;

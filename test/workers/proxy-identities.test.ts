@@ -8,7 +8,7 @@ import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
 import { createApp } from "../../src/api/app";
 import type { Bindings } from "../../src/api/bindings";
-import { createInferenceProxy } from "../../src/env-workers/inference/proxy";
+import { createInferenceProxy } from "../../src/inference/proxy";
 import { call, group, json, post, setupRun, uniqueRun } from "./helpers";
 
 const ADMIN = "admin-secret-for-identity-tests";

@@ -5,8 +5,8 @@
  * re-tokenization, whose group says so).
  */
 import { describe, expect, it } from "vitest";
-import type { Tokenizer } from "../../src/env-workers/inference/types";
-import { HfTokenizer, type TokenizerFiles } from "../../src/env-workers/tokenizers/index";
+import { HfTokenizer, type TokenizerFiles } from "../../src/inference/tokenizers/index";
+import type { Tokenizer } from "../../src/inference/types";
 import tokenizerJson from "../fixtures/tokenizers/tiny/tokenizer.json";
 import tokenizerConfig from "../fixtures/tokenizers/tiny/tokenizer_config.json";
 import { json, uniqueRun } from "./helpers";

@@ -18,9 +18,9 @@ import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
 import type { Bindings } from "../../src/api/bindings";
 import { submitGroupInProcess } from "../../src/api/ingest-submit";
-import { parseServerConfig } from "../../src/core/server-config";
-import type { EnvWorkerSpec } from "../../src/env-workers/worker-env";
-import type { RolloutItemMessage } from "../../src/queues/messages";
+import type { RolloutItemMessage } from "../../src/core/wire/queue-messages";
+import { parseServerConfig } from "../../src/core/wire/server-config";
+import type { EnvWorkerSpec } from "../../src/env-sdk/worker-env";
 import type { FeederState, FeederSummary } from "../../src/worker/env-feeder";
 import {
   DEAD_LETTER_QUEUE,

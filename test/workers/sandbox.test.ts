@@ -8,9 +8,9 @@ import { describe, expect, it } from "vitest";
 import {
   SANDBOX_COLLECT_MAX_CHARS,
   SANDBOX_OUTPUT_CAP_CHARS,
-} from "../../src/core/sandbox-schemas";
-import { getSandbox, setSandboxProvider } from "../../src/env-workers/sandbox/registry";
-import { handleSandboxRequest, SandboxServiceClient } from "../../src/env-workers/sandbox/service";
+} from "../../src/core/wire/sandbox-schemas";
+import { getSandbox, setSandboxProvider } from "../../src/sandbox/registry";
+import { handleSandboxRequest, SandboxServiceClient } from "../../src/sandbox/service";
 import { createSandboxService } from "../../src/worker/sandbox/service-worker";
 import { WorkerLoaderSandbox } from "../../src/worker/sandbox/worker-loader";
 import worker from "./test-worker";

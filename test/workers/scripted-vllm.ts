@@ -7,10 +7,7 @@ import { env } from "cloudflare:workers";
 import { expect } from "vitest";
 import { createApp } from "../../src/api/app";
 import type { Bindings } from "../../src/api/bindings";
-import {
-  createInferenceProxy,
-  type InferenceProxyOptions,
-} from "../../src/env-workers/inference/proxy";
+import { createInferenceProxy, type InferenceProxyOptions } from "../../src/inference/proxy";
 import { json } from "./helpers";
 
 export const ADMIN = "admin-secret-for-proxy-tests";

@@ -8,8 +8,8 @@ import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
 import { createApp } from "../../src/api/app";
 import type { Bindings } from "../../src/api/bindings";
-import type { TaskList } from "../../src/core/task-registry";
-import { createInferenceProxy } from "../../src/env-workers/inference/proxy";
+import type { TaskList } from "../../src/core/wire/task-registry";
+import { createInferenceProxy } from "../../src/inference/proxy";
 import { json, uniqueRun } from "./helpers";
 
 const ADMIN = "admin-secret-for-task-tests";

@@ -3,16 +3,16 @@
  * envs through createWorker, the way a user's project registers its own; tests import the same
  * module instance (the pool runs tests and the Worker in one isolate) to steer them.
  */
-import type { ScoredDataGroup } from "../../src/core/group-types";
+import type { ScoredDataGroup } from "../../src/core/wire/group-types";
 import {
   BaseEnv,
   DropGroupError,
   type EvalResult,
   type TrajectoriesResult,
-} from "../../src/env-workers/base-env";
-import { type BaseEnvConfig, BaseEnvConfigSchema } from "../../src/env-workers/config";
-import { defineEnv } from "../../src/env-workers/define-env";
-import { sampleChat } from "../../src/env-workers/runtime/sampling";
+} from "../../src/env-sdk/base-env";
+import { type BaseEnvConfig, BaseEnvConfigSchema } from "../../src/env-sdk/config";
+import { defineEnv } from "../../src/env-sdk/define-env";
+import { sampleChat } from "../../src/env-sdk/runtime/sampling";
 
 /**
  * Items are counters; evaluation finishes when a test sets `evaluationControl.released` (plain

@@ -3,7 +3,7 @@
  * GET /v1/runs/{run}/groups/{id}, while batches keep exactly Atropos' 14 keys.
  */
 import { describe, expect, it } from "vitest";
-import { GROUP_KEYS } from "../../src/core/canonical-group";
+import { GROUP_KEYS } from "../../src/core/wire/canonical-group";
 import { call, group, json, post, setupRun, uniqueRun } from "./helpers";
 
 describe("token texts", () => {

@@ -8,10 +8,10 @@
 import { env } from "cloudflare:workers";
 import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
 import type { Bindings } from "../../src/api/bindings";
-import { parseServerConfig } from "../../src/core/server-config";
-import type { Tokenizer } from "../../src/env-workers/inference/types";
-import { HfTokenizer, type TokenizerFiles } from "../../src/env-workers/tokenizers/index";
-import type { RolloutItemMessage } from "../../src/queues/messages";
+import type { RolloutItemMessage } from "../../src/core/wire/queue-messages";
+import { parseServerConfig } from "../../src/core/wire/server-config";
+import { HfTokenizer, type TokenizerFiles } from "../../src/inference/tokenizers/index";
+import type { Tokenizer } from "../../src/inference/types";
 import { rollOutItem } from "../../src/worker/queue-handler";
 import tokenizerJson from "../fixtures/tokenizers/tiny/tokenizer.json";
 import tokenizerConfig from "../fixtures/tokenizers/tiny/tokenizer_config.json";

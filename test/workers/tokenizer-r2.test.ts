@@ -7,9 +7,9 @@
 import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
 import type { Bindings } from "../../src/api/bindings";
-import { getTokenizer } from "../../src/env-workers/tokenizers/index";
-import { loadTokenizer } from "../../src/env-workers/tokenizers/lazy";
-import { rolloutEnv } from "../../src/env-workers/worker-env";
+import { rolloutEnv } from "../../src/env-sdk/worker-env";
+import { getTokenizer } from "../../src/inference/tokenizers/index";
+import { loadTokenizer } from "../../src/inference/tokenizers/lazy";
 import qwen3Golden from "../fixtures/tokenizers/qwen3.json";
 import tokenizerJson from "../fixtures/tokenizers/tiny/tokenizer.json";
 import tokenizerConfig from "../fixtures/tokenizers/tiny/tokenizer_config.json";

@@ -4,32 +4,32 @@ import { getToken } from "./auth.js";
 
 /**
  * The API's response shapes, from the same zod schemas that document and check them
- * (src/core/api-schemas/); `npm run typecheck` checks this file against them. Type-only imports:
+ * (src/core/wire/api-schemas/); `npm run typecheck` checks this file against them. Type-only imports:
  * the browser never loads those modules.
- * @typedef {import("../../../src/core/api-schemas").RunSummary} RunSummary
- * @typedef {import("../../../src/core/api-schemas").RunStats} RunStats
- * @typedef {import("../../../src/core/api-schemas").EnvStats} EnvStats
+ * @typedef {import("../../../src/core/wire/api-schemas").RunSummary} RunSummary
+ * @typedef {import("../../../src/core/wire/api-schemas").RunStats} RunStats
+ * @typedef {import("../../../src/core/wire/api-schemas").EnvStats} EnvStats
  * @typedef {RunStats["queue"]["by_env"][number]} QueueByEnv
- * @typedef {import("../../../src/core/api-schemas").TimeSeries} TimeSeries
+ * @typedef {import("../../../src/core/wire/api-schemas").TimeSeries} TimeSeries
  * @typedef {TimeSeries["points"][number]} TimePoint
- * @typedef {import("../../../src/core/api-schemas").ScoreHistogram} ScoreHistogram
- * @typedef {import("../../../src/core/api-schemas").EvalList} EvalResults
- * @typedef {import("../../../src/core/api-schemas").MetricsResponse} Metrics
- * @typedef {import("../../../src/core/api-schemas").MetricSeries} MetricSeries
- * @typedef {import("../../../src/core/api-schemas").GroupRow} GroupMeta
+ * @typedef {import("../../../src/core/wire/api-schemas").ScoreHistogram} ScoreHistogram
+ * @typedef {import("../../../src/core/wire/api-schemas").EvalList} EvalResults
+ * @typedef {import("../../../src/core/wire/api-schemas").MetricsResponse} Metrics
+ * @typedef {import("../../../src/core/wire/api-schemas").MetricSeries} MetricSeries
+ * @typedef {import("../../../src/core/wire/api-schemas").GroupRow} GroupMeta
  * @typedef {GroupMeta["status"]} GroupStatus
- * @typedef {import("../../../src/core/api-schemas").GroupPage} GroupPage
- * @typedef {import("../../../src/core/schemas").ScoredDataInput} GroupPayload
- * @typedef {import("../../../src/core/judge-schemas").JudgeReport} JudgeReport
+ * @typedef {import("../../../src/core/wire/api-schemas").GroupPage} GroupPage
+ * @typedef {import("../../../src/core/wire/schemas").ScoredDataInput} GroupPayload
+ * @typedef {import("../../../src/core/wire/judge-schemas").JudgeReport} JudgeReport
  * @typedef {{group: GroupMeta, payload: GroupPayload, token_texts: string[][] | null}} GroupDetail
- * @typedef {import("../../../src/core/trajectory").GroupTrajectories} GroupTrajectories
- * @typedef {import("../../../src/core/trajectory").Trajectory} Trajectory
- * @typedef {import("../../../src/core/api-schemas").BatchRow} BatchInfo
- * @typedef {import("../../../src/core/api-schemas").BatchPage} BatchPage
- * @typedef {import("../../../src/core/api-schemas").RunEventList} RunEventList
- * @typedef {import("../../../src/core/api-schemas").EnvControl} EnvControl
- * @typedef {import("../../../src/core/api-schemas").EnvControlRequest} EnvControlRequest
- * @typedef {import("../../../src/core/task-registry").TaskList} TaskList
+ * @typedef {import("../../../src/core/wire/trajectory").GroupTrajectories} GroupTrajectories
+ * @typedef {import("../../../src/core/wire/trajectory").Trajectory} Trajectory
+ * @typedef {import("../../../src/core/wire/api-schemas").BatchRow} BatchInfo
+ * @typedef {import("../../../src/core/wire/api-schemas").BatchPage} BatchPage
+ * @typedef {import("../../../src/core/wire/api-schemas").RunEventList} RunEventList
+ * @typedef {import("../../../src/core/wire/api-schemas").EnvControl} EnvControl
+ * @typedef {import("../../../src/core/wire/api-schemas").EnvControlRequest} EnvControlRequest
+ * @typedef {import("../../../src/core/wire/task-registry").TaskList} TaskList
  * @typedef {TaskList["tasks"][number]} TaskInfo
  * @typedef {string | number} Id group and batch ids (treated as opaque)
  */

@@ -8,7 +8,7 @@
  * says whether that caller may call this route on this run.
  */
 import type { MiddlewareHandler } from "hono";
-import { type Scope, scopesAllow } from "../../core/tokens";
+import { type Scope, scopesAllow } from "../../core/wire/tokens";
 import { type AppContext, type AppEnv, DEFAULT_RUN, type Principal } from "../context";
 import { ApiError } from "../errors";
 import { findToken } from "../storage/tokens";

@@ -9,14 +9,14 @@
  */
 import { createRoute, type OpenAPIHono, type RouteConfig } from "@hono/zod-openapi";
 import { z } from "zod";
-import { errorBodySchema } from "../../core/api-schemas";
-import { runNameSchema } from "../../core/schemas";
-import type { Scope } from "../../core/tokens";
+import { errorBodySchema } from "../../core/wire/api-schemas";
+import { runNameSchema } from "../../core/wire/schemas";
+import type { Scope } from "../../core/wire/tokens";
 import type { AppContext, AppEnv } from "../context";
 import { authorize, isPublicPath } from "../middleware/auth";
 
-/** Who may call a route (src/core/tokens.ts says which token scopes grant which route scope). */
-export { SCOPES, type Scope } from "../../core/tokens";
+/** Who may call a route (src/core/wire/tokens.ts says which token scopes grant which route scope). */
+export { SCOPES, type Scope } from "../../core/wire/tokens";
 
 export type RouteHandler = (c: AppContext) => Response | Promise<Response>;
 

@@ -1,10 +1,10 @@
 /**
  * The reads and writes of acknowledging a leased batch: the batch as the ack rule sees it
- * (src/core/ack-rule.ts) and the write that completes it. Only the RunCoordinator calls these,
+ * (src/core/batching/ack-rule.ts) and the write that completes it. Only the RunCoordinator calls these,
  * under its run's lock.
  */
 import { and, eq } from "drizzle-orm";
-import type { AckedBatchView } from "../../core/ack-rule";
+import type { AckedBatchView } from "../../core/batching/ack-rule";
 import { db } from "./runs";
 import { batches, groups } from "./schema";
 
@@ -15,7 +15,7 @@ function statementOf(
   return d1.prepare(query.sql).bind(...query.params);
 }
 
-/** The batch as an ack decides from it (src/core/ack-rule.ts), with its step. */
+/** The batch as an ack decides from it (src/core/batching/ack-rule.ts), with its step. */
 export async function getLease(
   d1: D1Database,
   run: string,

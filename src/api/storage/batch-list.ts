@@ -5,7 +5,7 @@
  * which drizzle's builder cannot say.
  */
 import { z } from "zod";
-import { batchRowSchema } from "../../core/api-schemas";
+import { batchRowSchema } from "../../core/wire/api-schemas";
 import { allRows } from "./rows";
 
 const batchListRowSchema = batchRowSchema.omit({ groups: true, replayed_groups: true }).extend({

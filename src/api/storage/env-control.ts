@@ -5,7 +5,7 @@
  * set here is pinned: the env registering again after a restart does not overwrite it.
  */
 import { and, eq } from "drizzle-orm";
-import type { EnvControl, EnvControlRequest } from "../../core/api-schemas";
+import type { EnvControl, EnvControlRequest } from "../../core/wire/api-schemas";
 import { db } from "./runs";
 import { envs } from "./schema";
 

@@ -3,7 +3,7 @@
  * Raw SQL: the rows join envs and batches under the API's own column names (a `GroupRow`), and
  * the payload columns are shared with the lease path's raw statements (`GROUP_REF_COLUMNS`).
  */
-import { type GroupRow, groupRowSchema } from "../../core/api-schemas";
+import { type GroupRow, groupRowSchema } from "../../core/wire/api-schemas";
 import {
   GROUP_PAYLOAD_JOIN,
   GROUP_REF_COLUMNS,

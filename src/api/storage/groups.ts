@@ -5,7 +5,7 @@
  * and the reads that tell a retry from an unknown env.
  */
 import { z } from "zod";
-import type { GroupStats } from "../../core/group-stats";
+import type { GroupStats } from "../../core/wire/group-stats";
 import { firstRow, rowsOf } from "./rows";
 
 /** What one group's insert writes. */

@@ -2,13 +2,13 @@
  * The regression guard's SQL: the run's settings, baselines per env and metric, and run events.
  */
 import { and, desc, eq } from "drizzle-orm";
+import { DEFAULT_GUARD_FACTOR, type GuardAction } from "../../core/closed-loop/regression-guard";
 import type {
   GuardConfig,
   GuardConfigRequest,
   GuardStatus,
   RunEvent,
-} from "../../core/api-schemas";
-import { DEFAULT_GUARD_FACTOR, type GuardAction } from "../../core/regression-guard";
+} from "../../core/wire/api-schemas";
 import { db } from "./runs";
 import { evalBaselines, regressionGuards, runEvents } from "./schema";
 

@@ -5,7 +5,7 @@
  */
 
 import { z } from "zod";
-import type { APIServerConfig } from "../../core/server-config";
+import type { APIServerConfig } from "../../core/wire/server-config";
 import { firstRow } from "./rows";
 
 const SEALED_PREFIX = "aesgcm:";

@@ -6,7 +6,7 @@
  */
 import { and, asc, eq, gt, gte, inArray, lte, type Placeholder, type SQL, sql } from "drizzle-orm";
 import type { DrizzleD1Database } from "drizzle-orm/d1";
-import type { QueuedGroupRef } from "../../core/packing";
+import type { QueuedGroupRef } from "../../core/batching/packing";
 import { compiled } from "./compiled";
 import { batchStatistics } from "./metrics";
 import { groupRef, type LeasedGroupRef } from "./payloads";

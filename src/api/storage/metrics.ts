@@ -6,7 +6,7 @@
  */
 import { sql } from "drizzle-orm";
 import { z } from "zod";
-import { type MetricKind, type MetricSeries, metricKindSchema } from "../../core/api-schemas";
+import { type MetricKind, type MetricSeries, metricKindSchema } from "../../core/wire/api-schemas";
 import { compiledSql } from "./compiled";
 import { allRows } from "./rows";
 

@@ -1,7 +1,7 @@
 /**
  * Group payloads: each group's canonical JSON (the form it is served in), written once at
  * ingest. Up to PLAIN_MAX_BYTES it is kept as text in D1 beside its row (`group_payloads`,
- * "canonical"); larger JSON is kept as one raw-deflate piece (src/core/gzip-pieces.ts,
+ * "canonical"); larger JSON is kept as one raw-deflate piece (src/core/codecs/gzip-pieces.ts,
  * "deflate"), base64 in `group_payloads` while that fits INLINE_MAX_BYTES, else in R2, where
  * groups committed together share one object and each row records its offset and length. Rows
  * stored before that hold the JSON uncompressed ("canonical") or as the env sent it ("identity",
@@ -9,8 +9,8 @@
  */
 import { Buffer } from "node:buffer";
 import { z } from "zod";
-import { gunzipBounded } from "../../core/gzip";
-import { inflatePiece } from "../../core/gzip-pieces";
+import { gunzipBounded } from "../../core/codecs/gzip";
+import { inflatePiece } from "../../core/codecs/gzip-pieces";
 
 /** Canonical JSON up to this many bytes is stored in D1 as it is (plain text). */
 export const PLAIN_MAX_BYTES = 8 * 1024;

@@ -1,8 +1,8 @@
 /** Inference-proxy sessions in D1 (table proxy_sessions). */
 
 import { z } from "zod";
-import { type ProxyTracking, proxyTrackingSchema } from "../../core/proxy-session";
-import type { Trajectory } from "../../core/trajectory";
+import { type ProxyTracking, proxyTrackingSchema } from "../../core/wire/proxy-session";
+import type { Trajectory } from "../../core/wire/trajectory";
 import { firstRow, rowsOf } from "./rows";
 import { taskGroupInsert } from "./task-registry";
 import { trajectoryInserts } from "./trajectories";

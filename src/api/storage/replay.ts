@@ -5,8 +5,8 @@
  */
 import { eq } from "drizzle-orm";
 import { z } from "zod";
-import type { ReplayConfig, ReplayConfigRequest, ReplayStatus } from "../../core/api-schemas";
-import type { ReplayCandidate } from "../../core/replay-mix";
+import type { ReplayCandidate } from "../../core/closed-loop/replay-mix";
+import type { ReplayConfig, ReplayConfigRequest, ReplayStatus } from "../../core/wire/api-schemas";
 import { allRows, rowsOf } from "./rows";
 import { db, type RunRow } from "./runs";
 import { runs } from "./schema";

@@ -3,7 +3,7 @@
  */
 import { and, eq, gt, lt, sql } from "drizzle-orm";
 import { drizzle } from "drizzle-orm/d1";
-import type { EnvRecordForStatus, QueueByEnv } from "../../core/status-env";
+import type { EnvRecordForStatus, QueueByEnv } from "../../core/wire/status-env";
 import { batches, envs, queueCounts as queueCountTable, runs } from "./schema";
 
 export type RunRow = typeof runs.$inferSelect;

@@ -1,7 +1,7 @@
 /**
  * /status-env numbers for one env, from D1 (shared by the HTTP route and the env feeder DO).
  */
-import { computeStatusEnv, type StatusEnvResult } from "../../core/status-env";
+import { computeStatusEnv, type StatusEnvResult } from "../../core/wire/status-env";
 import { getRun, listEnvs, queueByEnv, queueCounts, toStatusEnvRecord } from "./runs";
 
 export async function statusForEnv(

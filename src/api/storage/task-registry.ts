@@ -1,7 +1,7 @@
 /** A run's registered tasks (table tasks) and the groups contributed for them (task_groups). */
 
 import { z } from "zod";
-import type { RegisterTaskRequest, TaskInfo } from "../../core/task-registry";
+import type { RegisterTaskRequest, TaskInfo } from "../../core/wire/task-registry";
 import { rowsOf } from "./rows";
 
 const taskRow = z.object({

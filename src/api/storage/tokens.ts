@@ -1,5 +1,5 @@
 import { z } from "zod";
-import { sha256Hex } from "../../core/sha256";
+import { sha256Hex } from "../../core/codecs/sha256";
 /**
  * API tokens in D1 (api_tokens): created with a random secret that is returned once and stored
  * only as its SHA-256, looked up by that hash, revoked by id.
@@ -10,7 +10,7 @@ import {
   type Scope,
   scopeSchema,
   type TokenInfo,
-} from "../../core/tokens";
+} from "../../core/wire/tokens";
 import { allRows, firstRow } from "./rows";
 
 /** What authentication knows about a presented token. */

@@ -1,7 +1,7 @@
 /** Trajectories stored beside their groups in D1 (table trajectories). */
 
 import { and, eq } from "drizzle-orm";
-import { type Trajectory, trajectorySchema } from "../../core/trajectory";
+import { type Trajectory, trajectorySchema } from "../../core/wire/trajectory";
 import { db as orm } from "./runs";
 import { trajectories as trajectoryTable } from "./schema";
 

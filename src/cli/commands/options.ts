@@ -6,8 +6,8 @@
  */
 import { spawn } from "node:child_process";
 import { type Command, Option } from "commander";
-import { SERVER_TYPES } from "../../core/server-config";
-import type { EnvDefinition } from "../../env-workers/define-env";
+import { SERVER_TYPES } from "../../core/wire/server-config";
+import type { EnvDefinition } from "../../env-sdk/define-env";
 import {
   type AtroposInput,
   atroposOptions,

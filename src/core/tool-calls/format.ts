@@ -4,7 +4,7 @@
  * format where the chat template does not render `tools`, and the call ids the family's template
  * accepts. One module per format beside this file; the registry is index.ts.
  */
-import type { ToolCall, ToolDefinition } from "../group-types";
+import type { ToolCall, ToolDefinition } from "../wire/group-types";
 
 export const TOOL_FORMAT_NAMES = [
   "hermes",

@@ -20,7 +20,7 @@ export const TOOL_FORMATS: Record<ToolFormatName, ToolCallFormat> = {
 };
 
 /**
- * Keyed by the bundled tokenizer family names (src/env-workers/tokenizers/registry.ts). Gemma 3
+ * Keyed by the bundled tokenizer family names (src/inference/tokenizers/registry.ts). Gemma 3
  * and Llama 3.0 templates ignore `tools` and tool calls: pythonic is this project's choice there.
  */
 export const FAMILY_TOOL_FORMATS: Readonly<Record<string, ToolFormatName>> = {

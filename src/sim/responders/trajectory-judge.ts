@@ -5,8 +5,8 @@
  * points lower, "lenient" 2 higher — so calibration has something to correct. Pointwise replies
  * alternate between bare JSON, fenced JSON and "Dimension: N/10" lines, as real judges do.
  */
-import { RUBRIC_DIMENSIONS } from "../../core/judge-schemas";
-import { RANKING_MARKER, RUBRIC_MARKER } from "../../env-workers/judges/rubric";
+import { RUBRIC_DIMENSIONS } from "../../core/wire/judge-schemas";
+import { RANKING_MARKER, RUBRIC_MARKER } from "../../env-sdk/judges/rubric";
 import type { Responder, ResponderContext } from "./types";
 
 function biasOf(promptText: string): number {

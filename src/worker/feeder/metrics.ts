@@ -3,8 +3,8 @@
  * was dropped (by reason) since the last step change, reported as that step's env metrics. Pure:
  * no bindings, no Durable Object (unit-tested in Node).
  */
-import { summarizeObservations } from "../../env-workers/base-env";
-import { countDrop } from "../../env-workers/runtime/rollout-core";
+import { summarizeObservations } from "../../env-sdk/base-env";
+import { countDrop } from "../../env-sdk/runtime/rollout-core";
 
 /** The part of a feeder's state these functions read and write. */
 export interface FeederMetricsState {

@@ -5,9 +5,9 @@
  * binding or the clock, so it is unit-tested in Node.
  */
 import type { BackingOff, FeederSummary, ItemReport } from "../../api/env-feeder-port";
-import type { EnvWorkerRef } from "../../core/server-config";
-import type { JsonObject, JsonValue } from "../../env-workers/base-env";
-import { DropBackoff, type DropBackoffState } from "../../env-workers/runtime/drop-backoff";
+import type { EnvWorkerRef } from "../../core/wire/server-config";
+import type { JsonObject, JsonValue } from "../../env-sdk/base-env";
+import { DropBackoff, type DropBackoffState } from "../../env-sdk/runtime/drop-backoff";
 import { addObservations, countReason, type FeederMetricsState } from "./metrics";
 
 export interface InFlight {

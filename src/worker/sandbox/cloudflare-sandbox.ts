@@ -15,14 +15,14 @@ import {
   SANDBOX_COLLECT_MAX_CHARS,
   SANDBOX_COLLECT_MAX_FILES,
   SANDBOX_OUTPUT_CAP_CHARS,
-} from "../../core/sandbox-schemas";
+} from "../../core/wire/sandbox-schemas";
 import {
   failedRun,
   parseSandboxRequest,
   type Sandbox,
   type SandboxRunInput,
   type SandboxRunResult,
-} from "../../env-workers/sandbox/types";
+} from "../../sandbox/types";
 
 /** What this adapter uses of `@cloudflare/sandbox`'s `getSandbox(...)` stub. */
 export interface ContainerSandboxStub {

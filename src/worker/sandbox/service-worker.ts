@@ -7,10 +7,10 @@
  *       python: new CloudflareContainerSandbox((id) => getSandbox(env.Sandbox, id)),
  *     }));
  */
-import type { SandboxLanguage } from "../../core/sandbox-schemas";
-import { SandboxRouter } from "../../env-workers/sandbox/router";
-import { handleSandboxRequest } from "../../env-workers/sandbox/service";
-import type { Sandbox } from "../../env-workers/sandbox/types";
+import type { SandboxLanguage } from "../../core/wire/sandbox-schemas";
+import { SandboxRouter } from "../../sandbox/router";
+import { handleSandboxRequest } from "../../sandbox/service";
+import type { Sandbox } from "../../sandbox/types";
 
 export function createSandboxService<E>(
   engines: (env: E) => Partial<Record<SandboxLanguage, Sandbox>>,

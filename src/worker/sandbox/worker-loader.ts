@@ -11,14 +11,14 @@ import {
   SANDBOX_ANSWER_LIMITS,
   SANDBOX_OUTPUT_CAP_CHARS,
   sandboxRunResultSchema,
-} from "../../core/sandbox-schemas";
+} from "../../core/wire/sandbox-schemas";
 import {
   failedRun,
   parseSandboxRequest,
   type Sandbox,
   type SandboxRunInput,
   type SandboxRunResult,
-} from "../../env-workers/sandbox/types";
+} from "../../sandbox/types";
 
 export interface WorkerLoaderSandboxOptions {
   /** Compatibility date of the child isolates (default 2026-04-01). */

@@ -2,7 +2,7 @@ import { gzipSync } from "node:zlib";
 import { afterEach, describe, expect, it, vi } from "vitest";
 import type { Bindings } from "../../../src/api/bindings";
 import { withInflated, withMemory } from "../../../src/api/memory-budget";
-import { gunzipBounded } from "../../../src/core/gzip";
+import { gunzipBounded } from "../../../src/core/codecs/gzip";
 
 const env = {} as Bindings;
 

@@ -2,7 +2,7 @@ import { describe, expect, it } from "vitest";
 import { ApiError } from "../../../src/api/errors";
 import { checkRate } from "../../../src/api/middleware/quotas";
 import type { StoredToken } from "../../../src/api/storage/tokens";
-import { scopesAllow } from "../../../src/core/tokens";
+import { scopesAllow } from "../../../src/core/wire/tokens";
 
 function token(id: string, rpsLimit: number | null): StoredToken {
   return {

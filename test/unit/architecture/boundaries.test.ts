@@ -14,22 +14,35 @@ const SRC = join(ROOT, "src");
 /** Run-time imports each part may make (besides its own folder and npm packages). */
 const ALLOWED: Record<string, string[]> = {
   core: [],
-  "env-workers": ["core"],
-  queues: ["core", "env-workers"],
+  inference: ["core"],
+  sandbox: ["core"],
+  "env-sdk": ["core", "inference", "sandbox"],
   api: ["core"],
   client: ["core"],
-  envs: ["core", "env-workers", "sdk"],
-  sim: ["core", "env-workers", "envs"],
-  engine: ["core", "env-workers", "sim"],
-  worker: ["core", "api", "env-workers", "queues", "envs"],
-  sdk: ["core", "api", "env-workers", "queues", "worker", "client", "sim"],
-  cli: ["core", "api", "env-workers", "queues", "worker", "envs", "client", "sim", "sdk", "engine"],
+  envs: ["core", "env-sdk", "sdk"],
+  sim: ["core", "env-sdk", "inference", "envs"],
+  engine: ["core", "inference", "sim"],
+  worker: ["core", "api", "env-sdk", "inference", "sandbox", "envs"],
+  sdk: ["core", "api", "env-sdk", "inference", "sandbox", "worker", "client", "sim"],
+  cli: [
+    "core",
+    "api",
+    "env-sdk",
+    "inference",
+    "sandbox",
+    "worker",
+    "envs",
+    "client",
+    "sim",
+    "sdk",
+    "engine",
+  ],
 };
 /**
- * `import type` may also name these (the Worker's bindings name its queue messages). The API
- * reaches the platform's EnvFeeder through its own port (src/api/env-feeder-port.ts), never by import.
+ * `import type` may also name these: none today. The API reaches the platform's EnvFeeder through
+ * its own port (src/api/env-feeder-port.ts), never by import.
  */
-const TYPE_ONLY_ALLOWED: Record<string, string[]> = { api: ["queues"] };
+const TYPE_ONLY_ALLOWED: Record<string, string[]> = {};
 
 interface Edge {
   from: string;

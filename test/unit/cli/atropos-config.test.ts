@@ -11,8 +11,8 @@ import {
 } from "../../../src/cli/atropos-config";
 import { ATROPOS_FIELDS, withGeneratedTable } from "../../../src/cli/atropos-fields";
 import { resolveOptions } from "../../../src/cli/config";
-import { APIServerConfigSchema } from "../../../src/core/server-config";
-import { BaseEnvConfigSchema } from "../../../src/env-workers/config";
+import { APIServerConfigSchema } from "../../../src/core/wire/server-config";
+import { BaseEnvConfigSchema } from "../../../src/env-sdk/config";
 import { getEnvDefinition } from "../../../src/envs/index";
 
 const ROOT = resolve(import.meta.dirname, "../../..");

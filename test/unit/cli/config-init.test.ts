@@ -11,7 +11,7 @@ import { join, resolve } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { withInitServers } from "../../../src/cli/config-init";
 import type { InferenceFlags } from "../../../src/cli/inference";
-import type { EnvDefinition } from "../../../src/env-workers/define-env";
+import type { EnvDefinition } from "../../../src/env-sdk/define-env";
 import { type Simulator, startSimulator } from "../../../src/sim/server";
 
 const ROOT = resolve(import.meta.dirname, "../../..");

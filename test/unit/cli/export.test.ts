@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { commonPrefixLength, exportRecords, selectDpo, selectSft } from "../../../src/cli/export";
-import type { ScoredDataGroup } from "../../../src/core/group-types";
+import type { ScoredDataGroup } from "../../../src/core/wire/group-types";
 
 const decode = (ids: number[]) => ids.map((i) => String.fromCharCode(96 + i)).join("");
 

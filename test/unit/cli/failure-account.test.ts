@@ -12,7 +12,7 @@ describe("errorLocation", () => {
   it("names the first frame outside the runtime, relative to the working directory", () => {
     const error = errorWithStack([
       "NumberGuess.collectTrajectories (/home/me/proj/src/envs/number-guess.ts:42:11)",
-      `rolloutItem (${PROJECT_ROOT}/src/env-workers/runtime/rollout-core.ts:200:5)`,
+      `rolloutItem (${PROJECT_ROOT}/src/env-sdk/runtime/rollout-core.ts:200:5)`,
       "process.processTicksAndRejections (node:internal/process/task_queues:95:5)",
     ]);
     expect(errorLocation(error, "/home/me/proj")).toBe("src/envs/number-guess.ts:42");
@@ -21,7 +21,7 @@ describe("errorLocation", () => {
 
   it("skips the package's runtime, dependencies and node internals", () => {
     const error = errorWithStack([
-      `sampleChat (${PROJECT_ROOT}/src/env-workers/inference/sample.ts:10:3)`,
+      `sampleChat (${PROJECT_ROOT}/src/inference/sample.ts:10:3)`,
       "fetch (/home/me/proj/node_modules/undici/index.js:1:1)",
       "process.processTicksAndRejections (node:internal/process/task_queues:95:5)",
       "file:///home/me/proj/src/envs/mine.ts:7:9",

@@ -4,7 +4,7 @@
  */
 import { describe, expect, it } from "vitest";
 import { registerItemsAhead } from "../../../src/cli/simulated-env";
-import type { SimulatedItem } from "../../../src/env-workers/simulate";
+import type { SimulatedItem } from "../../../src/env-sdk/simulate";
 import { getEnvDefinition } from "../../../src/envs/index";
 import { ToyPolicy } from "../../../src/sim/policy";
 import { CharTokenizer, FakeInference } from "../envs/fakes";

@@ -8,7 +8,7 @@ import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { openInference } from "../../../src/cli/inference";
 import { runProcess } from "../../../src/cli/process-command";
-import { SERVER_TYPES, type ServerType } from "../../../src/core/server-config";
+import { SERVER_TYPES, type ServerType } from "../../../src/core/wire/server-config";
 import { type Simulator, startSimulator } from "../../../src/sim/server";
 
 /** The route each server type generates tokens on (text-only for openai). */

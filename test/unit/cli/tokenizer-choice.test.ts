@@ -1,7 +1,7 @@
 import { describe, expect, it } from "vitest";
 import { buildProgram } from "../../../src/cli/main";
 import { chooseTokenizer } from "../../../src/cli/tokenizer-choice";
-import { modelTokenizerFamily } from "../../../src/env-workers/tokenizers/model-families";
+import { modelTokenizerFamily } from "../../../src/inference/tokenizers/model-families";
 
 describe("model name → tokenizer family", () => {
   it("maps known checkpoints, aliases and fine-tunes to their bundled family", () => {

@@ -3,8 +3,8 @@ import type { AddressInfo } from "node:net";
 import { afterEach, describe, expect, it } from "vitest";
 import { AdminApiError, AdminClient } from "../../../src/client/admin-client";
 import { TrainerApiError, TrainerClient } from "../../../src/client/trainer-client";
-import type { RunStats } from "../../../src/core/api-schemas";
-import { ApiResponseError } from "../../../src/core/http-client";
+import type { RunStats } from "../../../src/core/wire/api-schemas";
+import { ApiResponseError } from "../../../src/core/wire/http-client";
 
 let server: Server | null = null;
 afterEach(async () => {

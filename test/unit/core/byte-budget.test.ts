@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { ByteBudget } from "../../../src/core/byte-budget";
+import { ByteBudget } from "../../../src/core/concurrency/byte-budget";
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 

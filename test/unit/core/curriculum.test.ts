@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { Curriculum } from "../../../src/core/curriculum";
+import { Curriculum } from "../../../src/core/closed-loop/curriculum";
 
 const config = { levels: 3, window: 3, advance_threshold: 0.8, fallback_threshold: 0.3 };
 

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { CommitTimeoutError, GroupCommit } from "../../../src/core/group-commit";
+import { CommitTimeoutError, GroupCommit } from "../../../src/core/concurrency/group-commit";
 
 /** A commit function whose writes finish only when the test says so. */
 function controlledWriter() {

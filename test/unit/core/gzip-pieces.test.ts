@@ -5,7 +5,7 @@ import {
   deflatePiece,
   GzipAssembler,
   inflatePiece,
-} from "../../../src/core/gzip-pieces";
+} from "../../../src/core/codecs/gzip-pieces";
 
 const encoder = new TextEncoder();
 

@@ -1,6 +1,6 @@
 import { gzipSync } from "node:zlib";
 import { describe, expect, it } from "vitest";
-import { gunzipBounded, InflateLimitError } from "../../../src/core/gzip";
+import { gunzipBounded, InflateLimitError } from "../../../src/core/codecs/gzip";
 
 const text = "tokens ".repeat(10_000);
 const packed = gzipSync(Buffer.from(text));

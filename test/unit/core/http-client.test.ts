@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { ApiResponseError, HttpClient, parseJsonAnswer } from "../../../src/core/http-client";
+import { ApiResponseError, HttpClient, parseJsonAnswer } from "../../../src/core/wire/http-client";
 
 function scripted(answers: (number | Error)[]) {
   const seen: { url: string; init: RequestInit }[] = [];

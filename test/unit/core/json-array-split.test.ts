@@ -3,7 +3,7 @@ import {
   ArraySyntaxError,
   JsonArraySplitter,
   NotAnArray,
-} from "../../../src/core/json-array-split";
+} from "../../../src/core/codecs/json-array-split";
 
 const encoder = new TextEncoder();
 const decoder = new TextDecoder();

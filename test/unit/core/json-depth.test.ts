@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { MAX_JSON_DEPTH, tooDeep } from "../../../src/core/json-depth";
+import { MAX_JSON_DEPTH, tooDeep } from "../../../src/core/codecs/json-depth";
 
 const nested = (levels: number) => `${'{"a":'.repeat(levels)}1${"}".repeat(levels)}`;
 

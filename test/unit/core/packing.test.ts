@@ -1,13 +1,13 @@
 import { describe, expect, it } from "vitest";
+import { minimumSequences, packBatch } from "../../../src/core/batching/packing";
+import { earliestExactSubset } from "../../../src/core/batching/subset-sum";
+import { randomUuid128Digits } from "../../../src/core/codecs/uuid128";
 import {
   canonicalGroupJson,
   canonicalGroupPieces,
   floatArrayJson,
   GROUP_KEYS,
-} from "../../../src/core/canonical-group";
-import { minimumSequences, packBatch } from "../../../src/core/packing";
-import { earliestExactSubset } from "../../../src/core/subset-sum";
-import { randomUuid128Digits } from "../../../src/core/uuid128";
+} from "../../../src/core/wire/canonical-group";
 
 const q = (sizes: number[], env: number | null = 0) =>
   sizes.map((size, i) => ({ id: i + 1, envId: env, size }));

@@ -7,7 +7,7 @@ import {
   sessionTrajectories,
   trackChoices,
   turnAdvantages,
-} from "../../../src/core/proxy-session";
+} from "../../../src/core/wire/proxy-session";
 
 const M = -100;
 

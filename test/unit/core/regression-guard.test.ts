@@ -3,7 +3,7 @@ import {
   checkEvaluation,
   describeRegression,
   guardActionSchema,
-} from "../../../src/core/regression-guard";
+} from "../../../src/core/closed-loop/regression-guard";
 
 describe("regression guard", () => {
   it("takes the first value of each metric as its baseline", () => {

@@ -1,11 +1,11 @@
 import { describe, expect, it } from "vitest";
-import type { QueuedGroupRef } from "../../../src/core/packing";
+import type { QueuedGroupRef } from "../../../src/core/batching/packing";
 import {
   mixBatch,
   type ReplayCandidate,
   replaySelections,
   replayTarget,
-} from "../../../src/core/replay-mix";
+} from "../../../src/core/closed-loop/replay-mix";
 
 const online = (n: number, size: number, from = 1): QueuedGroupRef[] =>
   Array.from({ length: n }, (_, i) => ({ id: from + i, envId: 0, size }));

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { minAcceptedVersion, reasonWithStaleness } from "../../../src/core/staleness";
+import { minAcceptedVersion, reasonWithStaleness } from "../../../src/core/batching/staleness";
 
 describe("staleness", () => {
   it("accepts versions down to current - max_staleness, or all without a bound", () => {

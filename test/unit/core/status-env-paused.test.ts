@@ -1,7 +1,7 @@
 import { describe, expect, it } from "vitest";
-import { computeStatusEnv, type EnvRecordForStatus } from "../../../src/core/status-env";
-import { BaseEnvConfigSchema } from "../../../src/env-workers/config";
-import { planWorkers } from "../../../src/env-workers/runtime/scheduler";
+import { computeStatusEnv, type EnvRecordForStatus } from "../../../src/core/wire/status-env";
+import { BaseEnvConfigSchema } from "../../../src/env-sdk/config";
+import { planWorkers } from "../../../src/env-sdk/runtime/scheduler";
 
 const env = (envId: number, extra: Partial<EnvRecordForStatus> = {}): EnvRecordForStatus => ({
   envId,

@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { z } from "zod";
-import { toValidationDetails } from "../../../src/core/validation";
+import { toValidationDetails } from "../../../src/core/wire/validation";
 
 const schema = z.object({ lease_id: z.string(), env_id: z.number().int(), score: z.number() });
 
@@ -36,9 +36,9 @@ describe("toValidationDetails", () => {
 describe("toValidationDetails on the API's schemas", () => {
   it("names the problem of present values: 1e400, 0.5 for an integer", async () => {
     const { evalReportSchema, leaseRequestSchema, scoredDataSchema } = await import(
-      "../../../src/core/schemas"
+      "../../../src/core/wire/schemas"
     );
-    const { finishSessionRequestSchema } = await import("../../../src/core/proxy-session");
+    const { finishSessionRequestSchema } = await import("../../../src/core/wire/proxy-session");
     const cases: [z.ZodType, string][] = [
       [finishSessionRequestSchema, '{"scores":[1e400]}'],
       [leaseRequestSchema, '{"lease_seconds":1e400}'],

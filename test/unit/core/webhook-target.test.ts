@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { privateTargetReason } from "../../../src/core/webhook-target";
+import { privateTargetReason } from "../../../src/core/closed-loop/webhook-target";
 
 describe("privateTargetReason", () => {
   it("flags loopback, private, link-local and local-name targets in every spelling", () => {

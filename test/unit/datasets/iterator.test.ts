@@ -3,7 +3,7 @@
  * (also after a JSON round trip, as the EnvSession DO stores it), and lazy loading.
  */
 import { describe, expect, it } from "vitest";
-import { DatasetError, DatasetIterator } from "../../../src/env-workers/datasets";
+import { DatasetError, DatasetIterator } from "../../../src/env-sdk/datasets";
 
 const ROWS = Array.from({ length: 10 }, (_, i) => i);
 

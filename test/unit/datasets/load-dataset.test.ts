@@ -14,7 +14,7 @@ import {
   type DatasetErrorCode,
   loadDataset,
   parquetValueToJson,
-} from "../../../src/env-workers/datasets";
+} from "../../../src/env-sdk/datasets";
 import { problems, toJsonl, toParquet, zstdStored } from "../../fixtures/datasets";
 
 const ROWS = problems(20);

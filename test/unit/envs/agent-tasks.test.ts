@@ -10,23 +10,23 @@ import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createEnv, type InferenceHandle, openInference } from "../../../src/cli/inference";
 import { parseTasksFile } from "../../../src/cli/tasks-file";
-import type { ScoredDataGroup } from "../../../src/core/group-types";
+import type { ScoredDataGroup } from "../../../src/core/wire/group-types";
 import {
   type JudgeEndpointInput,
   JudgeEndpointSchema,
   type JudgeReport,
   parseLabelledSet,
-} from "../../../src/core/judge-schemas";
-import { selectTasks, type Task } from "../../../src/core/tasks";
-import { applyCalibration, JudgePanel, panelJudges } from "../../../src/env-workers/judges/index";
-import { processEnv } from "../../../src/env-workers/runtime/process";
-import { createLocalSandbox } from "../../../src/env-workers/sandbox/node/local-sandbox";
-import { setSandboxProvider } from "../../../src/env-workers/sandbox/registry";
+} from "../../../src/core/wire/judge-schemas";
+import { selectTasks, type Task } from "../../../src/core/wire/tasks";
+import { applyCalibration, JudgePanel, panelJudges } from "../../../src/env-sdk/judges/index";
+import { processEnv } from "../../../src/env-sdk/runtime/process";
 import {
   type AgentTasksEnv,
   createAgentTasksEnv,
   type RunTests,
 } from "../../../src/envs/agent-tasks";
+import { createLocalSandbox } from "../../../src/sandbox/node/local-sandbox";
+import { setSandboxProvider } from "../../../src/sandbox/registry";
 
 const ROOT = join(import.meta.dirname, "../../..");
 const TASKS_FILE = join(ROOT, "examples/agent-tasks/tasks.jsonl");

@@ -7,10 +7,8 @@ import { createServer, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createEnv, type InferenceHandle, openInference } from "../../../src/cli/inference";
-import type { ScoredDataGroup } from "../../../src/core/group-types";
-import { processEnv } from "../../../src/env-workers/runtime/process";
-import { createLocalSandbox } from "../../../src/env-workers/sandbox/node/local-sandbox";
-import { setSandboxProvider } from "../../../src/env-workers/sandbox/registry";
+import type { ScoredDataGroup } from "../../../src/core/wire/group-types";
+import { processEnv } from "../../../src/env-sdk/runtime/process";
 import { createAgentTasksEnv } from "../../../src/envs/agent-tasks";
 import { searchCorpus } from "../../../src/envs/data/search-corpus";
 import { AGENT_TOOL_NAMES, agentToolbox } from "../../../src/envs/tools/agent-tools";
@@ -19,6 +17,8 @@ import {
   WebSearchConfigSchema,
   webSearchTool,
 } from "../../../src/envs/tools/web-search";
+import { createLocalSandbox } from "../../../src/sandbox/node/local-sandbox";
+import { setSandboxProvider } from "../../../src/sandbox/registry";
 
 describe("web_search, offline (BM25 over the bundled corpus)", () => {
   it("bundles at least 200 distinct documents", () => {

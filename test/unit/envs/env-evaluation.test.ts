@@ -8,9 +8,9 @@ import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createEnv, type InferenceHandle, openInference } from "../../../src/cli/inference";
 import { parseTasksFile } from "../../../src/cli/tasks-file";
-import { createLocalSandbox } from "../../../src/env-workers/sandbox/node/local-sandbox";
-import { setSandboxProvider } from "../../../src/env-workers/sandbox/registry";
 import { envRegistry, getEnvDefinition } from "../../../src/envs/index";
+import { createLocalSandbox } from "../../../src/sandbox/node/local-sandbox";
+import { setSandboxProvider } from "../../../src/sandbox/registry";
 
 const ROOT = join(import.meta.dirname, "../../..");
 

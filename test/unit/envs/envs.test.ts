@@ -1,8 +1,8 @@
 import { describe, expect, it } from "vitest";
-import type { ScoredDataGroup } from "../../../src/core/group-types";
-import { trajectorySchema } from "../../../src/core/trajectory";
-import { processEnv } from "../../../src/env-workers/runtime/process";
-import { validateGroupForSend } from "../../../src/env-workers/send-validation";
+import type { ScoredDataGroup } from "../../../src/core/wire/group-types";
+import { trajectorySchema } from "../../../src/core/wire/trajectory";
+import { processEnv } from "../../../src/env-sdk/runtime/process";
+import { validateGroupForSend } from "../../../src/env-sdk/send-validation";
 import type { BlackjackEnv } from "../../../src/envs/blackjack";
 import { generateGsm8kLite, toJsonl } from "../../../src/envs/data/gsm8k-lite-generator";
 import { GSM8K_LITE_JSONL } from "../../../src/envs/data/gsm8k-lite-jsonl";

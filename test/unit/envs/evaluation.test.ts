@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { passAtK, reportedKs, samplesPerItemMetrics } from "../../../src/env-workers/evaluation";
+import { passAtK, reportedKs, samplesPerItemMetrics } from "../../../src/env-sdk/evaluation";
 
 /** C(n, k) by the multiplicative formula, for checking the estimator's product form. */
 function choose(n: number, k: number): number {

@@ -4,8 +4,9 @@
  * simulator responders (src/sim/responders) and track sequences with ManagedServer semantics
  * (prompt masked -100 / logprob 1.0, extension of a node whose text prefixes the new prompt).
  */
-import type { ChatMessage, ToolCall } from "../../../src/core/group-types";
-import { hashString, SeededRng } from "../../../src/core/rng";
+
+import { hashString, SeededRng } from "../../../src/core/codecs/rng";
+import type { ChatMessage, ToolCall } from "../../../src/core/wire/group-types";
 import type {
   ChatCompletionParams,
   ChatCompletionResult,
@@ -16,7 +17,7 @@ import type {
   SequenceNode,
   Tokenizer,
   TokensAndLogprobs,
-} from "../../../src/env-workers/inference/types";
+} from "../../../src/inference/types";
 import { respond } from "../../../src/sim/responders";
 
 export class CharTokenizer implements Tokenizer {

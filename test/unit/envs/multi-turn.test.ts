@@ -5,10 +5,10 @@
  * turns are one tracked sequence.
  */
 import { describe, expect, it } from "vitest";
-import type { TokenGenerationRequest } from "../../../src/env-workers/inference/backends/types";
-import { TrackingManagedServer } from "../../../src/env-workers/inference/managed-server";
-import type { InferenceClient, TokensAndLogprobs } from "../../../src/env-workers/inference/types";
-import { getTokenizer } from "../../../src/env-workers/tokenizers/index";
+import type { TokenGenerationRequest } from "../../../src/inference/backends/types";
+import { TrackingManagedServer } from "../../../src/inference/managed-server";
+import { getTokenizer } from "../../../src/inference/tokenizers/index";
+import type { InferenceClient, TokensAndLogprobs } from "../../../src/inference/types";
 import {
   type AssistantTurn,
   BaseEnvConfigSchema,

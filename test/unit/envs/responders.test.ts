@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
-import { SeededRng } from "../../../src/core/rng";
-import { AccuracyReward } from "../../../src/env-workers/rewards";
+import { SeededRng } from "../../../src/core/codecs/rng";
+import { AccuracyReward } from "../../../src/env-sdk/rewards";
 import { BLACKJACK_INTRO, describeState } from "../../../src/envs/blackjack";
 import { GSM8K_LITE_JSONL } from "../../../src/envs/data/gsm8k-lite-jsonl";
 import { BlackjackGame } from "../../../src/envs/games/blackjack-game";

@@ -1,8 +1,8 @@
 import { describe, expect, it } from "vitest";
-import type { ScoredDataGroup, ScoredDataItem } from "../../../src/core/group-types";
-import { BaseEnv, mergeIntoGroup } from "../../../src/env-workers/base-env";
-import { BaseEnvConfigSchema, parseEnvConfig } from "../../../src/env-workers/config";
-import { completionLengths, validateGroupForSend } from "../../../src/env-workers/send-validation";
+import type { ScoredDataGroup, ScoredDataItem } from "../../../src/core/wire/group-types";
+import { BaseEnv, mergeIntoGroup } from "../../../src/env-sdk/base-env";
+import { BaseEnvConfigSchema, parseEnvConfig } from "../../../src/env-sdk/config";
+import { completionLengths, validateGroupForSend } from "../../../src/env-sdk/send-validation";
 import { CharTokenizer, FakeInference } from "./fakes";
 
 const group = (scores: number[], extra: Partial<ScoredDataGroup> = {}): ScoredDataGroup => ({

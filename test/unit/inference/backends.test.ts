@@ -5,37 +5,34 @@ import {
   parseServerConfig,
   SERVER_TYPES,
   type ServerType,
-} from "../../../src/core/server-config";
+} from "../../../src/core/wire/server-config";
 import {
   buildAtroposGenerateRequest,
   parseAtroposGenerateResponse,
-} from "../../../src/env-workers/inference/backends/atropos";
-import type { FetchLike } from "../../../src/env-workers/inference/backends/http";
-import { errorMessageOf, isMissingRoute } from "../../../src/env-workers/inference/backends/http";
+} from "../../../src/inference/backends/atropos";
+import type { FetchLike } from "../../../src/inference/backends/http";
+import { errorMessageOf, isMissingRoute } from "../../../src/inference/backends/http";
 import {
   createBackend,
   InferenceHttpError,
   InferenceMismatchError,
   InferenceProtocolError,
   isRetryableError,
-} from "../../../src/env-workers/inference/backends/index";
+} from "../../../src/inference/backends/index";
 import {
   mergeChoices,
   parseChatResponse,
   parseCompletionResponse,
-} from "../../../src/env-workers/inference/backends/openai";
-import {
-  resolveSampling,
-  SAMPLING_DEFAULTS,
-} from "../../../src/env-workers/inference/backends/sampling";
+} from "../../../src/inference/backends/openai";
+import { resolveSampling, SAMPLING_DEFAULTS } from "../../../src/inference/backends/sampling";
 import {
   buildSGLangGenerateRequest,
   parseSGLangGenerateResponse,
-} from "../../../src/env-workers/inference/backends/sglang";
+} from "../../../src/inference/backends/sglang";
 import {
   buildTrlGenerateRequest,
   parseTrlGenerateResponse,
-} from "../../../src/env-workers/inference/backends/trl";
+} from "../../../src/inference/backends/trl";
 import {
   buildVllmChatTokensRequest,
   buildVllmCompletionsRequest,
@@ -43,8 +40,8 @@ import {
   parseVllmChatTokensResponse,
   parseVllmCompletionsResponse,
   parseVllmTokensGenerateResponse,
-} from "../../../src/env-workers/inference/backends/vllm";
-import { getTokenizer } from "../../../src/env-workers/tokenizers/index";
+} from "../../../src/inference/backends/vllm";
+import { getTokenizer } from "../../../src/inference/tokenizers/index";
 import { type Simulator, startSimulator } from "../../../src/sim/server";
 
 interface Fixture {

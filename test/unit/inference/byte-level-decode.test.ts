@@ -1,9 +1,9 @@
 import { Tokenizer as HfCore } from "@huggingface/tokenizers";
 import { describe, expect, it } from "vitest";
-import { ByteLevelDecodeTable } from "../../../src/env-workers/tokenizers/byte-level-decode";
-import { byteLevelSource } from "../../../src/env-workers/tokenizers/hf-tokenizer";
-import { getTokenizer, type TokenizerFamily } from "../../../src/env-workers/tokenizers/index";
-import { readBundled } from "../../../src/env-workers/tokenizers/node-files";
+import { ByteLevelDecodeTable } from "../../../src/inference/tokenizers/byte-level-decode";
+import { byteLevelSource } from "../../../src/inference/tokenizers/hf-tokenizer";
+import { getTokenizer, type TokenizerFamily } from "../../../src/inference/tokenizers/index";
+import { readBundled } from "../../../src/inference/tokenizers/node-files";
 
 interface Library {
   core: HfCore;

@@ -1,11 +1,11 @@
 /** LazyTokenizer: loads once on demand, a failed load is tried again, unloaded use says so. */
 import { describe, expect, it } from "vitest";
-import type { Tokenizer } from "../../../src/env-workers/inference/types";
 import {
   isTokenizerNotLoaded,
   LazyTokenizer,
   loadTokenizer,
-} from "../../../src/env-workers/tokenizers/lazy";
+} from "../../../src/inference/tokenizers/lazy";
+import type { Tokenizer } from "../../../src/inference/types";
 
 const fake: Tokenizer = {
   name: "fake",

@@ -1,10 +1,10 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import type { TokenGenerationRequest } from "../../../src/env-workers/inference/backends/types";
-import { TrackingManagedServer } from "../../../src/env-workers/inference/managed-server";
-import { ServerManager } from "../../../src/env-workers/inference/server-manager";
-import type { TokensAndLogprobs } from "../../../src/env-workers/inference/types";
-import { getTokenizer } from "../../../src/env-workers/tokenizers/index";
-import { LazyTokenizer } from "../../../src/env-workers/tokenizers/lazy";
+import type { TokenGenerationRequest } from "../../../src/inference/backends/types";
+import { TrackingManagedServer } from "../../../src/inference/managed-server";
+import { ServerManager } from "../../../src/inference/server-manager";
+import { getTokenizer } from "../../../src/inference/tokenizers/index";
+import { LazyTokenizer } from "../../../src/inference/tokenizers/lazy";
+import type { TokensAndLogprobs } from "../../../src/inference/types";
 import { type Simulator, startSimulator } from "../../../src/sim/server";
 
 describe("ManagedServer against the simulator (vllm /generate)", () => {

@@ -7,7 +7,7 @@ import {
   recordingFetch,
   SamplingRecord,
   withSamplingRecord,
-} from "../../../src/env-workers/inference/sampling-record";
+} from "../../../src/inference/sampling-record";
 
 function countingServer() {
   let calls = 0;

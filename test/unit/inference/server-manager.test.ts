@@ -1,7 +1,7 @@
 import { afterEach, describe, expect, it } from "vitest";
-import { AdaptiveSemaphore } from "../../../src/env-workers/inference/adaptive-semaphore";
-import { splitN } from "../../../src/env-workers/inference/retry";
-import { ServerManager } from "../../../src/env-workers/inference/server-manager";
+import { AdaptiveSemaphore } from "../../../src/inference/adaptive-semaphore";
+import { splitN } from "../../../src/inference/retry";
+import { ServerManager } from "../../../src/inference/server-manager";
 import { type Simulator, type SimulatorOptions, startSimulator } from "../../../src/sim/server";
 
 const sims: Simulator[] = [];

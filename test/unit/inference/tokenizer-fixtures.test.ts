@@ -1,9 +1,9 @@
 import { readFileSync } from "node:fs";
 import { describe, expect, it } from "vitest";
-import type { ChatMessage } from "../../../src/core/group-types";
-import { toolFormatFor } from "../../../src/env-workers/inference/tool-calls";
-import type { ToolDefinition } from "../../../src/env-workers/inference/types";
-import { getTokenizer, TOKENIZER_FAMILIES } from "../../../src/env-workers/tokenizers/index";
+import type { ChatMessage } from "../../../src/core/wire/group-types";
+import { getTokenizer, TOKENIZER_FAMILIES } from "../../../src/inference/tokenizers/index";
+import { toolFormatFor } from "../../../src/inference/tool-calls";
+import type { ToolDefinition } from "../../../src/inference/types";
 
 /** Golden ids and rendered templates from the Rust `tokenizers` + `transformers` (scripts/tokenizer-fixtures.py). */
 interface Fixture {

@@ -5,7 +5,7 @@ import { tmpdir } from "node:os";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { getTokenizer } from "../../../src/env-workers/tokenizers/index";
+import { getTokenizer } from "../../../src/inference/tokenizers/index";
 
 const TINY_DIR = fileURLToPath(new URL("../../fixtures/tokenizers/tiny/", import.meta.url));
 const golden = JSON.parse(
@@ -74,7 +74,7 @@ describe("tokenizer sources", () => {
       "/files/tokenizer_config.json",
     ]);
     // A fresh loader (other process) with the same cache reads no URL again.
-    const { downloadCached } = await import("../../../src/env-workers/tokenizers/node-files");
+    const { downloadCached } = await import("../../../src/inference/tokenizers/node-files");
     const noFetch = (() => Promise.reject(new Error("network used"))) as typeof fetch;
     const files = await downloadCached(`${baseUrl}/files`, noFetch);
     expect(Object.keys(files.tokenizerJson.model.vocab as object)).toHaveLength(400);

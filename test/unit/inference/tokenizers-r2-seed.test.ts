@@ -14,7 +14,7 @@ import {
   seedBucket,
   seedWithWrangler,
 } from "../../../scripts/tokenizers-r2.mjs";
-import { TOKENIZER_FAMILIES } from "../../../src/env-workers/tokenizers/registry";
+import { TOKENIZER_FAMILIES } from "../../../src/inference/tokenizers/registry";
 
 const manifest = JSON.parse(readFileSync(join(BUNDLED_DIR, "MANIFEST.json"), "utf8")) as Record<
   string,

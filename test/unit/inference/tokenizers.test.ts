@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { getTokenizer, resolveTokenizerFamily } from "../../../src/env-workers/tokenizers/index";
+import { getTokenizer, resolveTokenizerFamily } from "../../../src/inference/tokenizers/index";
 
 const TOOL = {
   type: "function" as const,

@@ -4,11 +4,11 @@
  * family's format recovers the same calls. Malformed calls become errors, never throws.
  */
 import { describe, expect, it } from "vitest";
-import type { ChatMessage, ToolCall, ToolDefinition } from "../../../src/core/group-types";
 import { TOOL_FORMATS, toolFormatForFamily } from "../../../src/core/tool-calls/index";
-import { toolFormatFor } from "../../../src/env-workers/inference/tool-calls";
-import { getTokenizer } from "../../../src/env-workers/tokenizers/index";
-import { TOKENIZER_FAMILIES } from "../../../src/env-workers/tokenizers/registry";
+import type { ChatMessage, ToolCall, ToolDefinition } from "../../../src/core/wire/group-types";
+import { getTokenizer } from "../../../src/inference/tokenizers/index";
+import { TOKENIZER_FAMILIES } from "../../../src/inference/tokenizers/registry";
+import { toolFormatFor } from "../../../src/inference/tool-calls";
 
 const TOOLS: ToolDefinition[] = ["calculator", "kv_set"].map((name) => ({
   type: "function",

@@ -3,9 +3,9 @@ import { describe, expect, it } from "vitest";
 import {
   parseAtroposGenerateResponse as parseVllmGenerateResponse,
   parseAtroposGenerateText as parseVllmGenerateText,
-} from "../../../src/env-workers/inference/backends/atropos";
-import { parseJsonText } from "../../../src/env-workers/inference/backends/http";
-import { scanVllmGenerateBody } from "../../../src/env-workers/inference/backends/vllm-generate-scan";
+} from "../../../src/inference/backends/atropos";
+import { parseJsonText } from "../../../src/inference/backends/http";
+import { scanVllmGenerateBody } from "../../../src/inference/backends/vllm-generate-scan";
 
 const fixture = JSON.parse(
   readFileSync(new URL("../../fixtures/inference/atropos-generate.json", import.meta.url), "utf8"),

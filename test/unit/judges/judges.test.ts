@@ -1,11 +1,11 @@
 import { describe, expect, it } from "vitest";
-import { parseLabelledSet } from "../../../src/core/judge-schemas";
+import { parseLabelledSet } from "../../../src/core/wire/judge-schemas";
 import {
   type Trajectory,
   type TrajectoryStep,
   trajectorySchema,
   trajectoryStepSchema,
-} from "../../../src/core/trajectory";
+} from "../../../src/core/wire/trajectory";
 import {
   applyCalibration,
   fitCalibration,
@@ -18,7 +18,7 @@ import {
   renderTrajectory,
   rubricPrompt,
   trimmedMean,
-} from "../../../src/env-workers/judges/index";
+} from "../../../src/env-sdk/judges/index";
 
 const all = (v: number) =>
   JSON.stringify({

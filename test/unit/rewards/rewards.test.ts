@@ -17,7 +17,7 @@ import {
   rewardRegistry,
   ThinkingFormatReward,
   thresholdLengthFactor,
-} from "../../../src/env-workers/rewards";
+} from "../../../src/env-sdk/rewards";
 
 describe("math answers", () => {
   it("extracts boxed (nested), answer tags and ####, ignoring thinking", () => {

@@ -1,8 +1,8 @@
 import { afterEach, describe, expect, it } from "vitest";
-import type { ScoredDataGroup } from "../../../src/core/group-types";
-import { apiBasePath, RolloutApiClient } from "../../../src/env-workers/runtime/api-client";
-import { nodeGetWithBody } from "../../../src/env-workers/runtime/node-get-with-body";
-import { serveEnv } from "../../../src/env-workers/runtime/serve";
+import type { ScoredDataGroup } from "../../../src/core/wire/group-types";
+import { apiBasePath, RolloutApiClient } from "../../../src/env-sdk/runtime/api-client";
+import { nodeGetWithBody } from "../../../src/env-sdk/runtime/node-get-with-body";
+import { serveEnv } from "../../../src/env-sdk/runtime/serve";
 import { getEnvDefinition } from "../../../src/envs/index";
 import { CharTokenizer, FakeInference } from "../envs/fakes";
 import { startFakeAtropos } from "./fake-atropos";

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { DropBackoff } from "../../../src/env-workers/runtime/drop-backoff";
+import { DropBackoff } from "../../../src/env-sdk/runtime/drop-backoff";
 
 describe("DropBackoff", () => {
   it("after 200 consecutive drops: one item per second, the reason every 10 s", () => {

@@ -1,27 +1,20 @@
 import { afterEach, describe, expect, it } from "vitest";
-import type { ScoredDataGroup } from "../../../src/core/group-types";
-import {
-  BaseEnv,
-  DropGroupError,
-  type TrajectoriesResult,
-} from "../../../src/env-workers/base-env";
-import { type BaseEnvConfig, BaseEnvConfigSchema } from "../../../src/env-workers/config";
-import {
-  InferenceHttpError,
-  InferenceProtocolError,
-} from "../../../src/env-workers/inference/backends/http";
-import { ApiError, RolloutApiClient } from "../../../src/env-workers/runtime/api-client";
-import { nodeGetWithBody } from "../../../src/env-workers/runtime/node-get-with-body";
-import { processEnv } from "../../../src/env-workers/runtime/process";
+import type { ScoredDataGroup } from "../../../src/core/wire/group-types";
+import { BaseEnv, DropGroupError, type TrajectoriesResult } from "../../../src/env-sdk/base-env";
+import { type BaseEnvConfig, BaseEnvConfigSchema } from "../../../src/env-sdk/config";
+import { ApiError, RolloutApiClient } from "../../../src/env-sdk/runtime/api-client";
+import { nodeGetWithBody } from "../../../src/env-sdk/runtime/node-get-with-body";
+import { processEnv } from "../../../src/env-sdk/runtime/process";
 import {
   classifyRolloutError,
   type IndexedGroup,
   InvalidGroupError,
   RolloutTimeoutError,
   runRolloutItem,
-} from "../../../src/env-workers/runtime/rollout-core";
-import { serveEnv } from "../../../src/env-workers/runtime/serve";
-import type { SendValidationOptions } from "../../../src/env-workers/send-validation";
+} from "../../../src/env-sdk/runtime/rollout-core";
+import { serveEnv } from "../../../src/env-sdk/runtime/serve";
+import type { SendValidationOptions } from "../../../src/env-sdk/send-validation";
+import { InferenceHttpError, InferenceProtocolError } from "../../../src/inference/backends/http";
 import { CharTokenizer, FakeInference } from "../envs/fakes";
 import { startFakeAtropos } from "./fake-atropos";
 

@@ -7,7 +7,7 @@ import {
   shouldPause,
   shouldTerminate,
   targetWorkerCount,
-} from "../../../src/env-workers/runtime/scheduler";
+} from "../../../src/env-sdk/runtime/scheduler";
 
 const status = (queue_size: number, self_queue_size = queue_size, max_group_size = 4) => ({
   queue_size,

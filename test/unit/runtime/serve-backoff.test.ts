@@ -5,11 +5,11 @@
  * (the loop itself still polls on real 1 ms timers), so no test waits 10 real seconds.
  */
 import { afterEach, describe, expect, it } from "vitest";
-import { BaseEnv, type TrajectoryResult } from "../../../src/env-workers/base-env";
-import { type BaseEnvConfig, BaseEnvConfigSchema } from "../../../src/env-workers/config";
-import { RolloutApiClient } from "../../../src/env-workers/runtime/api-client";
-import { nodeGetWithBody } from "../../../src/env-workers/runtime/node-get-with-body";
-import { type ServeEvent, serveEnv } from "../../../src/env-workers/runtime/serve";
+import { BaseEnv, type TrajectoryResult } from "../../../src/env-sdk/base-env";
+import { type BaseEnvConfig, BaseEnvConfigSchema } from "../../../src/env-sdk/config";
+import { RolloutApiClient } from "../../../src/env-sdk/runtime/api-client";
+import { nodeGetWithBody } from "../../../src/env-sdk/runtime/node-get-with-body";
+import { type ServeEvent, serveEnv } from "../../../src/env-sdk/runtime/serve";
 import { CharTokenizer, FakeInference } from "../envs/fakes";
 import { startFakeAtropos } from "./fake-atropos";
 

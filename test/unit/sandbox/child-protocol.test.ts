@@ -5,11 +5,8 @@
  */
 import { PassThrough } from "node:stream";
 import { describe, expect, it } from "vitest";
-import { SANDBOX_COLLECT_MAX_CHARS } from "../../../src/core/sandbox-schemas";
-import {
-  BoundedLineReader,
-  resultFromAnswer,
-} from "../../../src/env-workers/sandbox/node/child-protocol";
+import { SANDBOX_COLLECT_MAX_CHARS } from "../../../src/core/wire/sandbox-schemas";
+import { BoundedLineReader, resultFromAnswer } from "../../../src/sandbox/node/child-protocol";
 
 describe("BoundedLineReader", () => {
   it("joins a line written in pieces and splits lines written together", async () => {

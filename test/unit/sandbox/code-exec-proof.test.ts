@@ -10,17 +10,13 @@ import { createServer, type Server } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import type { ScoredDataGroup } from "../../../src/core/group-types";
-import { processEnv } from "../../../src/env-workers/runtime/process";
-import { createLocalSandbox } from "../../../src/env-workers/sandbox/node/local-sandbox";
-import { setSandboxProvider } from "../../../src/env-workers/sandbox/registry";
-import type {
-  Sandbox,
-  SandboxRunInput,
-  SandboxRunResult,
-} from "../../../src/env-workers/sandbox/types";
+import type { ScoredDataGroup } from "../../../src/core/wire/group-types";
+import { processEnv } from "../../../src/env-sdk/runtime/process";
 import { CODE_PROBLEMS } from "../../../src/envs/code-exec";
 import { getEnvDefinition } from "../../../src/envs/index";
+import { createLocalSandbox } from "../../../src/sandbox/node/local-sandbox";
+import { setSandboxProvider } from "../../../src/sandbox/registry";
+import type { Sandbox, SandboxRunInput, SandboxRunResult } from "../../../src/sandbox/types";
 import { CharTokenizer } from "../envs/fakes";
 import { ScriptedInference } from "./scripted-policy";
 

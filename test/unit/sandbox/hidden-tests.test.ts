@@ -4,8 +4,8 @@
  * and an answer cannot print its way to a score.
  */
 import { afterAll, describe, expect, it } from "vitest";
-import { runHiddenTests } from "../../../src/env-workers/sandbox/hidden-tests";
-import { createLocalSandbox } from "../../../src/env-workers/sandbox/node/local-sandbox";
+import { runHiddenTests } from "../../../src/sandbox/hidden-tests";
+import { createLocalSandbox } from "../../../src/sandbox/node/local-sandbox";
 
 const sandbox = createLocalSandbox({ python: { size: 1, maxConcurrent: 1 } });
 afterAll(() => sandbox.close?.());

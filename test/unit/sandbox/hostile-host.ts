@@ -10,9 +10,9 @@
  *   reports each run's error kind and what its check found.
  */
 import { readFileSync, writeFileSync } from "node:fs";
-import { PythonProcessPool } from "../../../src/env-workers/sandbox/node/python-pool";
-import { QuickJsThreadPool } from "../../../src/env-workers/sandbox/node/quickjs-pool";
-import type { Sandbox, SandboxRunInput } from "../../../src/env-workers/sandbox/types";
+import { PythonProcessPool } from "../../../src/sandbox/node/python-pool";
+import { QuickJsThreadPool } from "../../../src/sandbox/node/quickjs-pool";
+import type { Sandbox, SandboxRunInput } from "../../../src/sandbox/types";
 import {
   type HostileCase,
   javascriptCases,

@@ -12,7 +12,7 @@ import {
   type SandboxErrorKind,
   type SandboxRunInput,
   type SandboxRunResult,
-} from "../../../src/core/sandbox-schemas";
+} from "../../../src/core/wire/sandbox-schemas";
 
 export interface HostileCase {
   name: string;

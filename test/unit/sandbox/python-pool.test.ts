@@ -5,13 +5,13 @@
  */
 import { readdirSync, readFileSync, readlinkSync } from "node:fs";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { pythonExecTool } from "../../../src/envs/tools/sandbox-tools";
+import { Toolbox } from "../../../src/envs/tools/toolbox";
 import {
   networkIsolationAvailable,
   PythonProcessPool,
-} from "../../../src/env-workers/sandbox/node/python-pool";
-import { ScratchFs } from "../../../src/env-workers/sandbox/scratch-fs";
-import { pythonExecTool } from "../../../src/envs/tools/sandbox-tools";
-import { Toolbox } from "../../../src/envs/tools/toolbox";
+} from "../../../src/sandbox/node/python-pool";
+import { ScratchFs } from "../../../src/sandbox/scratch-fs";
 
 const warnings: string[] = [];
 const pool = new PythonProcessPool({ size: 2, onWarning: (m) => warnings.push(m) });

@@ -1,6 +1,6 @@
 /** QuickJS in throwaway threads: results, output, files, and the time and memory limits. */
 import { afterAll, describe, expect, it } from "vitest";
-import { QuickJsThreadPool } from "../../../src/env-workers/sandbox/node/quickjs-pool";
+import { QuickJsThreadPool } from "../../../src/sandbox/node/quickjs-pool";
 
 const pool = new QuickJsThreadPool({ size: 1 });
 const js = (code: string, extra: { timeout_ms?: number; memory_mb?: number } = {}) =>

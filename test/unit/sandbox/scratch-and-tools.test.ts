@@ -1,16 +1,13 @@
 /** The per-episode scratch filesystem, the file_ops tool, tool whitelists and the service wire. */
 import { describe, expect, it } from "vitest";
-import { getSandbox, setSandboxProvider } from "../../../src/env-workers/sandbox/registry";
-import { SandboxRouter } from "../../../src/env-workers/sandbox/router";
-import { ScratchFs } from "../../../src/env-workers/sandbox/scratch-fs";
-import {
-  handleSandboxRequest,
-  SandboxServiceClient,
-} from "../../../src/env-workers/sandbox/service";
-import type { Sandbox, SandboxRunInput } from "../../../src/env-workers/sandbox/types";
 import { getEnvDefinition } from "../../../src/envs/index";
 import { fileOpsTool } from "../../../src/envs/tools/sandbox-tools";
 import { allowedTools, standardTools, Toolbox } from "../../../src/envs/tools/toolbox";
+import { getSandbox, setSandboxProvider } from "../../../src/sandbox/registry";
+import { SandboxRouter } from "../../../src/sandbox/router";
+import { ScratchFs } from "../../../src/sandbox/scratch-fs";
+import { handleSandboxRequest, SandboxServiceClient } from "../../../src/sandbox/service";
+import type { Sandbox, SandboxRunInput } from "../../../src/sandbox/types";
 import { CharTokenizer, FakeInference } from "../envs/fakes";
 
 describe("ScratchFs", () => {

@@ -10,7 +10,7 @@ import type {
   ManagedServer,
   SequenceNode,
   TokensAndLogprobs,
-} from "../../../src/env-workers/inference/types";
+} from "../../../src/inference/types";
 import type { CharTokenizer } from "../envs/fakes";
 
 export type Script = (promptText: string) => string[];

@@ -19,7 +19,7 @@ import { afterAll, describe, expect, it } from "vitest";
 import { ToyPolicyTrainer } from "../../../src/cli/demo-trainer";
 import { createEnv, openInference } from "../../../src/cli/inference";
 import { DEFAULT_LEARNING_RATE } from "../../../src/cli/start";
-import type { ScoredDataGroup } from "../../../src/core/group-types";
+import type { ScoredDataGroup } from "../../../src/core/wire/group-types";
 import { getEnvDefinition } from "../../../src/envs/index";
 
 const dirs: string[] = [];

@@ -12,10 +12,10 @@ import { afterAll, describe, expect, it } from "vitest";
 import { ToyPolicyTrainer } from "../../../src/cli/demo-trainer";
 import { createEnv, openInference } from "../../../src/cli/inference";
 import { DEFAULT_LEARNING_RATE } from "../../../src/cli/start";
-import type { ChatMessage, ScoredDataGroup } from "../../../src/core/group-types";
-import { TOKENIZER_FAMILIES } from "../../../src/env-workers/tokenizers/registry";
+import type { ChatMessage, ScoredDataGroup } from "../../../src/core/wire/group-types";
 import { getEnvDefinition } from "../../../src/envs/index";
 import type { ToolUseEnv } from "../../../src/envs/tool-use";
+import { TOKENIZER_FAMILIES } from "../../../src/inference/tokenizers/registry";
 
 const dirs: string[] = [];
 afterAll(() => {

@@ -4,7 +4,7 @@ import { join } from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
 import { ToyPolicyTrainer } from "../../../src/cli/demo-trainer";
 import { createEnv, openInference } from "../../../src/cli/inference";
-import type { ScoredDataGroup } from "../../../src/core/group-types";
+import type { ScoredDataGroup } from "../../../src/core/wire/group-types";
 import { getEnvDefinition } from "../../../src/envs/index";
 import {
   applyGradient,

@@ -1,5 +1,5 @@
 import { z } from "zod";
-import { deliveredGroupSchema } from "../../../core/api-schemas";
+import { deliveredGroupSchema } from "../../../core/wire/api-schemas";
 import { coordinator, runOf } from "../../context";
 import { batchResponse } from "../../delivery";
 import { submitterOf } from "../../middleware/auth";

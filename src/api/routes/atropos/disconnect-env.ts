@@ -1,5 +1,5 @@
 import { z } from "zod";
-import { envIdSchema } from "../../../core/schemas";
+import { envIdSchema } from "../../../core/wire/schemas";
 import { coordinator, runOf } from "../../context";
 import { unwrapRpc } from "../../errors";
 import { jsonBody } from "../../request";

@@ -1,4 +1,4 @@
-import { infoResponseSchema } from "../../../core/api-schemas";
+import { infoResponseSchema } from "../../../core/wire/api-schemas";
 import { runOf } from "../../context";
 import { getRun } from "../../storage/runs";
 import { defineRoute, jsonContent } from "../define";

@@ -1,4 +1,4 @@
-import { deliveredGroupSchema } from "../../../core/api-schemas";
+import { deliveredGroupSchema } from "../../../core/wire/api-schemas";
 import { runOf } from "../../context";
 import { canonicalPayload } from "../../delivery";
 import { rawJson } from "../../request";

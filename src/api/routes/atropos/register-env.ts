@@ -1,5 +1,5 @@
-import { registerEnvResponseSchema } from "../../../core/api-schemas";
-import { registerEnvSchema } from "../../../core/schemas";
+import { registerEnvResponseSchema } from "../../../core/wire/api-schemas";
+import { registerEnvSchema } from "../../../core/wire/schemas";
 import { coordinator, runOf } from "../../context";
 import { jsonBody } from "../../request";
 import { bodyErrors, defineRoute, jsonContent, jsonRequest } from "../define";

@@ -1,6 +1,6 @@
-import { registerResponseSchema } from "../../../core/api-schemas";
-import { registrationSchema } from "../../../core/schemas";
-import { registerResponseJson } from "../../../core/uuid128";
+import { registerResponseJson } from "../../../core/codecs/uuid128";
+import { registerResponseSchema } from "../../../core/wire/api-schemas";
+import { registrationSchema } from "../../../core/wire/schemas";
 import { coordinator, runOf } from "../../context";
 import { jsonBody, rawJson } from "../../request";
 import { bodyErrors, defineRoute, jsonContent, jsonRequest } from "../define";

@@ -1,5 +1,5 @@
 import { z } from "zod";
-import { scoredDataListSchema } from "../../../core/schemas";
+import { scoredDataListSchema } from "../../../core/wire/schemas";
 import { coordinator, keepAliveOf, runOf } from "../../context";
 import { readGroupList } from "../../group-list";
 import { ingestGroups } from "../../ingest";

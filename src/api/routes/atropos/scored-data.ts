@@ -1,6 +1,6 @@
 import { z } from "zod";
-import { scoredDataSchema } from "../../../core/schemas";
-import { sha256Hex } from "../../../core/sha256";
+import { sha256Hex } from "../../../core/codecs/sha256";
+import { scoredDataSchema } from "../../../core/wire/schemas";
 import { inflateBody, parseJson } from "../../body";
 import { coordinator, keepAliveOf, runOf } from "../../context";
 import { validateGroup } from "../../group-validation";

@@ -1,7 +1,7 @@
 import { z } from "zod";
-import { statusEnvSchema } from "../../../core/api-schemas";
-import { envIdSchema } from "../../../core/schemas";
-import { summarizeDetails, toValidationDetails } from "../../../core/validation";
+import { statusEnvSchema } from "../../../core/wire/api-schemas";
+import { envIdSchema } from "../../../core/wire/schemas";
+import { summarizeDetails, toValidationDetails } from "../../../core/wire/validation";
 import { parseJson, readBody } from "../../body";
 import { type AppContext, runOf } from "../../context";
 import { ApiError } from "../../errors";

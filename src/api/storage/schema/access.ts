@@ -22,7 +22,7 @@ export const apiTokens = sqliteTable(
     id: text("id").primaryKey(),
     name: text("name").notNull(),
     secretHash: text("secret_hash").notNull(),
-    /** JSON array of scopes (src/core/tokens.ts). */
+    /** JSON array of scopes (src/core/wire/tokens.ts). */
     scopes: text("scopes").notNull(),
     boundRun: text("bound_run"),
     rpsLimit: real("rps_limit"),
@@ -71,7 +71,7 @@ export const proxySessions = sqliteTable(
     id: text("id").notNull(),
     /** "open" or "finished". */
     status: text("status").notNull(),
-    /** JSON ProxyTracking (src/core/proxy-session.ts). */
+    /** JSON ProxyTracking (src/core/wire/proxy-session.ts). */
     tracking: text("tracking").notNull(),
     /** Bumped on every write: concurrent calls on one session are refused, not merged. */
     version: integer("version").notNull(),

@@ -30,7 +30,7 @@ export const groups = sqliteTable(
     payloadKey: text("payload_key").notNull(),
     /**
      * "canonical": the served JSON, stored once at ingest and sent as stored (in group_payloads).
-     * "deflate": the same JSON as one raw-deflate piece (src/core/gzip-pieces.ts), in
+     * "deflate": the same JSON as one raw-deflate piece (src/core/codecs/gzip-pieces.ts), in
      * group_payloads (base64) or R2: sent to gzip clients without compressing again. "identity" and
      * "gzip": the JSON as an env sent it (rows stored before canonical storage), canonicalised
      * when served.
@@ -154,7 +154,7 @@ export const trajectories = sqliteTable(
     run: text("run").notNull(),
     groupId: integer("group_id").notNull(),
     sequence: integer("sequence").notNull(),
-    /** JSON Trajectory (src/core/trajectory.ts). */
+    /** JSON Trajectory (src/core/wire/trajectory.ts). */
     body: text("body").notNull(),
     createdAt: integer("created_at").notNull(),
   },

@@ -36,7 +36,7 @@ export const regressionGuards = sqliteTable("regression_guards", {
   factor: real("factor").notNull().default(0.95),
   /** JSON string[]: metrics where smaller is better. */
   lowerIsBetter: text("lower_is_better").notNull().default("[]"),
-  /** JSON of a GuardAction (src/core/regression-guard.ts). */
+  /** JSON of a GuardAction (src/core/closed-loop/regression-guard.ts). */
   action: text("action").notNull(),
   webhookUrl: text("webhook_url"),
   updatedAt: integer("updated_at").notNull(),
@@ -72,7 +72,7 @@ export const runEvents = sqliteTable(
   (t) => [index("run_events_by_run").on(t.run, t.id)],
 );
 
-/** A run's registered task types (POST /v1/runs/{run}/tasks, src/core/task-registry.ts). */
+/** A run's registered task types (POST /v1/runs/{run}/tasks, src/core/wire/task-registry.ts). */
 export const tasks = sqliteTable(
   "tasks",
   {
