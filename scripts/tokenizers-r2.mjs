@@ -24,7 +24,7 @@ export const BUNDLED_DIR = join(
   dirname(fileURLToPath(import.meta.url)),
   "..",
   "src",
-  "env-workers",
+  "inference",
   "tokenizers",
   "bundled",
 );

@@ -47,7 +47,7 @@ describe("evaluate (in-process simulator)", () => {
     }
     const env = defineEnv(NoEval, BaseEnvConfigSchema, "an env without evaluate()");
     await expect(runEvaluate({ env, out, ...SIMULATED })).rejects.toThrow(
-      /^env 'no_eval' defines no evaluation .*; envs with one: gsm8k_lite, letter_counting, tool_use, llm_judge, blackjack, code_exec, agent_tasks$/,
+      /^env 'no_eval' defines no evaluation .*; envs with one: gsm8k_lite, letter_counting, tool_use, llm_judge, blackjack, code_exec, agent_tasks, sort_letters$/,
     );
     expect(existsSync(join(out, "metrics.json"))).toBe(false);
   });
