@@ -138,7 +138,13 @@ export function envCountsLine(c: EnvCounts): string {
       `items on the Worker: issued ${i.issued}, in flight ${i.inFlight}, ran ${i.ran} (${i.rejectedGroups} group${i.rejectedGroups === 1 ? "" : "s"} rejected), failed ${i.failed}${i.failed > 0 && c.failedShare !== null ? ` (${share(c.failedShare)})` : ""}, dropped ${i.dropped}`,
     );
   }
-  if (c.droppedBeforeSend !== null) parts.push(`dropped ${c.droppedBeforeSend} before sending`);
+  if (c.droppedBeforeSend !== null) {
+    // Why matters more than how many: a reward that scores every answer alike drops every group.
+    const why = " (dropped by the env, or failed a send rule such as identical scores)";
+    parts.push(
+      `dropped ${c.droppedBeforeSend} before sending${c.droppedBeforeSend > 0 ? why : ""}`,
+    );
+  }
   if (c.failedInNode) {
     parts.push(
       `failed ${c.failedInNode} of ${c.finishedInNode} items${c.failedShare !== null ? ` (${share(c.failedShare)})` : ""}`,

@@ -50,6 +50,38 @@ export class WandbError extends Error {
 }
 
 /** `{key: {value}}` per top-level key, the form W&B stores run config in. */
+/** One history line as W&B records it: the values plus its step and times (seconds). */
+export function historyLine(
+  values: Record<string, WandbValue>,
+  step: number,
+  now: number,
+  startedAt: number,
+): Record<string, unknown> {
+  return { ...values, _step: step, _runtime: (now - startedAt) / 1000, _timestamp: now / 1000 };
+}
+
+/** A logged table as a run file: its path and content, and the history value that refers to it. */
+export function tableFile(
+  key: string,
+  step: number,
+  columns: string[],
+  rows: unknown[][],
+): { path: string; content: string; ref: Record<string, unknown> } {
+  const content = JSON.stringify({ columns, data: rows });
+  const sha256 = createHash("sha256").update(content).digest("hex");
+  const path = `media/table/${key.replaceAll("/", "_")}_${step}_${sha256.slice(0, 20)}.table.json`;
+  const ref = {
+    _type: "table-file",
+    path,
+    sha256,
+    size: Buffer.byteLength(content),
+    ncols: columns.length,
+    nrows: rows.length,
+    log_mode: "IMMUTABLE",
+  };
+  return { path, content, ref };
+}
+
 export function wandbConfig(config: Record<string, unknown>): Record<string, { value: unknown }> {
   return Object.fromEntries(Object.entries(config).map(([k, value]) => [k, { value }]));
 }
@@ -130,14 +162,7 @@ export class WandbRun {
 
   /** Queues one history line at `step` (sent by the next flush). */
   log(values: Record<string, WandbValue>, step: number): void {
-    const now = this.now();
-    const line = {
-      ...values,
-      _step: step,
-      _runtime: (now - this.startedAt) / 1000,
-      _timestamp: now / 1000,
-    };
-    this.pending.push(JSON.stringify(line));
+    this.pending.push(JSON.stringify(historyLine(values, step, this.now(), this.startedAt)));
     Object.assign(this.summary, values, { _step: step });
   }
 
@@ -151,10 +176,7 @@ export class WandbRun {
     columns: string[],
     rows: unknown[][],
   ): Promise<Record<string, unknown>> {
-    const content = JSON.stringify({ columns, data: rows });
-    const sha256 = createHash("sha256").update(content).digest("hex");
-    const safeKey = key.replaceAll("/", "_");
-    const path = `media/table/${safeKey}_${step}_${sha256.slice(0, 20)}.table.json`;
+    const { path, content, ref } = tableFile(key, step, columns, rows);
     const data = await this.graphql<{
       createRunFiles: {
         uploadHeaders: string[] | null;
@@ -176,15 +198,7 @@ export class WandbRun {
     const put = await this.fetch(target.uploadUrl, { method: "PUT", headers, body: content });
     if (!put.ok) throw new WandbError(`W&B upload of ${path}: HTTP ${put.status}`, put.status);
     this.uploaded.push(path);
-    return {
-      _type: "table-file",
-      path,
-      sha256,
-      size: Buffer.byteLength(content),
-      ncols: columns.length,
-      nrows: rows.length,
-      log_mode: "IMMUTABLE",
-    };
+    return ref;
   }
 
   private requireEntity(): string {

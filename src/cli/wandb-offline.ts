@@ -9,10 +9,9 @@
  * files and exit. Field numbers below are those of wandb_internal.proto.
  */
 
-import { createHash } from "node:crypto";
 import { appendFileSync, mkdirSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { type WandbValue, wandbConfig } from "./wandb-client";
+import { historyLine, tableFile, type WandbValue, wandbConfig } from "./wandb-client";
 
 const BLOCK = 32768;
 const CHUNK_HEADER = 7;
@@ -169,13 +168,7 @@ export class OfflineWandbRun {
 
   /** One history record at `step` (written now; flush has nothing left to send). */
   log(values: Record<string, WandbValue>, step: number): void {
-    const now = this.now();
-    const line: Record<string, unknown> = {
-      ...values,
-      _step: step,
-      _runtime: (now - this.startedAt) / 1000,
-      _timestamp: now / 1000,
-    };
+    const line = historyLine(values, step, this.now(), this.startedAt);
     const items = Object.entries(line).map(([k, v]) => item(1, k, v));
     this.record(msg(2, [...items, msg(2, step > 0 ? [int(1, step)] : [])]));
     Object.assign(this.summary, values, { _step: step });
@@ -188,22 +181,12 @@ export class OfflineWandbRun {
     columns: string[],
     rows: unknown[][],
   ): Promise<Record<string, unknown>> {
-    const content = JSON.stringify({ columns, data: rows });
-    const sha256 = createHash("sha256").update(content).digest("hex");
-    const path = `media/table/${key.replaceAll("/", "_")}_${step}_${sha256.slice(0, 20)}.table.json`;
+    const { path, content, ref } = tableFile(key, step, columns, rows);
     mkdirSync(join(this.runDir, "files", "media", "table"), { recursive: true });
     writeFileSync(join(this.runDir, "files", path), content);
     // FilesRecord: files: [{path, policy NOW}].
     this.record(msg(6, [msg(1, [str(1, path), int(2, 0)])]));
-    return {
-      _type: "table-file",
-      path,
-      sha256,
-      size: Buffer.byteLength(content),
-      ncols: columns.length,
-      nrows: rows.length,
-      log_mode: "IMMUTABLE",
-    };
+    return ref;
   }
 
   /** The summary so far. */

@@ -6,11 +6,10 @@
  * SGLang's `/update_weights_from_disk` and `/flush_cache` to swap in trained weights.
  */
 import { statSync } from "node:fs";
-import { createServer, type IncomingMessage, type ServerResponse } from "node:http";
-import type { AddressInfo, Socket } from "node:net";
+import type { IncomingMessage, ServerResponse } from "node:http";
 import type { ChatMessage } from "../core/wire/group-types";
 import type { ToolDefinition } from "../inference/types";
-import { errorBody, readBody, send, sendText } from "../sim/http";
+import { errorBody, listenHttp, readBody, send, sendText } from "../sim/http";
 import {
   BadRequest,
   type Body,
@@ -227,32 +226,14 @@ export async function startEngineServer(
     }
   }
 
-  const sockets = new Set<Socket>();
-  const server = createServer((req, res) => {
-    handle(req, res).catch((error: unknown) => {
-      if (!res.headersSent) send(res, 500, errorBody(String(error), "server_error", 500));
-      else res.destroy();
-    });
-  });
-  server.on("connection", (socket) => {
-    sockets.add(socket);
-    socket.on("close", () => sockets.delete(socket));
-  });
-  const host = options.host ?? "127.0.0.1";
-  await new Promise<void>((resolve, reject) => {
-    server.once("error", reject);
-    server.listen(options.port ?? 0, host, () => resolve());
-  });
-  const port = (server.address() as AddressInfo).port;
-  const hostForUrl = host.includes(":") ? `[${host}]` : host;
+  const listener = await listenHttp(handle, { host: options.host, port: options.port });
   return {
-    url: `http://${hostForUrl}:${port}`,
-    port,
+    url: listener.url,
+    port: listener.port,
     model,
     stats: () => ({ ...stats, weightVersion: model.version }),
     close: async () => {
-      for (const socket of sockets) socket.destroy();
-      await new Promise<void>((resolve) => server.close(() => resolve()));
+      await listener.close();
       await model.close();
     },
   };

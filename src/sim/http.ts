@@ -1,5 +1,6 @@
 /** Plain node:http plumbing shared by the simulator and the llama.cpp engine (src/engine). */
-import type { IncomingMessage, ServerResponse } from "node:http";
+import { createServer, type IncomingMessage, type ServerResponse } from "node:http";
+import type { AddressInfo, Socket } from "node:net";
 import type { Body } from "./protocols";
 
 const MAX_BODY_BYTES = 32 * 1024 * 1024;
@@ -50,4 +51,48 @@ export function readBody(req: IncomingMessage): Promise<string> {
     req.on("end", () => resolve(Buffer.concat(chunks).toString("utf8")));
     req.on("error", reject);
   });
+}
+
+export interface HttpListener {
+  url: string;
+  port: number;
+  /** Drops open connections (keep-alive included) and stops listening. */
+  close(): Promise<void>;
+}
+
+/**
+ * Serves `handle` on host:port (0 = any free port): a handler that throws answers 500 in OpenAI's
+ * error shape, or drops the connection when its headers already went out.
+ */
+export async function listenHttp(
+  handle: (req: IncomingMessage, res: ServerResponse) => Promise<void>,
+  options: { host?: string; port?: number } = {},
+): Promise<HttpListener> {
+  const sockets = new Set<Socket>();
+  const server = createServer((req, res) => {
+    handle(req, res).catch((error: unknown) => {
+      if (!res.headersSent) send(res, 500, errorBody(String(error), "server_error", 500));
+      else res.destroy();
+    });
+  });
+  server.on("connection", (socket) => {
+    sockets.add(socket);
+    socket.on("close", () => sockets.delete(socket));
+  });
+  const host = options.host ?? "127.0.0.1";
+  await new Promise<void>((resolve, reject) => {
+    server.once("error", reject);
+    server.listen(options.port ?? 0, host, () => resolve());
+  });
+  const port = (server.address() as AddressInfo).port;
+  const hostForUrl = host.includes(":") ? `[${host}]` : host;
+  return {
+    url: `http://${hostForUrl}:${port}`,
+    port,
+    close: () =>
+      new Promise<void>((resolve) => {
+        for (const socket of sockets) socket.destroy();
+        server.close(() => resolve());
+      }),
+  };
 }

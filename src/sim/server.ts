@@ -6,13 +6,12 @@
  * weights a trainer replaces through SGLang's `POST /update_weights_from_disk` + `/flush_cache`.
  */
 import { readFile } from "node:fs/promises";
-import { createServer, type IncomingMessage, type ServerResponse } from "node:http";
-import type { AddressInfo, Socket } from "node:net";
+import type { IncomingMessage, ServerResponse } from "node:http";
 import { seededRng } from "../core/codecs/rng";
 import { getTokenizer } from "../inference/tokenizers/index";
 import { type Fault, type FaultRates, faultFor } from "./faults";
 import { type GeneratedChoice, generateChoice } from "./generator";
-import { errorBody, readBody, send, sendText, sendTruncated } from "./http";
+import { errorBody, listenHttp, readBody, send, sendText, sendTruncated } from "./http";
 import { parseWeightsFile, ToyPolicy } from "./policy";
 import {
   BadRequest,
@@ -126,7 +125,6 @@ export async function startSimulator(options: SimulatorOptions = {}): Promise<Si
       return choices;
     },
   };
-  const sockets = new Set<Socket>();
   const timers = new Set<NodeJS.Timeout>();
   let closing = false;
 
@@ -268,36 +266,24 @@ export async function startSimulator(options: SimulatorOptions = {}): Promise<Si
     }
   }
 
-  const server = createServer((req, res) => {
-    stats.inFlight++;
-    res.on("close", () => stats.inFlight--);
-    handle(req, res).catch((error: unknown) => {
-      if (!res.headersSent) send(res, 500, errorBody(String(error), "server_error", 500));
-      else res.destroy();
-    });
-  });
-  server.on("connection", (socket) => {
-    sockets.add(socket);
-    socket.on("close", () => sockets.delete(socket));
-  });
-  await new Promise<void>((resolve, reject) => {
-    server.once("error", reject);
-    server.listen(options.port ?? 0, host, () => resolve());
-  });
-  const port = (server.address() as AddressInfo).port;
-  const hostForUrl = host.includes(":") ? `[${host}]` : host;
+  const listener = await listenHttp(
+    (req, res) => {
+      stats.inFlight++;
+      res.on("close", () => stats.inFlight--);
+      return handle(req, res);
+    },
+    { host, port: options.port },
+  );
 
   return {
-    url: `http://${hostForUrl}:${port}`,
-    port,
+    url: listener.url,
+    port: listener.port,
     policy,
     stats: () => structuredClone(stats),
-    close: () =>
-      new Promise<void>((resolve) => {
-        closing = true;
-        for (const timer of timers) clearTimeout(timer);
-        for (const socket of sockets) socket.destroy();
-        server.close(() => resolve());
-      }),
+    close: () => {
+      closing = true;
+      for (const timer of timers) clearTimeout(timer);
+      return listener.close();
+    },
   };
 }

@@ -9,12 +9,20 @@
  */
 
 import { abortableSleep } from "../../core/concurrency/abortable-sleep";
-import type { InfoAnswer, RegisterEnvAnswer } from "../../core/wire/api-schemas";
+import {
+  checkpointSchema,
+  envStatusAnswerSchema,
+  type InfoAnswer,
+  infoResponseSchema,
+  type RegisterEnvAnswer,
+  registerEnvResponseSchema,
+} from "../../core/wire/api-schemas";
 import type { ScoredDataGroup } from "../../core/wire/group-types";
 import {
   ApiResponseError,
   type HttpAnswer,
   HttpClient,
+  parseAnswer,
   parseJsonAnswer,
 } from "../../core/wire/http-client";
 import type { RegisterEnv } from "../../core/wire/schemas";
@@ -122,9 +130,10 @@ export class RolloutApiClient {
     opts: { pollMs?: number; signal?: AbortSignal; onWait?: () => void } = {},
   ): Promise<RegisterEnvResponse> {
     for (;;) {
-      const res = parseJsonAnswer<{ status?: string } & Partial<RegisterEnvResponse>>(
+      const res = parseAnswer(
         await this.request("POST", "/register-env", body, opts.signal),
         "register-env",
+        registerEnvResponseSchema,
       );
       if (res.status === "success") return res as RegisterEnvResponse;
       opts.onWait?.();
@@ -133,7 +142,11 @@ export class RolloutApiClient {
   }
 
   async info(signal?: AbortSignal): Promise<ServerInfo> {
-    return parseJsonAnswer(await this.request("GET", "/info", undefined, signal), "info");
+    return parseAnswer(
+      await this.request("GET", "/info", undefined, signal),
+      "info",
+      infoResponseSchema,
+    );
   }
 
   /** GET /status-env with a JSON body `{"env_id"}`, as the Python env sends it. */
@@ -152,7 +165,7 @@ export class RolloutApiClient {
           signal,
         )
       : await this.http.send("GET", `${this.base}/status-env?env_id=${envId}`, { signal });
-    return parseJsonAnswer(res, "status-env");
+    return parseAnswer(res, "status-env", envStatusAnswerSchema);
   }
 
   async disconnectEnv(envId: number, signal?: AbortSignal): Promise<void> {
@@ -210,7 +223,8 @@ export class RolloutApiClient {
   ): Promise<{ step: number; state: JsonObject } | null> {
     const res = await this.http.send("GET", this.checkpointUrl(envId, step), { signal });
     if (res.status === 404 && res.text.includes("checkpoint")) return null;
-    return parseJsonAnswer(res, "load checkpoint");
+    const { step: saved, state } = parseAnswer(res, "load checkpoint", checkpointSchema);
+    return { step: saved, state: state as JsonObject };
   }
 
   /**

@@ -4,15 +4,13 @@
  * a = min_batch_allocation, B = batch_size, M = max_batches_offpolicy, X = status max_group_size,
  * G = group_size, S = status self_queue_size, Q = status queue_size.
  */
-import type { StatusEnv } from "../../core/wire/api-schemas";
+
+import type { z } from "zod";
+import type { envStatusAnswerSchema } from "../../core/wire/api-schemas";
 import type { BaseEnvConfig } from "../config";
 
-/**
- * The body of GET /status-env as an env reads it: `policy_version` is atropos-edge's own (the
- * original server does not send it).
- */
-export type EnvStatus = Omit<StatusEnv, "policy_version"> &
-  Partial<Pick<StatusEnv, "policy_version">>;
+/** The body of GET /status-env as an env reads it (`policy_version` only from atropos-edge). */
+export type EnvStatus = z.infer<typeof envStatusAnswerSchema>;
 
 /** max_num_workers, with -1 → per-node × number of inference servers. */
 export function resolveMaxNumWorkers(

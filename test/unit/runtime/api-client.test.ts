@@ -90,6 +90,33 @@ describe("RolloutApiClient", () => {
     expect(api.state.requests.filter((r) => r.path === "/scored_data")).toHaveLength(1);
   });
 
+  it("checks answers against the API's schemas and names the field that does not fit", async () => {
+    const answers: Record<string, unknown> = {
+      "/info": { batch_size: "64", max_token_len: 512 },
+      "/status-env": {
+        current_step: 0,
+        queue_size: 0,
+        unallocated_fraction: 1,
+        self_queue_size: 0,
+        max_group_size: 8,
+        env_weight: 1,
+      },
+    };
+    const client = new RolloutApiClient({
+      url: "http://api.test",
+      attempts: 1,
+      fetch: async (input) => {
+        const path = new URL(String(input)).pathname;
+        return Response.json(answers[path] ?? {});
+      },
+    });
+    await expect(client.info()).rejects.toThrow(/info: .*batch_size/);
+    // The original server sends no policy_version: that answer is still a status.
+    await expect(client.statusEnv(0)).resolves.toMatchObject({ max_group_size: 8 });
+    answers["/status-env"] = { current_step: 0 };
+    await expect(client.statusEnv(0)).rejects.toThrow(/status-env: .*queue_size/);
+  });
+
   it("retries network errors and then fails", async () => {
     let calls = 0;
     const client = new RolloutApiClient({

@@ -39,6 +39,11 @@ export const statusEnvSchema = z.object({
 });
 /** The answer of GET /status-env. */
 export type StatusEnv = z.infer<typeof statusEnvSchema>;
+/**
+ * The answer of GET /status-env as an env reads it: `policy_version` is atropos-edge's own (the
+ * original server does not send it).
+ */
+export const envStatusAnswerSchema = statusEnvSchema.partial({ policy_version: true });
 
 export const registerEnvResponseSchema = z.object({
   status: z.string(),
