@@ -9,6 +9,8 @@ import { canonicalGroupJson, canonicalGroupPieces } from "../core/canonical-grou
 import { type DeflatePiece, GzipAssembler, inflatePiece } from "../core/gzip-pieces";
 import { type ScoredDataInput, scoredDataSchema } from "../core/schemas";
 import type { Bindings } from "./bindings";
+import type { AppContext } from "./context";
+import type { TimedLeaseOutcome } from "./coordinator-lease";
 import { memoryCost, withMemory } from "./memory-budget";
 import { acceptsGzip } from "./request";
 import type { LeasedGroupRef } from "./storage/payloads";
@@ -183,4 +185,19 @@ export function batchResponse(
     headers: { ...all, "content-encoding": "gzip", vary: "Accept-Encoding" },
     encodeBody: "manual",
   });
+}
+
+/**
+ * Runs a lease on the coordinator and reports where its time went as Server-Timing: `lease` the
+ * whole call as the Worker saw it (the Durable Object hop included), `lease-read`, `lease-plan`
+ * and `lease-write` the coordinator's stages (coordinator-lease.ts).
+ */
+export async function timedLease(
+  c: AppContext,
+  lease: () => Promise<TimedLeaseOutcome>,
+): Promise<TimedLeaseOutcome> {
+  const timings = c.get("timings");
+  const outcome = await timings.measure("lease", lease);
+  for (const [stage, ms] of Object.entries(outcome.stages)) timings.record(`lease-${stage}`, ms);
+  return outcome;
 }

@@ -20,7 +20,9 @@ import {
   type LeaseOptions,
   type LeaseOutcome,
   leaseLocked,
+  newStages,
   planLease,
+  type TimedLeaseOutcome,
 } from "./coordinator-lease";
 import { registerEnvTransition } from "./coordinator-register";
 import { type RpcResult, rpcError } from "./errors";
@@ -165,9 +167,10 @@ export class RunCoordinator extends DurableObject<BaseBindings> {
     });
   }
 
-  async compatBatch(run: string, holder: string | null): Promise<LeaseOutcome> {
+  async compatBatch(run: string, holder: string | null): Promise<TimedLeaseOutcome> {
     return this.exclusive(async () => {
       const started = performance.now();
+      const stages = newStages();
       const now = clockNow();
       // At-least-once for unmodified Atropos trainers: pulling again acknowledges the last batch.
       const state = await readLeaseState(this.db, run, {
@@ -176,20 +179,21 @@ export class RunCoordinator extends DurableObject<BaseBindings> {
         windowLimit: this.memory.windowHint,
         ackCompat: true,
       });
+      stages.read = performance.now() - started;
       if (state.compatAcked > 0) {
         // Replay: what those batches carried at or above the threshold joins the buffer before
         // this lease draws from it.
         if (state.run?.replayEnabled) await this.db.batch(admitCompatAcked(this.db, run, now));
         await this.scheduleRetention(run, now);
       }
-      if (!state.run?.registered) return { kind: "not_registered" };
+      if (!state.run?.registered) return { kind: "not_registered", stages };
       const leaseSeconds = settingsOf(this.env).COMPAT_LEASE_SECONDS;
-      return leaseLocked(
+      const outcome = await leaseLocked(
         this.leaseContext,
         run,
         state.run,
         state,
-        { now, started },
+        { now, started, stages },
         {
           consumer: "compat",
           leaseSeconds,
@@ -197,12 +201,14 @@ export class RunCoordinator extends DurableObject<BaseBindings> {
           holder,
         },
       );
+      return { ...outcome, stages };
     });
   }
 
-  async lease(run: string, options: LeaseOptions): Promise<LeaseOutcome> {
+  async lease(run: string, options: LeaseOptions): Promise<TimedLeaseOutcome> {
     return this.exclusive(async () => {
       const started = performance.now();
+      const stages = newStages();
       const now = clockNow();
       const state = await readLeaseState(this.db, run, {
         now,
@@ -210,8 +216,13 @@ export class RunCoordinator extends DurableObject<BaseBindings> {
         windowLimit: this.memory.windowHint,
         ackCompat: false,
       });
-      if (!state.run?.registered) return { kind: "not_registered" };
-      return leaseLocked(this.leaseContext, run, state.run, state, { now, started }, options);
+      stages.read = performance.now() - started;
+      if (!state.run?.registered) return { kind: "not_registered", stages };
+      const at = { now, started, stages };
+      return {
+        ...(await leaseLocked(this.leaseContext, run, state.run, state, at, options)),
+        stages,
+      };
     });
   }
 
