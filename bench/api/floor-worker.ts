@@ -27,11 +27,15 @@ export class FloorObject extends DurableObject<FloorEnv> {
   }
 
   /** One D1 round trip reading, and with `write` a second one writing (a lease's minimum). */
-  async readWrite(write: boolean): Promise<number> {
+  async readWrite(write: boolean, statements = 1): Promise<number> {
     const db = this.env.DB;
     this.ready ??= db.prepare("CREATE TABLE IF NOT EXISTS leases (id INTEGER PRIMARY KEY)").run();
     await this.ready;
-    const read = await db.batch([db.prepare("SELECT COUNT(*) AS n FROM leases WHERE id < 0")]);
+    const read = await db.batch(
+      Array.from({ length: statements }, () =>
+        db.prepare("SELECT COUNT(*) AS n FROM leases WHERE id < 0"),
+      ),
+    );
     if (write) await db.batch([db.prepare("INSERT INTO leases DEFAULT VALUES")]);
     return read.length;
   }
@@ -55,7 +59,8 @@ export default {
     if (path.startsWith("/do")) {
       const object = env.FLOOR_DO.get(env.FLOOR_DO.idFromName("floor"));
       if (path === "/do") return json({ n: await object.noop() });
-      return json({ n: await object.readWrite(path === "/do-read-write") });
+      const statements = path === "/do-read5" ? 5 : 1;
+      return json({ n: await object.readWrite(path === "/do-read-write", statements) });
     }
     if (path !== "/scored_data") return json({ detail: "not found" }, 404);
     tableReady ??= env.DB.prepare(

@@ -45,7 +45,8 @@ export interface LeaseStages {
   write: number;
 }
 
-export type TimedLeaseOutcome = LeaseOutcome & { stages: LeaseStages };
+/** `stages` is empty for an answer the coordinator gave from memory, without D1. */
+export type TimedLeaseOutcome = LeaseOutcome & { stages: Partial<LeaseStages> };
 
 export function newStages(): LeaseStages {
   return { read: 0, plan: 0, write: 0 };

@@ -190,7 +190,8 @@ export function batchResponse(
 /**
  * Runs a lease on the coordinator and reports where its time went as Server-Timing: `lease` the
  * whole call as the Worker saw it (the Durable Object hop included), `lease-read`, `lease-plan`
- * and `lease-write` the coordinator's stages (coordinator-lease.ts).
+ * and `lease-write` the coordinator's stages (coordinator-lease.ts), or `lease` described as "from
+ * memory" when the coordinator answered without D1 (a repeated empty lease).
  */
 export async function timedLease(
   c: AppContext,
@@ -198,6 +199,8 @@ export async function timedLease(
 ): Promise<TimedLeaseOutcome> {
   const timings = c.get("timings");
   const outcome = await timings.measure("lease", lease);
-  for (const [stage, ms] of Object.entries(outcome.stages)) timings.record(`lease-${stage}`, ms);
+  const stages = Object.entries(outcome.stages);
+  if (stages.length === 0) timings.describe("lease", "from memory");
+  for (const [stage, ms] of stages) timings.record(`lease-${stage}`, ms);
   return outcome;
 }

@@ -29,7 +29,7 @@ import { type RpcResult, rpcError } from "./errors";
 import { collectGarbage, nextExpiry, retentionMs } from "./retention";
 import { settingsOf } from "./settings";
 import { ackLease, getLease } from "./storage/acks";
-import { queueBuffered, readBuffered, readLeaseState } from "./storage/leases";
+import { type LeaseState, queueBuffered, readBuffered, readLeaseState } from "./storage/leases";
 import { deletePayloadPrefix, type LeasedGroupRef } from "./storage/payloads";
 import { admitAckedBatch, admitCompatAcked } from "./storage/replay";
 import { deleteRunRows, runWorkersAndEnvs } from "./storage/reset";
@@ -47,6 +47,11 @@ export type RegisterEnvResponse = RegisterEnvAnswer;
 
 /** How long a diagnosis is reused while the queue's counts stay the same (env activity ages). */
 const DIAGNOSIS_TTL_MS = 5000;
+/**
+ * How long an empty lease's answer is reused without D1 while nothing changed (a bound on any
+ * writer that queues groups without `noteQueued`; the reason's wording may age meanwhile).
+ */
+const EMPTY_TTL_MS = 10_000;
 
 export class RunCoordinator extends DurableObject<BaseBindings> {
   private tail: Promise<unknown> = Promise.resolve();
@@ -60,10 +65,18 @@ export class RunCoordinator extends DurableObject<BaseBindings> {
   };
   /** The last diagnosis, valid while nothing here changed the queue and `key` matches. */
   private diagnosis: { key: string; at: number; reason: string | null } | null = null;
+  /** Counts transitions begun and queued groups announced: what an empty answer depends on. */
+  private changes = 0;
+  /**
+   * The last empty lease's answer, read from D1 when `changes` was `at`: reused while nothing
+   * changed (no transition, no group queued: `noteQueued`), so empty pulls skip D1.
+   */
+  private empty: { at: number; until: number; reason: string } | null = null;
 
   /** Runs `fn` after every earlier state transition has finished (awaits open the input gate). */
   private exclusive<T>(fn: () => Promise<T>): Promise<T> {
     this.diagnosis = null;
+    this.changes++;
     const next = this.tail.then(fn, fn);
     this.tail = next.catch(() => undefined);
     return next;
@@ -167,8 +180,38 @@ export class RunCoordinator extends DurableObject<BaseBindings> {
     });
   }
 
+  /**
+   * Ingest calls this once groups it stored are queued, before it answers: an empty answer
+   * remembered before then is not given again.
+   */
+  noteQueued(): void {
+    this.changes++;
+  }
+
+  /** The remembered empty answer, if nothing changed since it was read (no D1 round trip). */
+  private emptyAnswer(): TimedLeaseOutcome | null {
+    const empty = this.empty;
+    if (!empty || empty.at !== this.changes || clockNow() >= empty.until) return null;
+    return { kind: "none", reason: empty.reason, stages: {} };
+  }
+
+  /**
+   * Remembers an empty answer read under `at` when it holds for every trainer until something
+   * changes: no lease out (none can expire meanwhile), no replay buffer to draw from, no stale
+   * groups to queue again, and no transition or queued group since the read began.
+   */
+  private rememberEmpty(at: number, state: LeaseState, outcome: LeaseOutcome): void {
+    if (outcome.kind !== "none" || at !== this.changes) return;
+    if (state.window.length > 0 || state.leased > 0 || state.run?.replayEnabled) return;
+    if (this.memory.staleMayExist) return;
+    this.empty = { at, until: clockNow() + EMPTY_TTL_MS, reason: outcome.reason };
+  }
+
   async compatBatch(run: string, holder: string | null): Promise<TimedLeaseOutcome> {
+    const empty = this.emptyAnswer();
+    if (empty) return empty;
     return this.exclusive(async () => {
+      const at = this.changes;
       const started = performance.now();
       const stages = newStages();
       const now = clockNow();
@@ -201,12 +244,17 @@ export class RunCoordinator extends DurableObject<BaseBindings> {
           holder,
         },
       );
+      this.rememberEmpty(at, state, outcome);
       return { ...outcome, stages };
     });
   }
 
   async lease(run: string, options: LeaseOptions): Promise<TimedLeaseOutcome> {
+    // A staleness bound evicts on an empty answer: only bound-free pulls reuse one.
+    const empty = options.maxStaleness === null ? this.emptyAnswer() : null;
+    if (empty) return empty;
     return this.exclusive(async () => {
+      const seen = this.changes;
       const started = performance.now();
       const stages = newStages();
       const now = clockNow();
@@ -219,10 +267,9 @@ export class RunCoordinator extends DurableObject<BaseBindings> {
       stages.read = performance.now() - started;
       if (!state.run?.registered) return { kind: "not_registered", stages };
       const at = { now, started, stages };
-      return {
-        ...(await leaseLocked(this.leaseContext, run, state.run, state, at, options)),
-        stages,
-      };
+      const outcome = await leaseLocked(this.leaseContext, run, state.run, state, at, options);
+      if (options.maxStaleness === null) this.rememberEmpty(seen, state, outcome);
+      return { ...outcome, stages };
     });
   }
 
