@@ -200,22 +200,24 @@ async function main() {
   }
   if (leases.length) {
     console.log(
-      "\n| queued groups (mixed 1–16 × 32 tok) | lease p50 ms | lease p99 ms (median of rounds) | p99 per round | max ms |",
+      "\n| queued groups (mixed 1–16 × 32 tok) | lease p50 ms | lease p99 ms (median of rounds) | p99 per round | max ms | server phases p50/p99 ms |",
     );
-    console.log("|---|---|---|---|---|");
+    console.log("|---|---|---|---|---|---|");
     for (const r of leases)
       console.log(
-        `| ${r.queued_groups} | ${n(r.lease_p50_ms)} | **${n(r.lease_p99_ms)}** | ${r.rounds_p99_ms} | ${n(r.lease_max_ms)} |`,
+        `| ${r.queued_groups} | ${n(r.lease_p50_ms)} | **${n(r.lease_p99_ms)}** | ${r.rounds_p99_ms} | ${n(r.lease_max_ms)} | ${r.server_ms} |`,
       );
   }
   if (empty) {
     console.log(
-      `\nEmpty lease: ${empty.requests_per_lease} HTTP request each, answered ${empty.status}; p50 ${n(empty.lease_p50_ms)} ms, p99 **${n(empty.lease_p99_ms)} ms** (rounds ${empty.rounds_p99_ms}).`,
+      `\nEmpty lease: ${empty.requests_per_lease} HTTP request each, answered ${empty.status}; p50 ${n(empty.lease_p50_ms)} ms, p99 **${n(empty.lease_p99_ms)} ms** (rounds ${empty.rounds_p99_ms}); server phases p50/p99 ms: ${empty.server_ms}.`,
     );
   }
   if (noop) {
     console.log(
-      `Floor for a round trip (bare Worker, no-op GET, same Miniflare): p99 ${n(noop.noop_p99_ms)} ms (rounds ${noop.rounds_p99_ms}).`,
+      `Floors (bare Worker on the same Miniflare), p50/p99 ms: ${Object.entries(noop)
+        .map(([name, f]) => `${name} ${n(f.p50_ms)}/**${n(f.p99_ms)}** (rounds ${f.rounds_p99_ms})`)
+        .join("; ")}.`,
     );
   }
   if (list) {

@@ -1,16 +1,44 @@
 /**
  * The floor (bench:api `--floor`): a bare Worker on the same Miniflare doing only the work no
  * rollout API can skip for a submitted group: read the body, inflate it when gzip, parse it,
- * validate it with the same schema (src/core/wire/schemas.ts), and make it durable with one write (one
+ * validate it with the same schema (src/core/schemas.ts), and make it durable with one write (one
  * D1 row, or one R2 object over 1 MiB, as received). No framework, auth, dedupe, canonical form or
  * delivery. The trainer routes answer canned JSON so the same load generator can drive it.
+ *
+ * The lease floors: `/do` a no-op call to a Durable Object (the hop every lease takes to its
+ * run's coordinator), `/do-read` that object reading D1 once (the least an empty lease can do
+ * without memory of the queue), `/do-read-write` once more writing (the least a lease can do).
  */
+import { DurableObject } from "cloudflare:workers";
 import { gunzipBounded } from "../../src/core/codecs/gzip";
 import { scoredDataSchema } from "../../src/core/wire/schemas";
 
 interface FloorEnv {
   DB: D1Database;
   R2: R2Bucket;
+  FLOOR_DO: DurableObjectNamespace<FloorObject>;
+}
+
+export class FloorObject extends DurableObject<FloorEnv> {
+  private ready: Promise<unknown> | null = null;
+
+  noop(): number {
+    return 0;
+  }
+
+  /** One D1 round trip reading, and with `write` a second one writing (a lease's minimum). */
+  async readWrite(write: boolean, statements = 1): Promise<number> {
+    const db = this.env.DB;
+    this.ready ??= db.prepare("CREATE TABLE IF NOT EXISTS leases (id INTEGER PRIMARY KEY)").run();
+    await this.ready;
+    const read = await db.batch(
+      Array.from({ length: statements }, () =>
+        db.prepare("SELECT COUNT(*) AS n FROM leases WHERE id < 0"),
+      ),
+    );
+    if (write) await db.batch([db.prepare("INSERT INTO leases DEFAULT VALUES")]);
+    return read.length;
+  }
 }
 
 const decoder = new TextDecoder();
@@ -28,6 +56,12 @@ export default {
       return json({ status: "success", env_id: 0, wandb_name: "floor", checkpoint_dir: "c" });
     }
     if (path === "/batch") return json({ batch: null });
+    if (path.startsWith("/do")) {
+      const object = env.FLOOR_DO.get(env.FLOOR_DO.idFromName("floor"));
+      if (path === "/do") return json({ n: await object.noop() });
+      const statements = path === "/do-read5" ? 5 : 1;
+      return json({ n: await object.readWrite(path === "/do-read-write", statements) });
+    }
     if (path !== "/scored_data") return json({ detail: "not found" }, 404);
     tableReady ??= env.DB.prepare(
       "CREATE TABLE IF NOT EXISTS payloads (id INTEGER PRIMARY KEY, body BLOB NOT NULL)",

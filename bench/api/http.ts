@@ -28,7 +28,7 @@ export class Client {
     path: string,
     body?: Body,
     headers: Record<string, string> = {},
-  ): Promise<{ status: number; text: string }> {
+  ): Promise<{ status: number; text: string; serverTiming: string }> {
     this.requests++;
     const res = await this.pool.request({
       method,
@@ -44,7 +44,11 @@ export class Client {
     // undici does not inflate: a gzip answer (the trainer asks for one, as Python's requests does)
     // is inflated here, as the trainer's client would.
     const gzip = String(res.headers["content-encoding"] ?? "").includes("gzip");
-    return { status: res.statusCode, text: (gzip ? gunzipSync(bytes) : bytes).toString("utf8") };
+    return {
+      status: res.statusCode,
+      text: (gzip ? gunzipSync(bytes) : bytes).toString("utf8"),
+      serverTiming: String(res.headers["server-timing"] ?? ""),
+    };
   }
 
   async get(path: string, headers: Record<string, string> = {}) {

@@ -10,6 +10,28 @@ import { registerTrainer } from "./workloads";
 
 const LEASE = "/v1/runs/default/batches/lease";
 
+/** The server's Server-Timing phases of each lease (ms by phase name), for the stage breakdown. */
+class Stages {
+  private readonly byName = new Map<string, number[]>();
+
+  add(header: string): void {
+    for (const entry of header.split(",")) {
+      const match = /^\s*([\w-]+);dur=([\d.]+)/.exec(entry);
+      if (match)
+        this.byName.set(match[1]!, [...(this.byName.get(match[1]!) ?? []), Number(match[2])]);
+    }
+  }
+
+  /** "name p50/p99" per phase, in the order the server reported them. */
+  summary(): string {
+    return [...this.byName]
+      .map(
+        ([name, ms]) => `${name} ${percentile(ms, 50).toFixed(1)}/${percentile(ms, 99).toFixed(1)}`,
+      )
+      .join(", ");
+  }
+}
+
 async function fillQueue(client: Client, from: number, to: number, serial: { n: number }) {
   const sizes = [1, 2, 4, 8, 16, 3, 5, 6];
   for (let queued = from; queued < to; ) {
@@ -35,6 +57,8 @@ export interface LeaseRow {
   lease_p99_ms: number;
   lease_max_ms: number;
   rounds_p99_ms: string;
+  /** Server-Timing phases, p50/p99 ms each (src/api/delivery.ts `timedLease`). */
+  server_ms: string;
 }
 
 /** Lease + ack round trips at each depth (mixed group sizes 1..16, 32-token sequences). */
@@ -52,6 +76,7 @@ export async function leaseDepthScan(
     for (const depth of depths) {
       const p99s: number[] = [];
       const all: number[] = [];
+      const stages = new Stages();
       for (let round = 0; round < options.rounds; round++) {
         // Topped up before each round, so every round leases from `depth` queued groups.
         await fillQueue(client, queued, depth, serial);
@@ -61,6 +86,7 @@ export async function leaseDepthScan(
           const res = await client.request("POST", LEASE, "{}");
           latencies.push(performance.now() - t0);
           if (res.status !== 200) throw new Error(`lease → ${res.status}: ${res.text}`);
+          stages.add(res.serverTiming);
           const body = JSON.parse(res.text) as { batch_id: string };
           await client.post(`/v1/runs/default/batches/${body.batch_id}/ack`, "{}");
         }
@@ -77,6 +103,7 @@ export async function leaseDepthScan(
         lease_p99_ms: median(p99s),
         lease_max_ms: Math.max(...all),
         rounds_p99_ms: p99s.map((p) => p.toFixed(1)).join(" / "),
+        server_ms: stages.summary(),
       });
     }
     return rows;
@@ -86,25 +113,51 @@ export async function leaseDepthScan(
   }
 }
 
+/** The floors' paths (floor-worker.ts), from a no-op GET to a Durable Object reading and writing D1. */
+const FLOORS = {
+  noop: "/",
+  do_call: "/do",
+  do_d1_read: "/do-read",
+  do_d1_read_write: "/do-read-write",
+} as const;
+
+export type FloorRow = Record<
+  keyof typeof FLOORS,
+  { p50_ms: number; p99_ms: number; rounds_p99_ms: string }
+>;
+
 /**
- * The floor for a round trip: the bare Worker (floor-worker.ts) answering a no-op GET on the same
- * Miniflare, timed like a lease (p99 per round, median of rounds).
+ * The floors for a round trip, on the bare Worker (floor-worker.ts) on the same Miniflare, each
+ * timed like a lease (p99 per round, median of rounds): a no-op GET, a no-op Durable Object call,
+ * and that object reading D1 once (an empty lease's least) and then writing once (a lease's).
  */
-export async function noopFloor(options: TargetOptions & { rounds: number; leases: number }) {
+export async function noopFloor(
+  options: TargetOptions & { rounds: number; leases: number },
+): Promise<FloorRow> {
   const target = await startTarget("floor", options);
   const client = new Client(target.url, target.headers, 1);
   try {
-    const p99s: number[] = [];
-    for (let round = 0; round < options.rounds; round++) {
-      const latencies: number[] = [];
-      for (let i = 0; i < options.leases; i++) {
-        const t0 = performance.now();
-        await client.get("/");
-        latencies.push(performance.now() - t0);
+    const row: Partial<FloorRow> = {};
+    for (const [name, path] of Object.entries(FLOORS) as [keyof typeof FLOORS, string][]) {
+      const p99s: number[] = [];
+      const all: number[] = [];
+      for (let round = 0; round < options.rounds; round++) {
+        const latencies: number[] = [];
+        for (let i = 0; i < options.leases; i++) {
+          const t0 = performance.now();
+          await client.get(path);
+          latencies.push(performance.now() - t0);
+        }
+        p99s.push(percentile(latencies, 99));
+        all.push(...latencies);
       }
-      p99s.push(percentile(latencies, 99));
+      row[name] = {
+        p50_ms: percentile(all, 50),
+        p99_ms: median(p99s),
+        rounds_p99_ms: p99s.map((p) => p.toFixed(1)).join(" / "),
+      };
     }
-    return { noop_p99_ms: median(p99s), rounds_p99_ms: p99s.map((p) => p.toFixed(1)).join(" / ") };
+    return row as FloorRow;
   } finally {
     await client.close();
     await target.stop();
@@ -119,6 +172,7 @@ export async function emptyLease(options: TargetOptions & { rounds: number; leas
     await registerTrainer(client, 64);
     const p99s: number[] = [];
     const all: number[] = [];
+    const stages = new Stages();
     for (let round = 0; round < options.rounds; round++) {
       const latencies: number[] = [];
       for (let i = 0; i < options.leases; i++) {
@@ -131,6 +185,7 @@ export async function emptyLease(options: TargetOptions & { rounds: number; leas
             `an empty lease must be answered 204 by its one request; got ${res.status} after ${client.requests - before} requests`,
           );
         }
+        stages.add(res.serverTiming);
       }
       p99s.push(percentile(latencies, 99));
       all.push(...latencies);
@@ -141,6 +196,7 @@ export async function emptyLease(options: TargetOptions & { rounds: number; leas
       lease_p50_ms: percentile(all, 50),
       lease_p99_ms: median(p99s),
       rounds_p99_ms: p99s.map((p) => p.toFixed(1)).join(" / "),
+      server_ms: stages.summary(),
     };
   } finally {
     await client.close();

@@ -207,7 +207,7 @@ async function startFloor(o: TargetOptions): Promise<Target> {
       bundle: true,
       format: "esm",
       platform: "neutral",
-      external: ["node:*"],
+      external: ["node:*", "cloudflare:*"],
       write: false,
       minify: false,
     });
@@ -225,6 +225,7 @@ async function startFloor(o: TargetOptions): Promise<Target> {
         compatibilityFlags: ["nodejs_compat"],
         d1Databases: ["DB"],
         r2Buckets: ["R2"],
+        durableObjects: { FLOOR_DO: "FloorObject" },
         unsafeDirectSockets: [{ host: "127.0.0.1", port: port() }],
       },
     ],
@@ -232,6 +233,7 @@ async function startFloor(o: TargetOptions): Promise<Target> {
     port: 0,
     logRequests: false,
     d1Persist: join(persist, "d1"),
+    durableObjectsPersist: join(persist, "do"),
     r2Persist: join(persist, "r2"),
   });
   await mf.ready;

@@ -34,6 +34,24 @@ export type LeaseOutcome =
   | { kind: "none"; reason: string }
   | { kind: "not_registered" };
 
+/**
+ * Where a lease's time went inside the coordinator, in ms (the routes send it as Server-Timing):
+ * `read` the lease state, `plan` choosing the groups (with any extra reads), `write` forming or
+ * renewing the lease. Timed with performance.now, which workerd advances only across I/O.
+ */
+export interface LeaseStages {
+  read: number;
+  plan: number;
+  write: number;
+}
+
+/** `stages` is empty for an answer the coordinator gave from memory, without D1. */
+export type TimedLeaseOutcome = LeaseOutcome & { stages: Partial<LeaseStages> };
+
+export function newStages(): LeaseStages {
+  return { read: 0, plan: 0, write: 0 };
+}
+
 export interface LeaseOptions {
   consumer: "compat" | "lease";
   leaseSeconds: number;
@@ -88,10 +106,15 @@ export async function leaseLocked(
   runRow: RunRow,
   state: LeaseState,
   /** `started`: when this lease began reading (formation time counts the reads). */
-  { now, started }: { now: number; started: number },
+  { now, started, stages }: { now: number; started: number; stages: LeaseStages },
   options: LeaseOptions,
 ): Promise<LeaseOutcome> {
   const { db, memory } = cx;
+  const planStarted = performance.now();
+  const planned = () => {
+    stages.plan = performance.now() - planStarted;
+    return performance.now();
+  };
   const leaseExpiresAt = now + Math.round(options.leaseSeconds * 1000);
   const leaseId = crypto.randomUUID();
   const minVersion = minAcceptedVersion(runRow.policyVersion, options.maxStaleness);
@@ -107,12 +130,14 @@ export async function leaseLocked(
       const head = await queuedWindow(db, run, minVersion, memory.windowHint);
       queue = { ...state, window: head, windowComplete: head.length < memory.windowHint };
     } else {
+      const writeStarted = planned();
       await renewLease(db, expired.id, {
         leaseId,
         leaseExpiresAt,
         consumer: options.consumer,
         holder: options.holder,
       });
+      stages.write = performance.now() - writeStarted;
       return {
         kind: "batch",
         batchId: expired.id,
@@ -135,6 +160,7 @@ export async function leaseLocked(
     packed = await planLease(cx, run, queue, runRow.batchSize, minVersion, now, replay);
   }
   if (!packed.ok) {
+    planned();
     if (minVersion === null || options.maxStaleness === null) {
       return { kind: "none", reason: packed.reason };
     }
@@ -159,6 +185,7 @@ export async function leaseLocked(
     : 0;
   const evict =
     minVersion !== null && (memory.evictedBelow === null || minVersion > memory.evictedBelow);
+  const writeStarted = planned();
   const groups = await formLease(
     db,
     run,
@@ -184,6 +211,7 @@ export async function leaseLocked(
       ...(evict && minVersion !== null ? [evictStaleStatement(db, run, minVersion)] : []),
     ],
   );
+  stages.write = performance.now() - writeStarted;
   if (evict) {
     memory.evictedBelow = minVersion;
     memory.staleMayExist = true;

@@ -10,6 +10,8 @@ import { type DeflatePiece, GzipAssembler, inflatePiece } from "../core/codecs/g
 import { canonicalGroupJson, canonicalGroupPieces } from "../core/wire/canonical-group";
 import { type ScoredDataInput, scoredDataSchema } from "../core/wire/schemas";
 import type { Bindings } from "./bindings";
+import type { AppContext } from "./context";
+import type { TimedLeaseOutcome } from "./coordinator-lease";
 import { memoryCost, withMemory } from "./memory-budget";
 import { acceptsGzip } from "./request";
 import type { LeasedGroupRef } from "./storage/payloads";
@@ -184,4 +186,22 @@ export function batchResponse(
     headers: { ...all, "content-encoding": "gzip", vary: "Accept-Encoding" },
     encodeBody: "manual",
   });
+}
+
+/**
+ * Runs a lease on the coordinator and reports where its time went as Server-Timing: `lease` the
+ * whole call as the Worker saw it (the Durable Object hop included), `lease-read`, `lease-plan`
+ * and `lease-write` the coordinator's stages (coordinator-lease.ts), or `lease` described as "from
+ * memory" when the coordinator answered without D1 (a repeated empty lease).
+ */
+export async function timedLease(
+  c: AppContext,
+  lease: () => Promise<TimedLeaseOutcome>,
+): Promise<TimedLeaseOutcome> {
+  const timings = c.get("timings");
+  const outcome = await timings.measure("lease", lease);
+  const stages = Object.entries(outcome.stages);
+  if (stages.length === 0) timings.describe("lease", "from memory");
+  for (const [stage, ms] of stages) timings.record(`lease-${stage}`, ms);
+  return outcome;
 }

@@ -121,6 +121,11 @@ async function writeCommit(env: Bindings, run: string, items: IngestItem[]) {
   if (toR2.length > 0 && rows.every((row, i) => row === null || items[i]!.inline !== null)) {
     await env.PAYLOADS.delete(key);
   }
+  // Before anyone is answered: the coordinator must not repeat an empty lease answer now (a
+  // duplicate too: the copy it retries may have been stored by a commit that failed to say so).
+  if (!rows.every((row) => row?.status === "buffered")) {
+    await env.RUN_COORDINATOR.get(env.RUN_COORDINATOR.idFromName(run)).noteQueued();
+  }
   return rows.map((row): CommittedItem => ({ row, r2Ms, d1Ms }));
 }
 

@@ -20,14 +20,16 @@ import {
   type LeaseOptions,
   type LeaseOutcome,
   leaseLocked,
+  newStages,
   planLease,
+  type TimedLeaseOutcome,
 } from "./coordinator-lease";
 import { registerEnvTransition } from "./coordinator-register";
 import { type RpcResult, rpcError } from "./errors";
 import { collectGarbage, nextExpiry, retentionMs } from "./retention";
 import { settingsOf } from "./settings";
 import { ackLease, getLease } from "./storage/acks";
-import { queueBuffered, readBuffered, readLeaseState } from "./storage/leases";
+import { type LeaseState, queueBuffered, readBuffered, readLeaseState } from "./storage/leases";
 import { deletePayloadPrefix, type LeasedGroupRef } from "./storage/payloads";
 import { admitAckedBatch, admitCompatAcked } from "./storage/replay";
 import { deleteRunRows, runWorkersAndEnvs } from "./storage/reset";
@@ -45,6 +47,11 @@ export type RegisterEnvResponse = RegisterEnvAnswer;
 
 /** How long a diagnosis is reused while the queue's counts stay the same (env activity ages). */
 const DIAGNOSIS_TTL_MS = 5000;
+/**
+ * How long an empty lease's answer is reused without D1 while nothing changed (a bound on any
+ * writer that queues groups without `noteQueued`; the reason's wording may age meanwhile).
+ */
+const EMPTY_TTL_MS = 10_000;
 
 export class RunCoordinator extends DurableObject<BaseBindings> {
   private tail: Promise<unknown> = Promise.resolve();
@@ -58,10 +65,18 @@ export class RunCoordinator extends DurableObject<BaseBindings> {
   };
   /** The last diagnosis, valid while nothing here changed the queue and `key` matches. */
   private diagnosis: { key: string; at: number; reason: string | null } | null = null;
+  /** Counts transitions begun and queued groups announced: what an empty answer depends on. */
+  private changes = 0;
+  /**
+   * The last empty lease's answer, read from D1 when `changes` was `at`: reused while nothing
+   * changed (no transition, no group queued: `noteQueued`), so empty pulls skip D1.
+   */
+  private empty: { at: number; until: number; reason: string } | null = null;
 
   /** Runs `fn` after every earlier state transition has finished (awaits open the input gate). */
   private exclusive<T>(fn: () => Promise<T>): Promise<T> {
     this.diagnosis = null;
+    this.changes++;
     const next = this.tail.then(fn, fn);
     this.tail = next.catch(() => undefined);
     return next;
@@ -165,9 +180,40 @@ export class RunCoordinator extends DurableObject<BaseBindings> {
     });
   }
 
-  async compatBatch(run: string, holder: string | null): Promise<LeaseOutcome> {
+  /**
+   * Ingest calls this once groups it stored are queued, before it answers: an empty answer
+   * remembered before then is not given again.
+   */
+  noteQueued(): void {
+    this.changes++;
+  }
+
+  /** The remembered empty answer, if nothing changed since it was read (no D1 round trip). */
+  private emptyAnswer(): TimedLeaseOutcome | null {
+    const empty = this.empty;
+    if (!empty || empty.at !== this.changes || clockNow() >= empty.until) return null;
+    return { kind: "none", reason: empty.reason, stages: {} };
+  }
+
+  /**
+   * Remembers an empty answer read under `at` when it holds for every trainer until something
+   * changes: no lease out (none can expire meanwhile), no replay buffer to draw from, no stale
+   * groups to queue again, and no transition or queued group since the read began.
+   */
+  private rememberEmpty(at: number, state: LeaseState, outcome: LeaseOutcome): void {
+    if (outcome.kind !== "none" || at !== this.changes) return;
+    if (state.window.length > 0 || state.leased > 0 || state.run?.replayEnabled) return;
+    if (this.memory.staleMayExist) return;
+    this.empty = { at, until: clockNow() + EMPTY_TTL_MS, reason: outcome.reason };
+  }
+
+  async compatBatch(run: string, holder: string | null): Promise<TimedLeaseOutcome> {
+    const empty = this.emptyAnswer();
+    if (empty) return empty;
     return this.exclusive(async () => {
+      const at = this.changes;
       const started = performance.now();
+      const stages = newStages();
       const now = clockNow();
       // At-least-once for unmodified Atropos trainers: pulling again acknowledges the last batch.
       const state = await readLeaseState(this.db, run, {
@@ -176,20 +222,21 @@ export class RunCoordinator extends DurableObject<BaseBindings> {
         windowLimit: this.memory.windowHint,
         ackCompat: true,
       });
+      stages.read = performance.now() - started;
       if (state.compatAcked > 0) {
         // Replay: what those batches carried at or above the threshold joins the buffer before
         // this lease draws from it.
         if (state.run?.replayEnabled) await this.db.batch(admitCompatAcked(this.db, run, now));
         await this.scheduleRetention(run, now);
       }
-      if (!state.run?.registered) return { kind: "not_registered" };
+      if (!state.run?.registered) return { kind: "not_registered", stages };
       const leaseSeconds = settingsOf(this.env).COMPAT_LEASE_SECONDS;
-      return leaseLocked(
+      const outcome = await leaseLocked(
         this.leaseContext,
         run,
         state.run,
         state,
-        { now, started },
+        { now, started, stages },
         {
           consumer: "compat",
           leaseSeconds,
@@ -197,12 +244,19 @@ export class RunCoordinator extends DurableObject<BaseBindings> {
           holder,
         },
       );
+      this.rememberEmpty(at, state, outcome);
+      return { ...outcome, stages };
     });
   }
 
-  async lease(run: string, options: LeaseOptions): Promise<LeaseOutcome> {
+  async lease(run: string, options: LeaseOptions): Promise<TimedLeaseOutcome> {
+    // A staleness bound evicts on an empty answer: only bound-free pulls reuse one.
+    const empty = options.maxStaleness === null ? this.emptyAnswer() : null;
+    if (empty) return empty;
     return this.exclusive(async () => {
+      const seen = this.changes;
       const started = performance.now();
+      const stages = newStages();
       const now = clockNow();
       const state = await readLeaseState(this.db, run, {
         now,
@@ -210,8 +264,12 @@ export class RunCoordinator extends DurableObject<BaseBindings> {
         windowLimit: this.memory.windowHint,
         ackCompat: false,
       });
-      if (!state.run?.registered) return { kind: "not_registered" };
-      return leaseLocked(this.leaseContext, run, state.run, state, { now, started }, options);
+      stages.read = performance.now() - started;
+      if (!state.run?.registered) return { kind: "not_registered", stages };
+      const at = { now, started, stages };
+      const outcome = await leaseLocked(this.leaseContext, run, state.run, state, at, options);
+      if (options.maxStaleness === null) this.rememberEmpty(seen, state, outcome);
+      return { ...outcome, stages };
     });
   }
 

@@ -1,6 +1,10 @@
 import { describe, expect, it } from "vitest";
 import { call, group, gzip, json, post, REGISTRATION, setupRun, uniqueRun } from "./helpers";
 
+const LEASE_STAGES = ["lease", "lease-read", "lease-plan", "lease-write"];
+const phasesOf = (res: Response) =>
+  (res.headers.get("server-timing") ?? "").split(", ").map((p) => p.split(";")[0]);
+
 describe("Atropos wire compatibility", () => {
   it("answers / and the unregistered defaults exactly like Atropos", async () => {
     const run = uniqueRun();
@@ -265,6 +269,50 @@ describe("Atropos wire compatibility", () => {
       "d1",
     ]);
     expect(header).toMatch(/commit;dur=[\d.]+;desc="1 group from 1 request"/);
+  });
+
+  it("reports where a lease's time went in Server-Timing, empty or not, on both lease paths", async () => {
+    const run = uniqueRun();
+    const { base, envIds } = await setupRun(run, 4, [4]);
+    const empty = await post(`/v1/runs/${run}/batches/lease`, {});
+    expect(empty.status).toBe(204);
+    expect(phasesOf(empty)).toEqual(LEASE_STAGES);
+    expect((await post(`${base}/scored_data`, group(31, 4, envIds[0]!))).status).toBe(200);
+    const leased = await post(`/v1/runs/${run}/batches/lease`, {});
+    expect(leased.status).toBe(200);
+    expect(phasesOf(leased)).toEqual(LEASE_STAGES);
+    expect(leased.headers.get("server-timing")).toMatch(/^lease;dur=[\d.]+, lease-read;dur=/);
+    const pulled = await call(`${base}/batch`);
+    expect(pulled.status).toBe(200);
+    expect(phasesOf(pulled)).toEqual(LEASE_STAGES);
+  });
+
+  it("answers a repeated empty lease from memory, but never once a group is queued or a lease is out", async () => {
+    const run = uniqueRun();
+    const { base, envIds } = await setupRun(run, 4, [4]);
+    const lease = () => post(`/v1/runs/${run}/batches/lease`, {});
+    const first = await lease();
+    expect(first.status).toBe(204);
+    expect(phasesOf(first)).toEqual(LEASE_STAGES);
+    const again = await lease();
+    expect(again.status).toBe(204);
+    expect(again.headers.get("server-timing")).toMatch(/^lease;dur=[\d.]+;desc="from memory"$/);
+    expect(again.headers.get("x-atropos-edge-reason")).toBe(
+      first.headers.get("x-atropos-edge-reason"),
+    );
+    const compat = await call(`${base}/batch`);
+    expect(await compat.json()).toEqual({ batch: null });
+    expect(compat.headers.get("server-timing")).toMatch(/desc="from memory"/);
+    // A stored group reaches the very next lease.
+    expect((await post(`${base}/scored_data`, group(41, 4, envIds[0]!))).status).toBe(200);
+    const leased = await lease();
+    expect(leased.status).toBe(200);
+    // While that lease is out (it may expire and be redelivered), empty answers read D1.
+    for (let i = 0; i < 2; i++) {
+      const empty = await lease();
+      expect(empty.status).toBe(204);
+      expect(phasesOf(empty)).toEqual(LEASE_STAGES);
+    }
   });
 
   it("gzips large responses when the client accepts gzip", async () => {

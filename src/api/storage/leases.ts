@@ -25,6 +25,8 @@ export interface LeaseState {
   windowComplete: boolean;
   /** Leases of GET /batch acknowledged by this read (readLeaseState with ackCompat). */
   compatAcked: number;
+  /** Batches still leased after this read, expired or not (an empty answer lasts while none). */
+  leased: number;
 }
 
 export interface LeaseStateQuery {
@@ -126,6 +128,12 @@ const leaseReads = {
       .orderBy(asc(groups.id)),
   ),
   envs: compiled((d) => d.select().from(envs).where(eq(envs.run, p.run)).orderBy(asc(envs.envId))),
+  leased: compiled((d) =>
+    d
+      .select({ n: sql<number>`COUNT(*)` })
+      .from(batches)
+      .where(and(eq(batches.run, p.run), eq(batches.status, "leased"))),
+  ),
   window: compiled((d) =>
     d
       .select(candidateColumns)
@@ -171,13 +179,14 @@ export async function readLeaseState(
     leaseReads.expiredRefs,
     leaseReads.envs,
     leaseReads.window,
+    leaseReads.leased,
   ].map((query) => query.bind(d1, values));
   const acks = q.ackCompat
     ? [leaseReads.ackGroups.bind(d1, values), leaseReads.ackBatches.bind(d1, values)]
     : [];
   const results = await d1.batch([...acks, ...reads]);
   const compatAcked = q.ackCompat ? (results[1]!.meta.changes ?? 0) : 0;
-  const [runRows, expiredRows, expiredRefs, envRows, window] = results.slice(acks.length);
+  const [runRows, expiredRows, expiredRefs, envRows, window, leased] = results.slice(acks.length);
   const expired = leaseReads.expired.rows(expiredRows!)[0];
   const windowRows = leaseReads.window.rows(window!);
   return {
@@ -196,6 +205,7 @@ export async function readLeaseState(
     window: windowRows,
     windowComplete: windowRows.length < q.windowLimit,
     compatAcked,
+    leased: leaseReads.leased.rows(leased!)[0]?.n ?? 0,
   };
 }
 

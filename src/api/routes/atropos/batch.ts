@@ -1,7 +1,7 @@
 import { z } from "zod";
 import { deliveredGroupSchema } from "../../../core/wire/api-schemas";
 import { coordinator, runOf } from "../../context";
-import { batchResponse } from "../../delivery";
+import { batchResponse, timedLease } from "../../delivery";
 import { submitterOf } from "../../middleware/auth";
 import { defineRoute, jsonContent } from "../define";
 
@@ -31,7 +31,7 @@ export const batch = defineRoute(
   },
   async (c) => {
     const run = runOf(c);
-    const outcome = await coordinator(c, run).compatBatch(run, submitterOf(c));
+    const outcome = await timedLease(c, () => coordinator(c, run).compatBatch(run, submitterOf(c)));
     if (outcome.kind === "not_registered") {
       return c.json({
         status: "error",

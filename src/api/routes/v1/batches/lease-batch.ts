@@ -1,7 +1,7 @@
 import { leaseResponseSchema } from "../../../../core/wire/api-schemas";
 import { leaseRequestSchema } from "../../../../core/wire/schemas";
 import { coordinator, runOf } from "../../../context";
-import { batchResponse } from "../../../delivery";
+import { batchResponse, timedLease } from "../../../delivery";
 import { ApiError } from "../../../errors";
 import { submitterOf } from "../../../middleware/auth";
 import { jsonBody } from "../../../request";
@@ -30,12 +30,14 @@ export const leaseBatch = defineRoute(
   async (c) => {
     const run = runOf(c);
     const body = await jsonBody(c, leaseRequestSchema, { optional: true });
-    const outcome = await coordinator(c, run).lease(run, {
-      consumer: "lease",
-      leaseSeconds: body.lease_seconds ?? settingsOf(c.env).DEFAULT_LEASE_SECONDS,
-      maxStaleness: body.max_staleness ?? null,
-      holder: submitterOf(c),
-    });
+    const outcome = await timedLease(c, () =>
+      coordinator(c, run).lease(run, {
+        consumer: "lease",
+        leaseSeconds: body.lease_seconds ?? settingsOf(c.env).DEFAULT_LEASE_SECONDS,
+        maxStaleness: body.max_staleness ?? null,
+        holder: submitterOf(c),
+      }),
+    );
     if (outcome.kind === "not_registered") {
       throw new ApiError(
         "CONFLICT",
