@@ -85,6 +85,7 @@ export class PythonProcessPool implements Sandbox {
   private tempDir: string | null = null;
   private prepared: Promise<void> | null = null;
   private readonly warm: WarmChild[] = [];
+  private readonly fullWaiters: Array<() => void> = [];
   private readonly waiting: Array<(child: WarmChild | Error) => void> = [];
   private readonly live = new Set<ChildProcess>();
   private readonly busy = new Set<ChildProcess>();
@@ -150,6 +151,7 @@ export class PythonProcessPool implements Sandbox {
     this.live.clear();
     this.warm.length = 0;
     for (const waiter of this.waiting.splice(0)) waiter(new Error("the sandbox is closed"));
+    for (const done of this.fullWaiters.splice(0)) done();
     process.off("exit", this.removeTempDir);
     this.removeTempDir();
   }
@@ -157,6 +159,12 @@ export class PythonProcessPool implements Sandbox {
   private readonly removeTempDir = () => {
     if (this.tempDir) rmSync(this.tempDir, { recursive: true, force: true });
   };
+
+  /** Resolves once every slot of the pool holds a warm child (or the pool closed). */
+  whenFull(): Promise<void> {
+    if (this.closed || this.warm.length >= this.size) return Promise.resolve();
+    return new Promise((resolve) => this.fullWaiters.push(resolve));
+  }
 
   /** Children loaded and waiting for a run. */
   get warmCount(): number {
@@ -253,6 +261,7 @@ export class PythonProcessPool implements Sandbox {
           const waiter = this.waiting.shift();
           if (waiter) waiter(child);
           else this.warm.push(child);
+          if (this.warm.length >= this.size) for (const done of this.fullWaiters.splice(0)) done();
         })
         .catch((err: unknown) => {
           this.startupFailures++;

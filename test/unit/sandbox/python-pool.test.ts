@@ -32,7 +32,7 @@ afterAll(async () => {
 
 describe("PythonProcessPool", () => {
   it("runs stdlib Python and answers a warm call in well under a second", async () => {
-    await new Promise((resolve) => setTimeout(resolve, 1500)); // let the pool refill
+    await pool.whenFull(); // the run in beforeAll took a warm child: wait for its replacement
     const started = performance.now();
     const result = await py("import json, math\nprint(json.dumps({'r': math.isqrt(99)}))");
     const elapsed = performance.now() - started;
