@@ -140,7 +140,7 @@ export function envCountsLine(c: EnvCounts): string {
   }
   if (c.droppedBeforeSend !== null) {
     // Why matters more than how many: a reward that scores every answer alike drops every group.
-    const why = " (dropped by the env, or failed a send rule such as identical scores)";
+    const why = " (equal scores or env drops)";
     parts.push(
       `dropped ${c.droppedBeforeSend} before sending${c.droppedBeforeSend > 0 ? why : ""}`,
     );
