@@ -50,7 +50,7 @@ const { values } = parseArgs({
     "group-size": { type: "string", default: "8" },
     lr: { type: "string", default: "1e-3" },
     "warm-steps": { type: "string", default: "1500" },
-    "warm-lr": { type: "string", default: "1e-2" },
+    "warm-lr": { type: "string", default: "3e-3" },
     // Stop the warm start at this greedy accuracy on training strings (--warm-steps caps it).
     "warm-until": { type: "string", default: "0.3" },
     hidden: { type: "string", default: "128" },

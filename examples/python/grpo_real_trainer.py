@@ -3,7 +3,8 @@
     # a tiny model from a config (random init, no download) with a bundled tokenizer
     python examples/python/grpo_real_trainer.py make --tokenizer test/fixtures/tokenizers/tiny --out M
     # optional supervised warm start on the env's training split (JSONL of {"prompt", "completion"})
-    python examples/python/grpo_real_trainer.py warmstart --model M --data train.jsonl --steps 400
+    python examples/python/grpo_real_trainer.py warmstart --model M --data train.jsonl --lr 3e-3 \\
+        --steps 1500 --until-accuracy 0.3
     # serve M as GGUF (`atropos-edge engine convert M M.gguf`, then `atropos-edge start --engine M.gguf
     # --trainer-command ...`), and train: lease → clipped GRPO step → every N steps push → ack
     python examples/python/grpo_real_trainer.py train --model M --engine http://127.0.0.1:PORT \\
@@ -107,7 +108,7 @@ def warmstart(args: argparse.Namespace) -> None:
     """Supervised steps on prompt → completion pairs (loss on the completion only).
 
     With --until-accuracy the warm start stops once greedy accuracy on 200 of its own pairs reaches
-    that value (checked every 25 steps; the learning rate decays over --steps, which caps it): a
+    that value (checked every 10 steps; the learning rate decays over --steps, which caps it): a
     partly trained model whatever the seed, so RL's groups have mixed rewards."""
     tokenizer = Tokenizer.from_file(str(Path(args.model) / "tokenizer.json"))
     pairs = [json.loads(line) for line in Path(args.data).read_text().splitlines() if line.strip()]
@@ -138,7 +139,7 @@ def warmstart(args: argparse.Namespace) -> None:
         loss.backward()
         opt.step()
         sched.step()
-        if until and step % 25 == 0:
+        if until and step % 10 == 0:
             accuracy = greedy_accuracy(model, probe)
             print(
                 json.dumps({"warmstart_step": step, "loss": round(loss.item(), 4), "accuracy": accuracy}),
