@@ -27,7 +27,13 @@ import { runStart } from "../src/cli/start";
 import { engineVenvPython } from "../src/engine/convert";
 import { closeLlamaRuntime, startEngine } from "../src/engine/index";
 import { getEnvDefinition } from "../src/envs/index";
-import { type SortLettersEnv, sortItem, sortPrompt, sortSplits } from "../src/envs/sort-letters";
+import {
+  SORT_ALPHABET,
+  type SortLettersEnv,
+  sortItem,
+  sortPrompt,
+  sortSplits,
+} from "../src/envs/sort-letters";
 import { getTokenizer } from "../src/inference/tokenizers/index";
 
 const run = promisify(execFile);
@@ -43,8 +49,10 @@ const { values } = parseArgs({
     "batch-size": { type: "string", default: "64" },
     "group-size": { type: "string", default: "8" },
     lr: { type: "string", default: "1e-3" },
-    "warm-steps": { type: "string", default: "400" },
-    "warm-lr": { type: "string", default: "1e-2" },
+    "warm-steps": { type: "string", default: "1500" },
+    "warm-lr": { type: "string", default: "3e-3" },
+    // Stop the warm start at this greedy accuracy on training strings (--warm-steps caps it).
+    "warm-until": { type: "string", default: "0.3" },
     hidden: { type: "string", default: "128" },
     seeds: { type: "string", default: "1,2" },
     out: { type: "string", default: join(ROOT, "bench", "results", "real") },
@@ -65,7 +73,7 @@ const py = async (args: string[], timeout = 900_000) =>
 /** The env's training split as chat-rendered prompt → completion pairs (the warm start's data). */
 async function warmStartData(): Promise<string> {
   const tokenizer = await getTokenizer(TOKENIZER);
-  const { train } = sortSplits({ ...ENV_CONFIG, alphabet: "ABCDFGJKMP" });
+  const { train } = sortSplits({ ...ENV_CONFIG, alphabet: SORT_ALPHABET });
   const file = join(out, "warmstart-train.jsonl");
   const lines = train.map((letters) => {
     const prompt = tokenizer.applyChatTemplate([{ role: "user", content: sortPrompt(letters) }], {
@@ -78,14 +86,28 @@ async function warmStartData(): Promise<string> {
 }
 
 /** Random init + warm start for `seed`, cached under node_modules/.cache by its inputs. */
-async function warmModel(seed: number, data: string): Promise<{ dir: string; seconds: number }> {
+interface WarmModel {
+  dir: string;
+  seconds: number;
+  steps: number;
+  trainAccuracy: number | null;
+}
+
+async function warmModel(seed: number, data: string): Promise<WarmModel> {
   const hash = createHash("sha256");
   for (const f of [TRAINER, data, join(TOKENIZER, "tokenizer.json")]) hash.update(readFileSync(f));
-  hash.update(JSON.stringify([seed, values.hidden, values["warm-steps"], values["warm-lr"]]));
+  hash.update(
+    JSON.stringify([
+      seed,
+      values.hidden,
+      values["warm-steps"],
+      values["warm-lr"],
+      values["warm-until"],
+    ]),
+  );
   const dir = join(ROOT, "node_modules", ".cache", `bench-real-${hash.digest("hex").slice(0, 12)}`);
   const meta = join(dir, "warmstart.json");
-  if (existsSync(meta))
-    return JSON.parse(readFileSync(meta, "utf8")) as { dir: string; seconds: number };
+  if (existsSync(meta)) return JSON.parse(readFileSync(meta, "utf8")) as WarmModel;
   const tmp = `${dir}.tmp-${process.pid}`;
   rmSync(tmp, { recursive: true, force: true });
   const started = performance.now();
@@ -101,7 +123,7 @@ async function warmModel(seed: number, data: string): Promise<{ dir: string; sec
     "--seed",
     String(seed),
   ]);
-  await py([
+  const warmLog = await py([
     TRAINER,
     "warmstart",
     "--model",
@@ -114,12 +136,19 @@ async function warmModel(seed: number, data: string): Promise<{ dir: string; sec
     String(values["warm-steps"]),
     "--lr",
     String(values["warm-lr"]),
+    ...(Number(values["warm-until"]) > 0 ? ["--until-accuracy", String(values["warm-until"])] : []),
   ]);
   const seconds = (performance.now() - started) / 1000;
+  // The last line: {"warmstart_steps", "accuracy" (on training strings), "warmstart_seconds"}.
+  const done = JSON.parse(warmLog.trim().split("\n").at(-1) ?? "{}") as {
+    warmstart_steps: number;
+    accuracy: number | null;
+  };
   rmSync(dir, { recursive: true, force: true });
   renameSync(tmp, dir);
-  writeFileSync(meta, JSON.stringify({ dir, seconds }));
-  return { dir, seconds };
+  const warm = { dir, seconds, steps: done.warmstart_steps, trainAccuracy: done.accuracy };
+  writeFileSync(meta, JSON.stringify(warm));
+  return warm;
 }
 
 async function heldOutAccuracy(engineUrl: string): Promise<number> {
@@ -159,7 +188,7 @@ interface RunResult {
   curve: Record<string, unknown>[];
 }
 
-const { eval: heldOut } = sortSplits({ ...ENV_CONFIG, alphabet: "ABCDFGJKMP" });
+const { eval: heldOut } = sortSplits({ ...ENV_CONFIG, alphabet: SORT_ALPHABET });
 const counts = new Map<string, number>();
 for (const s of heldOut) counts.set(sortItem(s).answer, (counts.get(sortItem(s).answer) ?? 0) + 1);
 const constant = Math.max(...counts.values()) / heldOut.length;
@@ -174,6 +203,7 @@ const benchStarted = performance.now();
 for (const [i, p] of plan.entries()) {
   log(`seed ${p.seed} lr ${p.lr}: warm start`);
   const warm = await warmModel(p.seed, data);
+  log(`seed ${p.seed}: warm start ${warm.steps} steps, ${warm.trainAccuracy} on training strings`);
   const dir = join(out, `run-${i}-seed${p.seed}-lr${p.lr}`);
   rmSync(dir, { recursive: true, force: true });
   mkdirSync(dir, { recursive: true });

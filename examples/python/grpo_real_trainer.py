@@ -3,7 +3,8 @@
     # a tiny model from a config (random init, no download) with a bundled tokenizer
     python examples/python/grpo_real_trainer.py make --tokenizer test/fixtures/tokenizers/tiny --out M
     # optional supervised warm start on the env's training split (JSONL of {"prompt", "completion"})
-    python examples/python/grpo_real_trainer.py warmstart --model M --data train.jsonl --steps 400
+    python examples/python/grpo_real_trainer.py warmstart --model M --data train.jsonl --lr 3e-3 \\
+        --steps 1500 --until-accuracy 0.3
     # serve M as GGUF (`atropos-edge engine convert M M.gguf`, then `atropos-edge start --engine M.gguf
     # --trainer-command ...`), and train: lease → clipped GRPO step → every N steps push → ack
     python examples/python/grpo_real_trainer.py train --model M --engine http://127.0.0.1:PORT \\
@@ -86,8 +87,29 @@ def save(model: Any, src: str, out: str) -> None:
             shutil.copy(Path(src, name), Path(out, name))
 
 
+def greedy_accuracy(model: Any, pairs: list[tuple[list[int], list[int]]]) -> float:
+    """Exact greedy completions (as many tokens as each answer has), prompts batched by length."""
+    model.eval()
+    right = 0
+    by_length: dict[tuple[int, int], list[tuple[list[int], list[int]]]] = {}
+    for p, c in pairs:
+        by_length.setdefault((len(p), len(c)), []).append((p, c))
+    with torch.no_grad():
+        for (_, width), group in by_length.items():
+            ids = torch.tensor([p for p, _ in group])
+            for _ in range(width):
+                ids = torch.cat([ids, model(input_ids=ids).logits[:, -1].argmax(-1, keepdim=True)], 1)
+            right += sum(got == c for got, (_, c) in zip(ids[:, -width:].tolist(), group, strict=True))
+    model.train()
+    return right / max(1, len(pairs))
+
+
 def warmstart(args: argparse.Namespace) -> None:
-    """Supervised steps on prompt → completion pairs (loss on the completion only)."""
+    """Supervised steps on prompt → completion pairs (loss on the completion only).
+
+    With --until-accuracy the warm start stops once greedy accuracy on 200 of its own pairs reaches
+    that value (checked every 10 steps; the learning rate decays over --steps, which caps it): a
+    partly trained model whatever the seed, so RL's groups have mixed rewards."""
     tokenizer = Tokenizer.from_file(str(Path(args.model) / "tokenizer.json"))
     pairs = [json.loads(line) for line in Path(args.data).read_text().splitlines() if line.strip()]
     encoded = [(tokenizer.encode(p["prompt"]).ids, tokenizer.encode(p["completion"]).ids) for p in pairs]
@@ -96,8 +118,11 @@ def warmstart(args: argparse.Namespace) -> None:
     rng = random.Random(args.seed)
     torch.manual_seed(args.seed)
     opt = torch.optim.AdamW(model.parameters(), lr=args.lr, weight_decay=0.0)
+    until = args.until_accuracy
     sched = torch.optim.lr_scheduler.LambdaLR(opt, lambda i: 1 - i / args.steps)
+    probe = rng.sample(encoded, min(200, len(encoded)))
     started = time.monotonic()
+    accuracy = None
     for step in range(1, args.steps + 1):
         chosen = rng.sample(encoded, min(args.batch, len(encoded)))
         width = max(len(p) + len(c) for p, c in chosen)
@@ -114,10 +139,23 @@ def warmstart(args: argparse.Namespace) -> None:
         loss.backward()
         opt.step()
         sched.step()
-        if step % 50 == 0 or step == args.steps:
+        if until and step % 10 == 0:
+            accuracy = greedy_accuracy(model, probe)
+            print(
+                json.dumps({"warmstart_step": step, "loss": round(loss.item(), 4), "accuracy": accuracy}),
+                flush=True,
+            )
+            if accuracy >= until:
+                break
+        elif step % 50 == 0 or step == args.steps:
             print(json.dumps({"warmstart_step": step, "loss": round(loss.item(), 4)}), flush=True)
     save(model, args.model, args.out or args.model)
-    print(json.dumps({"warmstart_seconds": round(time.monotonic() - started, 1)}), flush=True)
+    done = {
+        "warmstart_steps": step,
+        "accuracy": accuracy,
+        "warmstart_seconds": round(time.monotonic() - started, 1),
+    }
+    print(json.dumps(done), flush=True)
 
 
 def converter() -> Any:
@@ -246,6 +284,7 @@ def main(argv: list[str] | None = None) -> None:
     w.add_argument("--batch", type=int, default=64)
     w.add_argument("--lr", type=float, default=1e-2)
     w.add_argument("--seed", type=int, default=0)
+    w.add_argument("--until-accuracy", type=float, default=None, help="stop at this train accuracy")
     t = sub.add_parser("train", help="GRPO on leased batches, weights pushed to the engine")
     t.add_argument("--model", required=True, help="the HF directory the engine's GGUF came from")
     t.add_argument("--engine", required=True, help="the engine's URL (no /v1)")
