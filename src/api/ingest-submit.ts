@@ -4,15 +4,16 @@
  */
 import type { ScoredDataInput } from "../core/wire/schemas";
 import type { Bindings } from "./bindings";
-import { validateGroup } from "./group-validation";
+import { trajectoriesOfSubmission, validateGroup } from "./group-validation";
 import { ingestGroups } from "./ingest";
 import { ingestItemOf, submissionDedupeKey } from "./ingest-item";
 
 /**
- * A group that passed ingest's validation (`validateGroup`: schema and group rules), with the
- * JSON it was parsed from (trajectories ride beside the 14 keys). Only `CheckedGroup.of` makes
- * one, so `submitGroupInProcess` takes it without validating again: the queue consumer checks
- * every group of an item before it submits any. HTTP ingest always validates what it receives.
+ * A group that passed ingest's validation (`validateGroup`: schema and group rules; and the
+ * trajectories sent beside it), with the JSON it was parsed from (trajectories ride beside the 14
+ * keys). Only `CheckedGroup.of` makes one, so `submitGroupInProcess` takes it without validating
+ * again: the queue consumer checks every group of an item before it submits any. HTTP ingest
+ * always validates what it receives.
  */
 export class CheckedGroup {
   private constructor(
@@ -20,9 +21,11 @@ export class CheckedGroup {
     readonly json: unknown,
   ) {}
 
-  /** Throws ApiError (VALIDATION_FAILED) naming what is wrong. */
+  /** Throws ApiError (VALIDATION_FAILED) naming what is wrong, trajectories beside it included. */
   static of(json: unknown): CheckedGroup {
-    return new CheckedGroup(validateGroup(json), json);
+    const group = validateGroup(json);
+    trajectoriesOfSubmission(json, group.tokens.length);
+    return new CheckedGroup(group, json);
   }
 }
 

@@ -118,6 +118,8 @@ export async function withTokenizerOnDemand<T>(
   failure: (result: T) => unknown = () => undefined,
 ): Promise<T> {
   const tokenizer = env.tokenizer;
+  // Only a tokenizer not loaded yet can make the attempt run again: record answers just then.
+  if (!(tokenizer instanceof LazyTokenizer) || tokenizer.isLoaded) return attempt();
   const record = new SamplingRecord();
   const run = () => withSamplingRecord(record, attempt);
   let result: T;

@@ -1,5 +1,5 @@
-import { describe, expect, it } from "vitest";
-import { advanceClock } from "../../src/core/concurrency/clock";
+import { afterEach, describe, expect, it } from "vitest";
+import { advanceClock, resetClock } from "../../src/core/concurrency/clock";
 import {
   call,
   callWith,
@@ -29,6 +29,8 @@ async function lease(run: string, body: unknown = {}) {
   return { status: 200, batch: await res.json<Leased>() };
 }
 
+// Time advanced by one test must not shift the next one's runs and leases.
+afterEach(resetClock);
 describe("exactly-once delivery", () => {
   it("concurrent trainers never receive the same group, and every group is delivered", async () => {
     const run = uniqueRun("lease");

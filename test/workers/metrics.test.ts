@@ -5,10 +5,10 @@
  */
 
 import { env } from "cloudflare:workers";
-import { describe, expect, it } from "vitest";
+import { afterEach, describe, expect, it } from "vitest";
 import type { Bindings } from "../../src/api/bindings";
 import { evaluationMetricOverSteps } from "../../src/api/storage/metrics";
-import { advanceClock } from "../../src/core/concurrency/clock";
+import { advanceClock, resetClock } from "../../src/core/concurrency/clock";
 import type { MetricSeries, MetricsResponse } from "../../src/core/wire/api-schemas";
 import { call, group, json, post, setupRun, uniqueRun } from "./helpers";
 
@@ -32,6 +32,8 @@ async function lease(run: string) {
   return (await res.json()) as { step: number; batch_id: string };
 }
 
+// Time advanced by one test must not shift the next one's runs and leases.
+afterEach(resetClock);
 describe("per-step batch statistics", () => {
   it("are stored per env with the step and policy version of the batch", async () => {
     const run = uniqueRun("metrics-batch");

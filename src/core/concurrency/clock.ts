@@ -16,3 +16,8 @@ export function advanceClock(ms: number): void {
   if (!(ms >= 0)) throw new Error(`advanceClock needs ms ≥ 0, got ${ms}`);
   offsetMs += ms;
 }
+
+/** Tests: back to the wall clock (after a test that advanced it). */
+export function resetClock(): void {
+  offsetMs = 0;
+}

@@ -1,5 +1,5 @@
 import { replayConfigRequestSchema, replayConfigSchema } from "../../../../core/wire/api-schemas";
-import { runOf } from "../../../context";
+import { coordinator, runOf } from "../../../context";
 import { ApiError } from "../../../errors";
 import { jsonBody } from "../../../request";
 import { updateReplayConfig } from "../../../storage/replay";
@@ -27,6 +27,8 @@ export const setReplay = defineRoute(
     if (!updated) {
       throw new ApiError("NOT_FOUND", `run '${run}' does not exist; register a trainer first`);
     }
+    // Replay mixing changes what a lease can form: the coordinator forgets an "empty" it kept.
+    await coordinator(c, run).noteQueued();
     return c.json(updated);
   },
 );
