@@ -5,19 +5,7 @@
  */
 import { describe, expect, it } from "vitest";
 import { CheckedGroup } from "../../src/api/ingest-submit";
-import { group } from "./helpers";
-
-const trajectory = (sequence: number) => ({
-  task: "t",
-  steps: [],
-  final_response: "done",
-  success: true,
-  judge_score: null,
-  token_count: 6,
-  wall_time_ms: 5,
-  sequence,
-  source: "env",
-});
+import { group, trajectory } from "./helpers";
 
 describe("CheckedGroup.of", () => {
   it("refuses a group whose trajectories name a sequence it does not have", () => {

@@ -7,7 +7,7 @@
 import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
 import type { Bindings } from "../../src/api/bindings";
-import { call, callWith, group, json, post, setupRun, uniqueRun } from "./helpers";
+import { call, callWith, group, json, post, setupRun, trajectory, uniqueRun } from "./helpers";
 
 const bindings = env as unknown as Bindings;
 
@@ -54,18 +54,6 @@ function interruptedAfterGroupCommit(d1: D1Database): {
   });
   return { db, interrupted: () => refused };
 }
-
-const trajectory = (sequence: number) => ({
-  task: "t",
-  steps: [],
-  final_response: "done",
-  success: true,
-  judge_score: null,
-  token_count: 6,
-  wall_time_ms: 5,
-  sequence,
-  source: "env",
-});
 
 describe("side data of a submission", () => {
   it("survives an interruption after the group is stored and a retry that is a duplicate", async () => {

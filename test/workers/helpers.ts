@@ -125,3 +125,16 @@ export async function gzip(text: string): Promise<Uint8Array<ArrayBuffer>> {
   const stream = new Blob([text]).stream().pipeThrough(new CompressionStream("gzip"));
   return new Uint8Array(await new Response(stream).arrayBuffer());
 }
+
+/** A finished trajectory of sequence `sequence` (no steps), as a submission carries it beside a group. */
+export const trajectory = (sequence: number) => ({
+  task: "t",
+  steps: [],
+  final_response: "done",
+  success: true,
+  judge_score: null,
+  token_count: 6,
+  wall_time_ms: 5,
+  sequence,
+  source: "env",
+});
