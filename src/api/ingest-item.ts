@@ -96,9 +96,14 @@ export function ingestItemOf(
     dedupeKey: string;
     tokenId?: string | null;
     loc?: (string | number)[];
+    /** The trajectories beside the group, when the caller already checked them. */
+    trajectories?: Trajectory[] | null;
   },
 ): IngestItem {
-  const trajectories = trajectoriesOfSubmission(json, group.tokens.length, options.loc);
+  const trajectories =
+    options.trajectories !== undefined
+      ? options.trajectories
+      : trajectoriesOfSubmission(json, group.tokens.length, options.loc);
   return {
     summary: summarizeGroup(group),
     ...canonicalPayloadOf(group),

@@ -3,6 +3,7 @@
  * would, without an HTTP hop (src/worker/queue-handler.ts, the inference proxy's finish).
  */
 import type { ScoredDataInput } from "../core/wire/schemas";
+import type { Trajectory } from "../core/wire/trajectory";
 import type { Bindings } from "./bindings";
 import { trajectoriesOfSubmission, validateGroup } from "./group-validation";
 import { ingestGroups } from "./ingest";
@@ -19,13 +20,13 @@ export class CheckedGroup {
   private constructor(
     readonly group: ScoredDataInput,
     readonly json: unknown,
+    readonly trajectories: Trajectory[] | null,
   ) {}
 
   /** Throws ApiError (VALIDATION_FAILED) naming what is wrong, trajectories beside it included. */
   static of(json: unknown): CheckedGroup {
     const group = validateGroup(json);
-    trajectoriesOfSubmission(json, group.tokens.length);
-    return new CheckedGroup(group, json);
+    return new CheckedGroup(group, json, trajectoriesOfSubmission(json, group.tokens.length));
   }
 }
 
@@ -45,6 +46,7 @@ export async function submitGroupInProcess(
   const item = ingestItemOf(checked.group, checked.json, {
     dedupeKey: submissionDedupeKey("", idempotencyKey, 0, null),
     tokenId,
+    trajectories: checked.trajectories,
   });
   const [outcome] = await ingestGroups(env, run, [{ ...item, idempotencyKey }]);
   if (outcome!.status === "buffered" && outcome!.envId !== null) {
