@@ -8,14 +8,8 @@ import type { PackResult } from "../core/batching/packing";
 import { minAcceptedVersion, reasonWithStaleness } from "../core/batching/staleness";
 import type { MixResult } from "../core/closed-loop/replay-mix";
 import { activeAllocations, planBatch, type ReplayPlan } from "./batch-plan";
-import {
-  dissolveLease,
-  formLease,
-  type LeaseState,
-  queuedOfEnvs,
-  queuedWindow,
-  renewLease,
-} from "./storage/leases";
+import { dissolveLease, formLease, type PlanCheck, renewLease } from "./storage/lease-writes";
+import { type LeaseState, queuedOfEnvs, queuedWindow } from "./storage/leases";
 import type { LeasedGroupRef } from "./storage/payloads";
 import { markReplayedStatements, replayCandidates } from "./storage/replay";
 import type { RunRow } from "./storage/runs";
@@ -76,6 +70,12 @@ export interface LeaseMemory {
    * empty pulls then skip the requeue's round trip. Unknown (true) after a restart.
    */
   staleMayExist: boolean;
+  /**
+   * The queue as the last new lease's write left it (read in that write's round trip), for the
+   * bound it was read under. The next lease plans from it and writes under a plan check, with no
+   * read first. The coordinator forgets it when any other transition that may change it runs.
+   */
+  next: { state: LeaseState; maxStaleness: number | null } | null;
 }
 
 /** What a lease transition reads besides its arguments. */
@@ -105,10 +105,10 @@ export async function leaseLocked(
   run: string,
   runRow: RunRow,
   state: LeaseState,
-  /** `started`: when this lease began reading (formation time counts the reads). */
-  { now, started, stages }: { now: number; started: number; stages: LeaseStages },
+  timing: LeaseTiming,
   options: LeaseOptions,
 ): Promise<LeaseOutcome> {
+  const { now, stages } = timing;
   const { db, memory } = cx;
   const planStarted = performance.now();
   const planned = () => {
@@ -177,7 +177,40 @@ export async function leaseLocked(
     };
     return { kind: "none", reason: reasonWithStaleness(packed.reason, eviction) };
   }
+  planned();
+  const written = await writeNewBatch(cx, run, runRow, packed, replay, minVersion, timing, options);
+  // Unreachable: only a plan check makes a write stale, and this plan was read under the lock.
+  if (!written) throw new Error("a lease planned from a fresh read was refused as stale");
+  return written.outcome;
+}
+
+/** A lease's clock and stage timings (`started`: when it began reading; formation time counts the reads). */
+export interface LeaseTiming {
+  now: number;
+  started: number;
+  stages: LeaseStages;
+}
+
+/**
+ * Writes a new batch of `packed` (and the replays chosen), reading the next lease's state in the
+ * same round trip. With `check`, only if the plan's state still holds: null when it did not
+ * (nothing written, `before` included).
+ */
+async function writeNewBatch(
+  cx: LeaseContext,
+  run: string,
+  runRow: RunRow,
+  packed: (PackResult | MixResult) & { ok: true },
+  replay: ReplayPlan | null,
+  minVersion: number | null,
+  { now, started, stages }: LeaseTiming,
+  options: LeaseOptions,
+  planned: { check?: PlanCheck; before?: readonly D1PreparedStatement[] } = {},
+): Promise<{ outcome: LeaseOutcome; before: D1Result[] } | null> {
+  const { db, memory } = cx;
   const batchId = crypto.randomUUID();
+  const leaseId = crypto.randomUUID();
+  const leaseExpiresAt = now + Math.round(options.leaseSeconds * 1000);
   const step = runRow.step + 1;
   const replayIds = "replayIds" in packed ? packed.replayIds : [];
   const replaySeqs = replay
@@ -185,8 +218,8 @@ export async function leaseLocked(
     : 0;
   const evict =
     minVersion !== null && (memory.evictedBelow === null || minVersion > memory.evictedBelow);
-  const writeStarted = planned();
-  const groups = await formLease(
+  const writeStarted = performance.now();
+  const formed = await formLease(
     db,
     run,
     {
@@ -205,18 +238,68 @@ export async function leaseLocked(
       now,
       holder: options.holder,
     },
-    [
-      ...markReplayedStatements(db, run, replayIds, runRow.replayMaxReplays),
-      // Staleness: set aside what this bound can never deliver, in the same round trip.
-      ...(evict && minVersion !== null ? [evictStaleStatement(db, run, minVersion)] : []),
-    ],
+    {
+      before: planned.before,
+      check: planned.check,
+      extra: [
+        ...markReplayedStatements(db, run, replayIds, runRow.replayMaxReplays),
+        // Staleness: set aside what this bound can never deliver, in the same round trip.
+        ...(evict && minVersion !== null ? [evictStaleStatement(db, run, minVersion)] : []),
+      ],
+      next: { now, maxStaleness: options.maxStaleness, windowLimit: memory.windowHint },
+    },
   );
   stages.write = performance.now() - writeStarted;
+  if (!formed) return null;
   if (evict) {
     memory.evictedBelow = minVersion;
     memory.staleMayExist = true;
   }
-  return { kind: "batch", batchId, leaseId, step, leaseExpiresAt, redelivered: false, groups };
+  memory.next = formed.next && { state: formed.next, maxStaleness: options.maxStaleness };
+  const groups = formed.groups;
+  return {
+    outcome: { kind: "batch", batchId, leaseId, step, leaseExpiresAt, redelivered: false, groups },
+    before: formed.before,
+  };
+}
+
+/**
+ * A new batch planned from `memory.next` (the queue as the previous lease's write read it back)
+ * and written in one round trip under a plan check. Null when that state is missing, was read
+ * under another staleness bound, holds something this shortcut does not plan (an expired lease,
+ * replays, env allocations, a head that does not pack) or no longer holds: the caller then reads
+ * afresh. `before` runs in the same transaction (GET /batch's acknowledgements).
+ */
+export async function leaseFromMemory(
+  cx: LeaseContext,
+  run: string,
+  timing: LeaseTiming,
+  options: LeaseOptions,
+  before: readonly D1PreparedStatement[] = [],
+): Promise<{ outcome: LeaseOutcome; before: D1Result[] } | null> {
+  const remembered = cx.memory.next;
+  cx.memory.next = null;
+  if (!remembered || remembered.maxStaleness !== options.maxStaleness) return null;
+  const { state } = remembered;
+  const runRow = state.run;
+  if (!runRow?.registered || state.expired || runRow.replayEnabled) return null;
+  if (state.envs.some((e) => e.minBatchAllocation !== null && e.minBatchAllocation > 0)) {
+    return null;
+  }
+  const planStarted = performance.now();
+  const packed = planBatch(state.window, [], runRow.batchSize, [], null);
+  timing.stages.plan = performance.now() - planStarted;
+  if (!packed.ok) return null;
+  const minVersion = minAcceptedVersion(runRow.policyVersion, options.maxStaleness);
+  const check = {
+    step: runRow.step,
+    policyVersion: runRow.policyVersion,
+    batchSize: runRow.batchSize,
+  };
+  return writeNewBatch(cx, run, runRow, packed, null, minVersion, timing, options, {
+    check,
+    before,
+  });
 }
 
 /** Queues again the stale groups this bound accepts (all of them when it has none). */

@@ -19,6 +19,8 @@ import {
   type LeaseMemory,
   type LeaseOptions,
   type LeaseOutcome,
+  type LeaseStages,
+  leaseFromMemory,
   leaseLocked,
   newStages,
   planLease,
@@ -29,7 +31,13 @@ import { type RpcResult, rpcError } from "./errors";
 import { collectGarbage, nextExpiry, retentionMs } from "./retention";
 import { settingsOf } from "./settings";
 import { ackLease, getLease } from "./storage/acks";
-import { type LeaseState, queueBuffered, readBuffered, readLeaseState } from "./storage/leases";
+import {
+  compatAckStatements,
+  type LeaseState,
+  queueBuffered,
+  readBuffered,
+  readLeaseState,
+} from "./storage/leases";
 import { deletePayloadPrefix, type LeasedGroupRef } from "./storage/payloads";
 import { admitAckedBatch, admitCompatAcked } from "./storage/replay";
 import { deleteRunRows, runWorkersAndEnvs } from "./storage/reset";
@@ -53,6 +61,11 @@ const DIAGNOSIS_TTL_MS = 5000;
  */
 const EMPTY_TTL_MS = 10_000;
 
+/** A lease planned from memory read nothing before writing: its timings have no read stage. */
+function withoutRead({ plan, write }: LeaseStages): Partial<LeaseStages> {
+  return { plan, write };
+}
+
 export class RunCoordinator extends DurableObject<BaseBindings> {
   private tail: Promise<unknown> = Promise.resolve();
   /** The run whose name the retention alarm reads from storage (saved once per object). */
@@ -62,6 +75,7 @@ export class RunCoordinator extends DurableObject<BaseBindings> {
     windowHint: 64,
     evictedBelow: null,
     staleMayExist: true,
+    next: null,
   };
   /** The last diagnosis, valid while nothing here changed the queue and `key` matches. */
   private diagnosis: { key: string; at: number; reason: string | null } | null = null;
@@ -73,11 +87,19 @@ export class RunCoordinator extends DurableObject<BaseBindings> {
    */
   private empty: { at: number; until: number; reason: string } | null = null;
 
-  /** Runs `fn` after every earlier state transition has finished (awaits open the input gate). */
-  private exclusive<T>(fn: () => Promise<T>): Promise<T> {
+  /**
+   * Runs `fn` after every earlier state transition has finished (awaits open the input gate).
+   * The queue state the last lease read back is forgotten when `fn` starts, unless `fn` keeps it
+   * valid: leases (they use it first) and acks (they change no queued group and no run setting).
+   */
+  private exclusive<T>(fn: () => Promise<T>, keepsLeaseMemory = false): Promise<T> {
     this.diagnosis = null;
     this.changes++;
-    const next = this.tail.then(fn, fn);
+    const run = () => {
+      if (!keepsLeaseMemory) this.memory.next = null;
+      return fn();
+    };
+    const next = this.tail.then(run, run);
     this.tail = next.catch(() => undefined);
     return next;
   }
@@ -215,7 +237,27 @@ export class RunCoordinator extends DurableObject<BaseBindings> {
       const started = performance.now();
       const stages = newStages();
       const now = clockNow();
-      // At-least-once for unmodified Atropos trainers: pulling again acknowledges the last batch.
+      const timing = { now, started, stages };
+      const options: LeaseOptions = {
+        consumer: "compat",
+        leaseSeconds: settingsOf(this.env).COMPAT_LEASE_SECONDS,
+        maxStaleness: null,
+        holder,
+      };
+      // At-least-once for unmodified Atropos trainers: pulling again acknowledges the last batch
+      // (in the lease's own round trip when the queue as the last lease left it still holds).
+      const remembered = await leaseFromMemory(
+        this.leaseContext,
+        run,
+        timing,
+        options,
+        compatAckStatements(this.db, run, now),
+      );
+      if (remembered) {
+        const acked = remembered.before[1]?.meta.changes ?? 0;
+        if (acked > 0) await this.scheduleRetention(run, now);
+        return { ...remembered.outcome, stages: withoutRead(stages) };
+      }
       const state = await readLeaseState(this.db, run, {
         now,
         maxStaleness: null,
@@ -230,23 +272,10 @@ export class RunCoordinator extends DurableObject<BaseBindings> {
         await this.scheduleRetention(run, now);
       }
       if (!state.run?.registered) return { kind: "not_registered", stages };
-      const leaseSeconds = settingsOf(this.env).COMPAT_LEASE_SECONDS;
-      const outcome = await leaseLocked(
-        this.leaseContext,
-        run,
-        state.run,
-        state,
-        { now, started, stages },
-        {
-          consumer: "compat",
-          leaseSeconds,
-          maxStaleness: null,
-          holder,
-        },
-      );
+      const outcome = await leaseLocked(this.leaseContext, run, state.run, state, timing, options);
       this.rememberEmpty(at, state, outcome);
       return { ...outcome, stages };
-    });
+    }, true);
   }
 
   async lease(run: string, options: LeaseOptions): Promise<TimedLeaseOutcome> {
@@ -258,6 +287,10 @@ export class RunCoordinator extends DurableObject<BaseBindings> {
       const started = performance.now();
       const stages = newStages();
       const now = clockNow();
+      const timing = { now, started, stages };
+      // One round trip when the queue as the last lease left it still holds.
+      const remembered = await leaseFromMemory(this.leaseContext, run, timing, options);
+      if (remembered) return { ...remembered.outcome, stages: withoutRead(stages) };
       const state = await readLeaseState(this.db, run, {
         now,
         maxStaleness: options.maxStaleness,
@@ -266,11 +299,10 @@ export class RunCoordinator extends DurableObject<BaseBindings> {
       });
       stages.read = performance.now() - started;
       if (!state.run?.registered) return { kind: "not_registered", stages };
-      const at = { now, started, stages };
-      const outcome = await leaseLocked(this.leaseContext, run, state.run, state, at, options);
+      const outcome = await leaseLocked(this.leaseContext, run, state.run, state, timing, options);
       if (options.maxStaleness === null) this.rememberEmpty(seen, state, outcome);
       return { ...outcome, stages };
-    });
+    }, true);
   }
 
   private get leaseContext(): LeaseContext {
@@ -337,7 +369,7 @@ export class RunCoordinator extends DurableObject<BaseBindings> {
         ok: true,
         value: { batch_id: batchId, status: "acked", already_acked: false, step: batch.step },
       };
-    });
+    }, true);
   }
 
   /**

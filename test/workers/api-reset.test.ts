@@ -24,6 +24,8 @@ const NON_RUN_TABLES = new Set([
   "_cf_METADATA",
   "api_tokens",
   "token_usage",
+  // Never holds a row: its trigger ignores or aborts every insert.
+  "lease_plan_checks",
 ]);
 
 /** The column naming the run; every run-data table has one. */

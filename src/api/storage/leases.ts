@@ -8,10 +8,9 @@ import { and, asc, eq, gt, gte, inArray, lte, type Placeholder, type SQL, sql } 
 import type { DrizzleD1Database } from "drizzle-orm/d1";
 import type { QueuedGroupRef } from "../../core/batching/packing";
 import { compiled } from "./compiled";
-import { batchStatistics } from "./metrics";
 import { groupRef, type LeasedGroupRef } from "./payloads";
 import { db, type EnvRow, type RunRow } from "./runs";
-import { batches, envs, groupPayloads, groups, metrics, runs } from "./schema";
+import { batches, envs, groupPayloads, groups, runs } from "./schema";
 
 /** What a lease decides from: the run, an expired lease to hand out again, envs, the queue head. */
 export interface LeaseState {
@@ -43,7 +42,7 @@ export interface LeaseStateQuery {
 
 type Orm = Pick<DrizzleD1Database, "select">;
 
-const refColumns = {
+export const refColumns = {
   id: groups.id,
   env_id: groups.envId,
   payload_key: groups.payloadKey,
@@ -68,7 +67,7 @@ function queuedWhere(run: string | Placeholder, minVersion: number | SQL, envId?
   );
 }
 
-function idIn(ids: readonly number[] | Placeholder): SQL {
+export function idIn(ids: readonly number[] | Placeholder): SQL {
   const list = Array.isArray(ids) ? JSON.stringify(ids) : ids;
   return sql`${groups.id} IN (SELECT value FROM json_each(${list}))`;
 }
@@ -166,14 +165,26 @@ const leaseReads = {
   ),
 };
 
-/** Everything a lease decides from, in one round trip. */
-export async function readLeaseState(
+/**
+ * Acknowledges the run's live GET /batch leases (an Atropos trainer pulling again has trained on
+ * what it pulled before); the second statement's changes count the batches acknowledged.
+ */
+export function compatAckStatements(d1: D1Database, run: string, now: number) {
+  const values = { run, now };
+  return [leaseReads.ackGroups.bind(d1, values), leaseReads.ackBatches.bind(d1, values)];
+}
+
+/**
+ * The reads of what a lease decides from (`statements`, to run in one D1 batch, alone or after a
+ * lease's writes) and how to read their results back.
+ */
+export function leaseStateReads(
   d1: D1Database,
   run: string,
-  q: LeaseStateQuery,
-): Promise<LeaseState> {
+  q: Omit<LeaseStateQuery, "ackCompat">,
+): { statements: D1PreparedStatement[]; parse(results: readonly D1Result[]): LeaseState } {
   const values = { run, now: q.now, limit: q.windowLimit, maxStaleness: q.maxStaleness };
-  const reads = [
+  const statements = [
     leaseReads.run,
     leaseReads.expired,
     leaseReads.expiredRefs,
@@ -181,32 +192,43 @@ export async function readLeaseState(
     leaseReads.window,
     leaseReads.leased,
   ].map((query) => query.bind(d1, values));
-  const acks = q.ackCompat
-    ? [leaseReads.ackGroups.bind(d1, values), leaseReads.ackBatches.bind(d1, values)]
-    : [];
-  const results = await d1.batch([...acks, ...reads]);
-  const compatAcked = q.ackCompat ? (results[1]!.meta.changes ?? 0) : 0;
-  const [runRows, expiredRows, expiredRefs, envRows, window, leased] = results.slice(acks.length);
-  const expired = leaseReads.expired.rows(expiredRows!)[0];
-  const windowRows = leaseReads.window.rows(window!);
-  return {
-    run: leaseReads.run.rows(runRows!)[0],
-    expired: expired
-      ? {
-          id: expired.id,
-          step: expired.step,
-          groups: markReplayed(
-            leaseReads.expiredRefs.rows(expiredRefs!).map(groupRef),
-            parseIds(expired.replayIds),
-          ),
-        }
-      : null,
-    envs: leaseReads.envs.rows(envRows!),
-    window: windowRows,
-    windowComplete: windowRows.length < q.windowLimit,
-    compatAcked,
-    leased: leaseReads.leased.rows(leased!)[0]?.n ?? 0,
+  const parse = (results: readonly D1Result[]): LeaseState => {
+    const [runRows, expiredRows, expiredRefs, envRows, window, leased] = results;
+    const expired = leaseReads.expired.rows(expiredRows!)[0];
+    const windowRows = leaseReads.window.rows(window!);
+    return {
+      run: leaseReads.run.rows(runRows!)[0],
+      expired: expired
+        ? {
+            id: expired.id,
+            step: expired.step,
+            groups: markReplayed(
+              leaseReads.expiredRefs.rows(expiredRefs!).map(groupRef),
+              parseIds(expired.replayIds),
+            ),
+          }
+        : null,
+      envs: leaseReads.envs.rows(envRows!),
+      window: windowRows,
+      windowComplete: windowRows.length < q.windowLimit,
+      compatAcked: 0,
+      leased: leaseReads.leased.rows(leased!)[0]?.n ?? 0,
+    };
   };
+  return { statements, parse };
+}
+
+/** Everything a lease decides from, in one round trip. */
+export async function readLeaseState(
+  d1: D1Database,
+  run: string,
+  q: LeaseStateQuery,
+): Promise<LeaseState> {
+  const acks = q.ackCompat ? compatAckStatements(d1, run, q.now) : [];
+  const reads = leaseStateReads(d1, run, q);
+  const results = await d1.batch([...acks, ...reads.statements]);
+  const compatAcked = q.ackCompat ? (results[1]!.meta.changes ?? 0) : 0;
+  return { ...reads.parse(results.slice(acks.length)), compatAcked };
 }
 
 /** The oldest `limit` queued groups with policy version ≥ `minVersion`. */
@@ -246,159 +268,14 @@ export async function queuedOfEnvs(
   return (await d.batch([first, ...rest])).flat();
 }
 
-export interface NewLease {
-  batchId: string;
-  step: number;
-  consumer: "compat" | "lease";
-  leaseId: string;
-  leaseExpiresAt: number;
-  maxStaleness: number | null;
-  policyVersion: number;
-  /** Every group of the batch, online and replayed. */
-  groupIds: readonly number[];
-  /** The replayed ones: they stay delivered (in the replay buffer) instead of being leased. */
-  replayIds: readonly number[];
-  replaySeqs: number;
-  sequences: number;
-  formationMs: number;
-  now: number;
-  /** The token taking the lease (null: API_TOKEN or open local development). */
-  holder: string | null;
-}
-
-const leaseWrites = {
-  leaseGroups: compiled((d) =>
-    d
-      .update(groups)
-      .set({ status: "leased", batchId: sql`${p.batchId}` })
-      .where(and(eq(groups.run, p.run), eq(groups.status, "queued"), idIn(p.ids))),
-  ),
-  insertBatch: compiled((d) =>
-    d.insert(batches).values({
-      id: p.batchId,
-      run: p.run,
-      step: sql.placeholder("step"),
-      status: "leased",
-      consumer: sql.placeholder("consumer"),
-      leaseId: sql.placeholder("leaseId"),
-      leaseExpiresAt: sql.placeholder("leaseExpiresAt"),
-      maxStaleness: sql.placeholder("maxStaleness"),
-      policyVersion: sql.placeholder("policyVersion"),
-      numGroups: sql.placeholder("numGroups"),
-      numSeqs: sql.placeholder("sequences"),
-      groupIds: p.ids,
-      replayIds: sql.placeholder("replayIds"),
-      replaySeqs: sql.placeholder("replaySeqs"),
-      formationMs: sql.placeholder("formationMs"),
-      createdAt: p.now,
-      holder: sql.placeholder("holder"),
-    }),
-  ),
-  advanceStep: compiled((d) =>
-    d
-      .update(runs)
-      .set({ step: sql`${runs.step} + 1`, started: true, updatedAt: sql`${p.now}` })
-      .where(eq(runs.name, p.run)),
-  ),
-  leasedRefs: compiled((d) =>
-    d
-      .select(refColumns)
-      .from(groups)
-      .leftJoin(groupPayloads, eq(groupPayloads.groupId, groups.id))
-      // Unary plus: looked up by id, not by scanning the run's groups.
-      .where(and(sql`+${groups.run} = ${p.run}`, idIn(p.ids)))
-      .orderBy(asc(groups.id)),
-  ),
-};
-
-/** Leases the groups as a new batch and advances the run's step; returns the leased groups. */
-export async function formLease(
-  d1: D1Database,
-  run: string,
-  lease: NewLease,
-  /** Written in the same batch, before the leased groups are read back. */
-  extra: readonly D1PreparedStatement[] = [],
-): Promise<LeasedGroupRef[]> {
-  const replayed = new Set(lease.replayIds);
-  const values = {
-    run,
-    now: lease.now,
-    batchId: lease.batchId,
-    step: lease.step,
-    consumer: lease.consumer,
-    leaseId: lease.leaseId,
-    leaseExpiresAt: lease.leaseExpiresAt,
-    maxStaleness: lease.maxStaleness,
-    policyVersion: lease.policyVersion,
-    numGroups: lease.groupIds.length,
-    sequences: lease.sequences,
-    ids: JSON.stringify(lease.groupIds),
-    replayIds: lease.replayIds.length > 0 ? JSON.stringify(lease.replayIds) : null,
-    replaySeqs: lease.replaySeqs,
-    formationMs: lease.formationMs,
-    holder: lease.holder,
-  };
-  const results = await d1.batch([
-    leaseWrites.leaseGroups.bind(d1, {
-      ...values,
-      ids: JSON.stringify(lease.groupIds.filter((id) => !replayed.has(id))),
-    }),
-    // Before the batch's own row: its throughput is measured from the previous batch.
-    batchStatistics.bind(d1, values),
-    leaseWrites.insertBatch.bind(d1, values),
-    leaseWrites.advanceStep.bind(d1, values),
-    ...extra,
-    leaseWrites.leasedRefs.bind(d1, values),
-  ]);
-  return markReplayed(leaseWrites.leasedRefs.rows(results.at(-1)!).map(groupRef), lease.replayIds);
-}
-
-/** Hands an expired lease's batch out again under a new lease id; the lapsed id is kept. */
-export async function renewLease(
-  d1: D1Database,
-  batchId: string,
-  lease: {
-    leaseId: string;
-    leaseExpiresAt: number;
-    consumer: "compat" | "lease";
-    holder: string | null;
-  },
-): Promise<void> {
-  await db(d1)
-    .update(batches)
-    .set({
-      leaseId: lease.leaseId,
-      leaseExpiresAt: lease.leaseExpiresAt,
-      leaseCount: sql`${batches.leaseCount} + 1`,
-      consumer: lease.consumer,
-      holder: lease.holder,
-      priorLeaseIds: sql`json_insert(COALESCE(${batches.priorLeaseIds}, '[]'), '$[#]', ${batches.leaseId})`,
-    })
-    .where(eq(batches.id, batchId));
-}
-
-/** Returns an expired batch's groups to the queue and forgets the batch. */
-export async function dissolveLease(
-  d1: D1Database,
-  run: string,
-  batch: { id: string; step: number },
-): Promise<void> {
-  const d = db(d1);
-  await d.batch([
-    d.update(groups).set({ status: "queued", batchId: null }).where(eq(groups.batchId, batch.id)),
-    d.delete(batches).where(eq(batches.id, batch.id)),
-    // Its step was never trained on: its statistics would describe no batch.
-    d
-      .delete(metrics)
-      .where(and(eq(metrics.run, run), eq(metrics.step, batch.step), eq(metrics.kind, "train"))),
-  ]);
-}
-
-function parseIds(json: string | null): number[] {
+export function parseIds(json: string | null): number[] {
   return json ? (JSON.parse(json) as number[]) : [];
 }
 
-function markReplayed(refs: LeasedGroupRef[], replayIds: readonly number[]): LeasedGroupRef[] {
+export function markReplayed(
+  refs: LeasedGroupRef[],
+  replayIds: readonly number[],
+): LeasedGroupRef[] {
   if (replayIds.length === 0) return refs;
   const replayed = new Set(replayIds);
   return refs.map((ref) => (replayed.has(ref.id) ? { ...ref, replayed: true } : ref));

@@ -104,6 +104,15 @@ export const batches = sqliteTable(
   ],
 );
 
+/**
+ * Never holds a row: inserting `current = 0` aborts the D1 batch it is in (trigger in
+ * drizzle/0018_lease_plan_checks.sql). A lease planned from remembered queue state puts this
+ * check first in its write, so the write applies only if that state still holds.
+ */
+export const leasePlanChecks = sqliteTable("lease_plan_checks", {
+  current: integer("current", { mode: "boolean" }).notNull(),
+});
+
 export const idempotencyKeys = sqliteTable(
   "idempotency_keys",
   {

@@ -1,0 +1,251 @@
+/**
+ * The writes of batch formation: forming a new lease (with the statistics of its step), renewing
+ * an expired one, dissolving one. Each is one D1 round trip; forming a lease also reads the next
+ * lease's state in that round trip, so the RunCoordinator can plan the next batch without a read
+ * and write it under a plan check (`lease_plan_checks`) that aborts the write if the state changed.
+ */
+import { and, asc, eq, sql } from "drizzle-orm";
+import { compiled, compiledSql } from "./compiled";
+import {
+  idIn,
+  type LeaseState,
+  type LeaseStateQuery,
+  leaseStateReads,
+  markReplayed,
+  refColumns,
+} from "./leases";
+import { batchStatistics } from "./metrics";
+import { groupRef, type LeasedGroupRef } from "./payloads";
+import { db } from "./runs";
+import { batches, envs, groupPayloads, groups, leasePlanChecks, metrics, runs } from "./schema";
+
+// Placeholders of the compiled lease writes.
+const p = {
+  run: sql.placeholder("run"),
+  now: sql.placeholder("now"),
+  ids: sql.placeholder("ids"),
+  batchId: sql.placeholder("batchId"),
+};
+
+export interface NewLease {
+  batchId: string;
+  step: number;
+  consumer: "compat" | "lease";
+  leaseId: string;
+  leaseExpiresAt: number;
+  maxStaleness: number | null;
+  policyVersion: number;
+  /** Every group of the batch, online and replayed. */
+  groupIds: readonly number[];
+  /** The replayed ones: they stay delivered (in the replay buffer) instead of being leased. */
+  replayIds: readonly number[];
+  replaySeqs: number;
+  sequences: number;
+  formationMs: number;
+  now: number;
+  /** The token taking the lease (null: API_TOKEN or open local development). */
+  holder: string | null;
+}
+
+const leaseWrites = {
+  leaseGroups: compiled((d) =>
+    d
+      .update(groups)
+      .set({ status: "leased", batchId: sql`${p.batchId}` })
+      .where(and(eq(groups.run, p.run), eq(groups.status, "queued"), idIn(p.ids))),
+  ),
+  insertBatch: compiled((d) =>
+    d.insert(batches).values({
+      id: p.batchId,
+      run: p.run,
+      step: sql.placeholder("step"),
+      status: "leased",
+      consumer: sql.placeholder("consumer"),
+      leaseId: sql.placeholder("leaseId"),
+      leaseExpiresAt: sql.placeholder("leaseExpiresAt"),
+      maxStaleness: sql.placeholder("maxStaleness"),
+      policyVersion: sql.placeholder("policyVersion"),
+      numGroups: sql.placeholder("numGroups"),
+      numSeqs: sql.placeholder("sequences"),
+      groupIds: p.ids,
+      replayIds: sql.placeholder("replayIds"),
+      replaySeqs: sql.placeholder("replaySeqs"),
+      formationMs: sql.placeholder("formationMs"),
+      createdAt: p.now,
+      holder: sql.placeholder("holder"),
+    }),
+  ),
+  advanceStep: compiled((d) =>
+    d
+      .update(runs)
+      .set({ step: sql`${runs.step} + 1`, started: true, updatedAt: sql`${p.now}` })
+      .where(eq(runs.name, p.run)),
+  ),
+  leasedRefs: compiled((d) =>
+    d
+      .select(refColumns)
+      .from(groups)
+      .leftJoin(groupPayloads, eq(groupPayloads.groupId, groups.id))
+      // Unary plus: looked up by id, not by scanning the run's groups.
+      .where(and(sql`+${groups.run} = ${p.run}`, idIn(p.ids)))
+      .orderBy(asc(groups.id)),
+  ),
+};
+
+/** What a lease planned from remembered state assumed; its write applies only if all still hold. */
+export interface PlanCheck {
+  /** The run's step, policy version and batch size the plan saw. */
+  step: number;
+  policyVersion: number;
+  batchSize: number;
+}
+
+/**
+ * Inserting into lease_plan_checks aborts the batch unless the value is true (its trigger): true
+ * when every planned group is still queued, the run is as planned and mixes in no replays, no env
+ * reserves part of the batch (an operator may have set one since) and no lease has expired
+ * (an expired batch goes out again before a new one is formed).
+ */
+const planCheck = compiledSql(
+  () => sql`INSERT INTO ${leasePlanChecks} (${sql.identifier(leasePlanChecks.current.name)}) SELECT
+    (SELECT COUNT(*) FROM ${groups} WHERE ${groups.run} = ${p.run} AND ${groups.status} = 'queued' AND ${idIn(p.ids)}) = ${sql.placeholder("numGroups")}
+    AND EXISTS (SELECT 1 FROM ${runs} WHERE ${runs.name} = ${p.run} AND ${runs.step} = ${sql.placeholder("planStep")}
+      AND ${runs.policyVersion} = ${sql.placeholder("policyVersion")} AND ${runs.batchSize} = ${sql.placeholder("batchSize")}
+      AND NOT ${runs.replayEnabled})
+    AND NOT EXISTS (SELECT 1 FROM ${envs} WHERE ${envs.run} = ${p.run} AND ${envs.minBatchAllocation} > 0)
+    AND NOT EXISTS (SELECT 1 FROM ${batches} WHERE ${batches.run} = ${p.run} AND ${batches.status} = 'leased' AND ${batches.leaseExpiresAt} <= ${p.now})`,
+);
+
+/** The trigger's message when a plan check fails. */
+const STALE_PLAN = "lease plan is stale";
+
+export interface LeaseWriteOptions {
+  /** Run first, in the same transaction (GET /batch acknowledging its previous leases). */
+  before?: readonly D1PreparedStatement[];
+  /** Written after the lease, before the leased groups are read back. */
+  extra?: readonly D1PreparedStatement[];
+  /** The plan came from remembered state: write only if it still holds. */
+  check?: PlanCheck | null;
+  /** Read the next lease's state after the writes, in the same round trip. */
+  next?: Omit<LeaseStateQuery, "ackCompat"> | null;
+}
+
+export interface FormedLease {
+  groups: LeasedGroupRef[];
+  /** The state the next lease decides from, as this write left it (when `next` was asked). */
+  next: LeaseState | null;
+  /** The results of the `before` statements. */
+  before: D1Result[];
+}
+
+/**
+ * Leases the groups as a new batch and advances the run's step; returns the leased groups, or
+ * null when `check` found the plan stale (then nothing was written, `before` included).
+ */
+export async function formLease(
+  d1: D1Database,
+  run: string,
+  lease: NewLease,
+  options: LeaseWriteOptions = {},
+): Promise<FormedLease | null> {
+  const replayed = new Set(lease.replayIds);
+  const values = {
+    run,
+    now: lease.now,
+    batchId: lease.batchId,
+    step: lease.step,
+    consumer: lease.consumer,
+    leaseId: lease.leaseId,
+    leaseExpiresAt: lease.leaseExpiresAt,
+    maxStaleness: lease.maxStaleness,
+    policyVersion: lease.policyVersion,
+    numGroups: lease.groupIds.length,
+    sequences: lease.sequences,
+    ids: JSON.stringify(lease.groupIds),
+    replayIds: lease.replayIds.length > 0 ? JSON.stringify(lease.replayIds) : null,
+    replaySeqs: lease.replaySeqs,
+    formationMs: lease.formationMs,
+    holder: lease.holder,
+  };
+  const before = options.before ?? [];
+  const check = options.check
+    ? [
+        planCheck.bind(d1, {
+          ...values,
+          planStep: options.check.step,
+          policyVersion: options.check.policyVersion,
+          batchSize: options.check.batchSize,
+        }),
+      ]
+    : [];
+  const next = options.next ? leaseStateReads(d1, run, options.next) : null;
+  const writes = [
+    leaseWrites.leaseGroups.bind(d1, {
+      ...values,
+      ids: JSON.stringify(lease.groupIds.filter((id) => !replayed.has(id))),
+    }),
+    // Before the batch's own row: its throughput is measured from the previous batch.
+    batchStatistics.bind(d1, values),
+    leaseWrites.insertBatch.bind(d1, values),
+    leaseWrites.advanceStep.bind(d1, values),
+    ...(options.extra ?? []),
+    leaseWrites.leasedRefs.bind(d1, values),
+  ];
+  let results: D1Result[];
+  try {
+    results = await d1.batch([...before, ...check, ...writes, ...(next?.statements ?? [])]);
+  } catch (err) {
+    if (check.length > 0 && err instanceof Error && err.message.includes(STALE_PLAN)) return null;
+    throw err;
+  }
+  const refsAt = before.length + check.length + writes.length - 1;
+  return {
+    groups: markReplayed(
+      leaseWrites.leasedRefs.rows(results[refsAt]!).map(groupRef),
+      lease.replayIds,
+    ),
+    next: next ? next.parse(results.slice(refsAt + 1)) : null,
+    before: results.slice(0, before.length),
+  };
+}
+
+/** Hands an expired lease's batch out again under a new lease id; the lapsed id is kept. */
+export async function renewLease(
+  d1: D1Database,
+  batchId: string,
+  lease: {
+    leaseId: string;
+    leaseExpiresAt: number;
+    consumer: "compat" | "lease";
+    holder: string | null;
+  },
+): Promise<void> {
+  await db(d1)
+    .update(batches)
+    .set({
+      leaseId: lease.leaseId,
+      leaseExpiresAt: lease.leaseExpiresAt,
+      leaseCount: sql`${batches.leaseCount} + 1`,
+      consumer: lease.consumer,
+      holder: lease.holder,
+      priorLeaseIds: sql`json_insert(COALESCE(${batches.priorLeaseIds}, '[]'), '$[#]', ${batches.leaseId})`,
+    })
+    .where(eq(batches.id, batchId));
+}
+
+/** Returns an expired batch's groups to the queue and forgets the batch. */
+export async function dissolveLease(
+  d1: D1Database,
+  run: string,
+  batch: { id: string; step: number },
+): Promise<void> {
+  const d = db(d1);
+  await d.batch([
+    d.update(groups).set({ status: "queued", batchId: null }).where(eq(groups.batchId, batch.id)),
+    d.delete(batches).where(eq(batches.id, batch.id)),
+    // Its step was never trained on: its statistics would describe no batch.
+    d
+      .delete(metrics)
+      .where(and(eq(metrics.run, run), eq(metrics.step, batch.step), eq(metrics.kind, "train"))),
+  ]);
+}

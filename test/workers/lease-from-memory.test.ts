@@ -1,0 +1,182 @@
+/**
+ * A new lease is planned from the queue state the previous lease's write read back, and written
+ * in one D1 round trip under a plan check. These tests change that state between two leases in
+ * each way the coordinator does not see, and check that the second lease is what a fresh read
+ * would have formed, with nothing half-written.
+ */
+import { env } from "cloudflare:workers";
+import { afterEach, describe, expect, it } from "vitest";
+import { advanceClock, resetClock } from "../../src/core/concurrency/clock";
+import { call, group, json, post, setupRun, uniqueRun } from "./helpers";
+
+interface Leased {
+  batch_id: string;
+  lease_id: string;
+  step: number;
+  redelivered: boolean;
+  groups: { group_id: number; env_id: number | null; num_seqs: number; replayed?: boolean }[];
+}
+
+/** A lease, with whether it read D1 before writing (its Server-Timing has a read stage). */
+async function lease(run: string, body: unknown = {}) {
+  const res = await post(`/v1/runs/${run}/batches/lease`, body);
+  expect(res.status).toBe(200);
+  const read = (res.headers.get("server-timing") ?? "").includes("lease-read");
+  return { batch: await res.json<Leased>(), read };
+}
+
+const ack = (run: string, batchId: string) =>
+  post(`/v1/runs/${run}/batches/${batchId}/ack`, {}).then((r) => expect(r.status).toBe(200));
+
+const seqs = (b: Leased) => b.groups.reduce((s, g) => s + g.num_seqs, 0);
+
+async function batchRows(run: string) {
+  const rows = await env.DB.prepare("SELECT step, status FROM batches WHERE run = ? ORDER BY step")
+    .bind(run)
+    .all<{ step: number; status: string }>();
+  return rows.results;
+}
+
+async function queuedIds(run: string): Promise<number[]> {
+  const rows = await env.DB.prepare(
+    "SELECT id FROM groups WHERE run = ? AND status = 'queued' ORDER BY id",
+  )
+    .bind(run)
+    .all<{ id: number }>();
+  return rows.results.map((r) => r.id);
+}
+
+afterEach(resetClock);
+
+describe("a lease planned from the previous lease's read-back", () => {
+  it("forms each next batch in one round trip while nothing else changed", async () => {
+    const run = uniqueRun("memo");
+    const { base, envIds } = await setupRun(run, 4, [2]);
+    for (let i = 0; i < 6; i++) await post(`${base}/scored_data`, group(i, 2, envIds[0]!));
+    const leases = [];
+    for (let i = 0; i < 3; i++) {
+      const l = await lease(run);
+      await ack(run, l.batch.batch_id);
+      leases.push(l);
+    }
+    expect(leases.map((l) => l.read)).toEqual([true, false, false]);
+    expect(leases.map((l) => l.batch.step)).toEqual([1, 2, 3]);
+    expect(leases.every((l) => seqs(l.batch) === 4)).toBe(true);
+    const ids = leases.flatMap((l) => l.batch.groups.map((g) => g.group_id));
+    expect(new Set(ids).size).toBe(6);
+    expect(await json(call(`${base}/status`))).toEqual({ current_step: 3, queue_size: 0 });
+  });
+
+  it("plans afresh when a planned group left the queue meanwhile, writing nothing twice", async () => {
+    const run = uniqueRun("memo-gone");
+    const { base, envIds } = await setupRun(run, 4, [2]);
+    for (let i = 0; i < 6; i++) await post(`${base}/scored_data`, group(i, 2, envIds[0]!));
+    await lease(run);
+    // What a replay import does to queued groups, outside the coordinator.
+    const [taken] = await queuedIds(run);
+    await env.DB.prepare("UPDATE groups SET status = 'delivered' WHERE id = ?").bind(taken).run();
+    const second = await lease(run);
+    expect(second.read).toBe(true);
+    expect(second.batch.step).toBe(2);
+    expect(seqs(second.batch)).toBe(4);
+    expect(second.batch.groups.map((g) => g.group_id)).not.toContain(taken);
+    expect(await batchRows(run)).toEqual([
+      { step: 1, status: "leased" },
+      { step: 2, status: "leased" },
+    ]);
+    expect(await json(call(`${base}/status`))).toMatchObject({ current_step: 2 });
+  });
+
+  it("honours a min_batch_allocation an operator set between two leases", async () => {
+    const run = uniqueRun("memo-alloc");
+    const { base, envIds } = await setupRun(run, 4, [2, 2]);
+    const [older, newer] = [envIds[0]!, envIds[1]!];
+    for (let i = 0; i < 6; i++) await post(`${base}/scored_data`, group(i, 2, older));
+    await post(`${base}/scored_data`, group(100, 2, newer));
+    const first = await lease(run);
+    expect(first.batch.groups.every((g) => g.env_id === older)).toBe(true);
+    const set = await call(`/v1/runs/${run}/envs/${newer}`, {
+      method: "PATCH",
+      headers: { "content-type": "application/json" },
+      body: JSON.stringify({ min_batch_allocation: 0.5 }),
+    });
+    expect(set.status).toBe(200);
+    const second = await lease(run);
+    // Without the allocation the two oldest groups (both of the older env) would go out.
+    expect(second.batch.groups.filter((g) => g.env_id === newer)).toHaveLength(1);
+    expect(seqs(second.batch)).toBe(4);
+  });
+
+  it("mixes replays in once replay is switched on between two leases", async () => {
+    const run = uniqueRun("memo-replay");
+    const { base, envIds } = await setupRun(run, 4, [2]);
+    for (let i = 0; i < 10; i++) {
+      await post(`${base}/scored_data`, { ...group(i, 2, envIds[0]!), scores: [1, 1] });
+    }
+    const setReplay = async (body: unknown) => {
+      const res = await call(`/v1/runs/${run}/replay`, {
+        method: "PUT",
+        headers: { "content-type": "application/json" },
+        body: JSON.stringify(body),
+      });
+      expect(res.status).toBe(200);
+    };
+    // The first batch fills the buffer; the second is formed and remembered with replay off.
+    await setReplay({ enabled: true, fraction: 0.5, capacity: 10 });
+    const first = await lease(run);
+    await ack(run, first.batch.batch_id);
+    await setReplay({ enabled: false });
+    const second = await lease(run);
+    expect(second.batch.groups.some((g) => g.replayed)).toBe(false);
+    await ack(run, second.batch.batch_id);
+    await setReplay({ enabled: true });
+    const third = await lease(run);
+    expect(third.read).toBe(true);
+    expect(third.batch.groups.some((g) => g.replayed)).toBe(true);
+    expect(seqs(third.batch)).toBe(4);
+  });
+
+  it("hands an expired lease out again before forming a new batch", async () => {
+    const run = uniqueRun("memo-expired");
+    const { base, envIds } = await setupRun(run, 4, [2]);
+    for (let i = 0; i < 6; i++) await post(`${base}/scored_data`, group(i, 2, envIds[0]!));
+    const first = await lease(run, { lease_seconds: 1 });
+    advanceClock(1100);
+    const again = await lease(run, { lease_seconds: 60 });
+    expect(again.batch.batch_id).toBe(first.batch.batch_id);
+    expect(again.batch.redelivered).toBe(true);
+    expect(await batchRows(run)).toEqual([{ step: 1, status: "leased" }]);
+  });
+
+  it("forms a batch from groups queued after the read-back when the remembered head falls short", async () => {
+    const run = uniqueRun("memo-short");
+    const { base, envIds } = await setupRun(run, 4, [2]);
+    for (let i = 0; i < 3; i++) await post(`${base}/scored_data`, group(i, 2, envIds[0]!));
+    await lease(run);
+    await post(`${base}/scored_data`, group(3, 2, envIds[0]!));
+    const second = await lease(run);
+    expect(second.read).toBe(true);
+    expect(seqs(second.batch)).toBe(4);
+  });
+
+  it("GET /batch acknowledges the last batch and leases the next in the same round trip", async () => {
+    const run = uniqueRun("memo-compat");
+    const { base, envIds } = await setupRun(run, 4, [2]);
+    for (let i = 0; i < 6; i++) await post(`${base}/scored_data`, group(i, 2, envIds[0]!));
+    const pulls = [];
+    for (let i = 0; i < 3; i++) {
+      const res = await call(`${base}/batch`);
+      pulls.push({
+        read: (res.headers.get("server-timing") ?? "").includes("lease-read"),
+        batch: (await res.json<{ batch: { tokens: number[][] }[] }>()).batch,
+      });
+    }
+    expect(pulls.map((p) => p.read)).toEqual([true, false, false]);
+    expect(pulls.every((p) => p.batch.reduce((s, g) => s + g.tokens.length, 0) === 4)).toBe(true);
+    expect(await batchRows(run)).toEqual([
+      { step: 1, status: "acked" },
+      { step: 2, status: "acked" },
+      { step: 3, status: "leased" },
+    ]);
+  });
+});
