@@ -10,7 +10,13 @@ import {
   guardConfigRequestSchema,
   type RunEvent,
 } from "../core/wire/api-schemas";
-import { adminClientOf, type ConnectionOptions, changeOf, connectionFrom } from "./run-control";
+import {
+  adminClientOf,
+  type ConnectionOptions,
+  changeOf,
+  connectionFrom,
+  tokenOption,
+} from "./run-control";
 
 export interface GuardOptions {
   run: string;
@@ -94,10 +100,7 @@ export function registerGuardCommand(program: Command): void {
     .description("show or configure a run's regression guard, with its latest events")
     .requiredOption("--run <run>", "the run")
     .option("--api <url>", "rollout API URL")
-    .option(
-      "--token <t>",
-      "a trainer or admin token (default $ATROPOS_EDGE_TOKEN, then $API_TOKEN)",
-    )
+    .addOption(tokenOption("a trainer or admin"))
     .option("--enable", "turn the guard on")
     .option("--disable", "turn the guard off (baselines are still recorded)")
     .option("--factor <f>", "regression below factor × baseline (default 0.95)")

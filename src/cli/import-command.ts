@@ -11,7 +11,7 @@ import { type HttpAnswer, HttpClient } from "../core/wire/http-client";
 import { type ScoredDataInput, scoredDataSchema } from "../core/wire/schemas";
 import { summarizeDetails, toValidationDetails } from "../core/wire/validation";
 import { apiBasePath } from "../env-sdk/runtime/api-client";
-import { type ConnectionOptions, connectionFrom } from "./run-control";
+import { type ConnectionOptions, connectionFrom, tokenOption } from "./run-control";
 
 export type ImportTarget = "queue" | "replay";
 
@@ -184,7 +184,7 @@ export function registerImportCommand(program: Command): void {
     )
     .option("--env-id <n>", "stamp this env_id on the groups (queue only)")
     .option("--api <url>", "rollout API URL")
-    .option("--token <t>", "API token (default $ATROPOS_EDGE_TOKEN, then $API_TOKEN)")
+    .addOption(tokenOption("API"))
     .action(async (file: string, o: ImportOptions & { api?: string; token?: string }) => {
       const { readFile } = await import("node:fs/promises");
       const text = await readFile(file, "utf8");

@@ -11,6 +11,7 @@ import {
   changeOf,
   connectionFrom,
   numberFlag,
+  tokenOption,
 } from "./run-control";
 
 export interface MixOptions {
@@ -53,10 +54,7 @@ export function registerMixCommand(program: Command): void {
     .argument("<env_id>", "the env's id in the run (GET /v1/runs/{run}/stats lists them)")
     .requiredOption("--run <run>", "the run")
     .option("--api <url>", "rollout API URL")
-    .option(
-      "--token <t>",
-      "a trainer or admin token (default $ATROPOS_EDGE_TOKEN, then $API_TOKEN)",
-    )
+    .addOption(tokenOption("a trainer or admin"))
     .option("--weight <w>", "the env's weight (> 0)")
     .option("--min-batch-allocation <f>", "fraction of each batch reserved (0..1), or none")
     .option("--pause", "stop the env sampling (zero quota in /status-env)")

@@ -1,8 +1,9 @@
 /**
- * What the commands that steer a running run share (mix, replay, guard, import): the
- * deployment's URL and token, an admin client for them, and a change checked against the
+ * What the commands that talk to a deployment share (mix, replay, guard, import, tokens,
+ * inference): the deployment's URL and token (the --token option), an admin client for them, and a change checked against the
  * route's own request schema before anything is sent.
  */
+import { Option } from "commander";
 import type { z } from "zod";
 import { AdminClient } from "../client/admin-client";
 import { summarizeDetails, toValidationDetails } from "../core/wire/validation";
@@ -13,9 +14,21 @@ export interface ConnectionOptions {
   fetch?: typeof fetch;
 }
 
+/** The `--token` option: commander reads the flag, else $ATROPOS_EDGE_TOKEN (help shows it). */
+export function tokenOption(holder: string): Option {
+  return new Option("--token <t>", `${holder} token; without it or the env var, $API_TOKEN`).env(
+    "ATROPOS_EDGE_TOKEN",
+  );
+}
+
+/**
+ * The deployment to talk to. The token is --token or $ATROPOS_EDGE_TOKEN (commander), else
+ * $API_TOKEN: the name the Worker itself reads its admin token from (commander takes one env var
+ * per option, so this second one is ours).
+ */
 export function connectionFrom(o: { api?: string; token?: string }): ConnectionOptions {
   if (!o.api) throw new Error("--api <url> is required (the deployment's URL)");
-  const token = o.token ?? process.env.ATROPOS_EDGE_TOKEN ?? process.env.API_TOKEN;
+  const token = o.token ?? process.env.API_TOKEN;
   return { api: o.api, ...(token ? { token } : {}) };
 }
 
