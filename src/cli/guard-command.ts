@@ -15,7 +15,7 @@ import {
   type ConnectionOptions,
   changeOf,
   connectionFrom,
-  tokenOption,
+  withConnectionOptions,
 } from "./run-control";
 
 export interface GuardOptions {
@@ -95,12 +95,13 @@ export async function runGuard(connection: ConnectionOptions, o: GuardOptions): 
 }
 
 export function registerGuardCommand(program: Command): void {
-  program
-    .command("guard")
-    .description("show or configure a run's regression guard, with its latest events")
-    .requiredOption("--run <run>", "the run")
-    .option("--api <url>", "rollout API URL")
-    .addOption(tokenOption("a trainer or admin"))
+  withConnectionOptions(
+    program
+      .command("guard")
+      .description("show or configure a run's regression guard, with its latest events")
+      .requiredOption("--run <run>", "the run"),
+    "a trainer or admin",
+  )
     .option("--enable", "turn the guard on")
     .option("--disable", "turn the guard off (baselines are still recorded)")
     .option("--factor <f>", "regression below factor × baseline (default 0.95)")

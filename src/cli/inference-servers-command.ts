@@ -11,7 +11,12 @@ import {
   isServerType,
   serverTypeError,
 } from "../core/wire/server-config";
-import { adminClientOf, type ConnectionOptions, connectionFrom, tokenOption } from "./run-control";
+import {
+  adminClientOf,
+  type ConnectionOptions,
+  connectionFrom,
+  withConnectionOptions,
+} from "./run-control";
 
 export interface InferenceSetOptions {
   run: string;
@@ -86,10 +91,7 @@ export function registerInferenceServersCommand(program: Command): void {
     .command("inference")
     .description("set or show a run's inference servers (used by the inference proxy)");
   const common = (c: Command) =>
-    c
-      .option("--api <url>", "rollout API URL")
-      .addOption(tokenOption("admin"))
-      .option("--run <run>", "the run", "default");
+    withConnectionOptions(c, "admin").option("--run <run>", "the run", "default");
   common(inference.command("set").description("replace the run's inference servers"))
     .option("--file <servers.json>", "a JSON list of server configs")
     .option("--base-url <url>", "one server's OpenAI base URL, e.g. http://gpu:8000/v1")

@@ -11,7 +11,7 @@ import {
   changeOf,
   connectionFrom,
   numberFlag,
-  tokenOption,
+  withConnectionOptions,
 } from "./run-control";
 
 export interface ReplayOptions {
@@ -49,12 +49,13 @@ export async function runReplay(
 }
 
 export function registerReplayCommand(program: Command): void {
-  program
-    .command("replay")
-    .description("show or change a run's replay buffer (off by default)")
-    .requiredOption("--run <run>", "the run")
-    .option("--api <url>", "rollout API URL")
-    .addOption(tokenOption("a trainer or admin"))
+  withConnectionOptions(
+    program
+      .command("replay")
+      .description("show or change a run's replay buffer (off by default)")
+      .requiredOption("--run <run>", "the run"),
+    "a trainer or admin",
+  )
     .option("--enable", "keep good groups and mix them into batches")
     .option("--disable", "stop replaying (the buffer is kept)")
     .option("--threshold <t>", "keep delivered groups with mean score >= t (default 0.7)")

@@ -3,7 +3,7 @@
  * inference): the deployment's URL and token (the --token option), an admin client for them, and a change checked against the
  * route's own request schema before anything is sent.
  */
-import { Option } from "commander";
+import type { Command } from "commander";
 import type { z } from "zod";
 import { AdminClient } from "../client/admin-client";
 import { summarizeDetails, toValidationDetails } from "../core/wire/validation";
@@ -14,11 +14,16 @@ export interface ConnectionOptions {
   fetch?: typeof fetch;
 }
 
-/** The `--token` option: commander reads the flag, else $ATROPOS_EDGE_TOKEN (help shows it). */
-export function tokenOption(holder: string): Option {
-  return new Option("--token <t>", `${holder} token; without it or the env var, $API_TOKEN`).env(
-    "ATROPOS_EDGE_TOKEN",
-  );
+/**
+ * Adds `--api` and `--token`; commander reads the token from the flag, else $ATROPOS_EDGE_TOKEN
+ * (help shows it). Built with the command's own createOption: a value import of commander would
+ * not load in the Workers tests that import these commands.
+ */
+export function withConnectionOptions(cmd: Command, holder: string): Command {
+  const token = `${holder} token; without it or the env var, $API_TOKEN`;
+  return cmd
+    .option("--api <url>", "rollout API URL")
+    .addOption(cmd.createOption("--token <t>", token).env("ATROPOS_EDGE_TOKEN"));
 }
 
 /**

@@ -5,7 +5,12 @@
 import type { Command } from "commander";
 import { createTokenRequestSchema, type TokenInfo } from "../core/wire/tokens";
 import { summarizeDetails, toValidationDetails } from "../core/wire/validation";
-import { adminClientOf, type ConnectionOptions, connectionFrom, tokenOption } from "./run-control";
+import {
+  adminClientOf,
+  type ConnectionOptions,
+  connectionFrom,
+  withConnectionOptions,
+} from "./run-control";
 
 export interface CreateOptions {
   name: string;
@@ -79,8 +84,7 @@ export function registerTokensCommand(program: Command): void {
   const tokens = program
     .command("tokens")
     .description("create, list and revoke API tokens (needs the admin token)");
-  const common = (c: Command) =>
-    c.option("--api <url>", "rollout API URL").addOption(tokenOption("admin"));
+  const common = (c: Command) => withConnectionOptions(c, "admin");
   common(tokens.command("create").description("create a token; prints its secret once"))
     .requiredOption("--name <name>", "who or what holds it")
     .requiredOption(

@@ -10,7 +10,7 @@ import { afterEach, describe, expect, it } from "vitest";
 import { opt, type Resolved, withOptions } from "../../../src/cli/commands/options";
 import type { OptionDefaults } from "../../../src/cli/config";
 import { buildProgram } from "../../../src/cli/main";
-import { connectionFrom, tokenOption } from "../../../src/cli/run-control";
+import { connectionFrom, withConnectionOptions } from "../../../src/cli/run-control";
 
 const VARS = [
   "ATROPOS_EDGE_STEPS",
@@ -174,9 +174,9 @@ describe("ATROPOS_EDGE_<NAME> env vars through commander", () => {
 
 describe("--token", () => {
   const tokenOf = (args: string[]) => {
-    const cmd = new Command("t").addOption(tokenOption("admin")).exitOverride();
+    const cmd = withConnectionOptions(new Command("t"), "admin").exitOverride();
     cmd.parse(["node", "t", ...args]);
-    return connectionFrom({ api: "http://127.0.0.1:1", ...cmd.opts() }).token;
+    return connectionFrom({ ...cmd.opts(), api: "http://127.0.0.1:1" }).token;
   };
 
   it("is the flag, else ATROPOS_EDGE_TOKEN, else API_TOKEN", () => {
