@@ -1,7 +1,7 @@
 /**
  * What the commands that talk to a deployment share (mix, replay, guard, import, tokens,
- * inference): the deployment's URL and token (the --token option), an admin client for them, and a change checked against the
- * route's own request schema before anything is sent.
+ * inference): the --api and --token options, an admin client for them, and a change checked
+ * against the route's own request schema before anything is sent.
  */
 import type { Command } from "commander";
 import type { z } from "zod";

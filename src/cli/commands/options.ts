@@ -2,7 +2,8 @@
  * What every command module shares: option specs (flag, key, help, default), `withOptions` (adds
  * them and --config to a command, each with its ATROPOS_EDGE_<NAME> env var for commander to read,
  * and resolves flags > env vars > config file > defaults, with the Atropos `--env.*` /
- * `--openai.*` layer for the env commands), and the helpers the actions use. Each command registers itself from its own module (commands/*.ts).
+ * `--openai.*` layer for the env commands), and the helpers the actions use. Each command
+ * registers itself from its own module (commands/*.ts).
  */
 import { spawn } from "node:child_process";
 import { type Command, InvalidArgumentError, Option } from "commander";
