@@ -2,8 +2,9 @@
  * Option resolution for every CLI command. Precedence, highest first:
  *   command-line flag > ATROPOS_EDGE_<NAME> env var > --config file (command section, then top
  *   level) > built-in default.
- * Keys may be written camelCase, kebab-case or snake_case in files; values are coerced to the
- * type of the default (numbers, booleans), so `ATROPOS_EDGE_STEPS=3` becomes the number 3.
+ * Commander reads the flags and env vars (commands/options.ts declares `Option.env` per option and
+ * parses values with `parseValue`); the config file layer is ours. Keys may be written camelCase,
+ * kebab-case or snake_case in files; values are coerced to the type of the default.
  */
 import { readFileSync } from "node:fs";
 import { extname } from "node:path";
@@ -27,36 +28,44 @@ export function envVarName(key: string): string {
   return `ATROPOS_EDGE_${key.replace(/([a-z0-9])([A-Z])/g, "$1_$2").toUpperCase()}`;
 }
 
-/** `value` as the type of `fallback` (number, boolean, string); `origin` names where it came from. */
+/** `value` as the type of `fallback` (number, boolean, string), or what it should have been. */
+export function parseValue(
+  value: unknown,
+  fallback: ConfigValue | undefined,
+): { ok: true; value: ConfigValue } | { ok: false; expected: string } {
+  if (typeof fallback === "number") {
+    const n = typeof value === "number" ? value : Number(String(value).trim());
+    const blank = typeof value !== "number" && String(value).trim() === "";
+    return Number.isFinite(n) && !blank
+      ? { ok: true, value: n }
+      : { ok: false, expected: "a number" };
+  }
+  if (typeof fallback === "boolean") {
+    if (typeof value === "boolean") return { ok: true, value };
+    const s = String(value).trim().toLowerCase();
+    if (["1", "true", "yes", "on"].includes(s)) return { ok: true, value: true };
+    if (["0", "false", "no", "off", ""].includes(s)) return { ok: true, value: false };
+    return { ok: false, expected: "true or false (1/0, yes/no, on/off)" };
+  }
+  if (typeof value === "object" && value !== null) return { ok: false, expected: "a single value" };
+  return { ok: true, value: String(value) };
+}
+
+/** `value` as the type of `fallback`; `origin` names where it came from in the error. */
 export function coerce(
   key: string,
   value: unknown,
   fallback: ConfigValue | undefined,
   origin: string,
-) {
+): ConfigValue | undefined {
   if (value === undefined || value === null) return undefined;
-  if (typeof fallback === "number") {
-    const n = typeof value === "number" ? value : Number(String(value).trim());
-    if (!Number.isFinite(n) || String(value).trim() === "") {
-      throw new Error(`${origin}: option '${key}' must be a number, got ${JSON.stringify(value)}`);
-    }
-    return n;
-  }
-  if (typeof fallback === "boolean") {
-    if (typeof value === "boolean") return value;
-    const s = String(value).trim().toLowerCase();
-    if (["1", "true", "yes", "on"].includes(s)) return true;
-    if (["0", "false", "no", "off", ""].includes(s)) return false;
+  const parsed = parseValue(value, fallback);
+  if (!parsed.ok) {
     throw new Error(
-      `${origin}: option '${key}' must be true or false, got ${JSON.stringify(value)}`,
+      `${origin}: option '${key}' must be ${parsed.expected}, got ${JSON.stringify(value)}`,
     );
   }
-  if (typeof value === "object") {
-    throw new Error(
-      `${origin}: option '${key}' must be a single value, not ${JSON.stringify(value)}`,
-    );
-  }
-  return String(value);
+  return parsed.value;
 }
 
 /** Reads a YAML or JSON config file into a flat camelCase record (plus nested command sections). */
@@ -89,7 +98,8 @@ export function resolveOptions<D extends OptionDefaults>(
   sources: {
     /** Only flags the user actually typed (commander: value source "cli"). */
     flags: Record<string, unknown>;
-    env?: Record<string, string | undefined>;
+    /** By option key: what commander read from ATROPOS_EDGE_<NAME> (value source "env"). */
+    env?: Record<string, unknown>;
     file?: Record<string, unknown>;
     /** Command name: a `{command: {...}}` section of the file overrides its top level. */
     command?: string;
@@ -106,7 +116,7 @@ export function resolveOptions<D extends OptionDefaults>(
   for (const [key, fallback] of Object.entries(defaults)) {
     const candidates: [unknown, string][] = [
       [sources.flags[key], "command line"],
-      [env[envVarName(key)], `env var ${envVarName(key)}`],
+      [env[key], `env var ${envVarName(key)}`],
       [fileSection[key], "config file"],
       [file[key], "config file"],
     ];

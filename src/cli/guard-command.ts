@@ -10,7 +10,13 @@ import {
   guardConfigRequestSchema,
   type RunEvent,
 } from "../core/wire/api-schemas";
-import { adminClientOf, type ConnectionOptions, changeOf, connectionFrom } from "./run-control";
+import {
+  adminClientOf,
+  type ConnectionOptions,
+  changeOf,
+  connectionFrom,
+  withConnectionOptions,
+} from "./run-control";
 
 export interface GuardOptions {
   run: string;
@@ -89,15 +95,13 @@ export async function runGuard(connection: ConnectionOptions, o: GuardOptions): 
 }
 
 export function registerGuardCommand(program: Command): void {
-  program
-    .command("guard")
-    .description("show or configure a run's regression guard, with its latest events")
-    .requiredOption("--run <run>", "the run")
-    .option("--api <url>", "rollout API URL")
-    .option(
-      "--token <t>",
-      "a trainer or admin token (default $ATROPOS_EDGE_TOKEN, then $API_TOKEN)",
-    )
+  withConnectionOptions(
+    program
+      .command("guard")
+      .description("show or configure a run's regression guard, with its latest events")
+      .requiredOption("--run <run>", "the run"),
+    "a trainer or admin",
+  )
     .option("--enable", "turn the guard on")
     .option("--disable", "turn the guard off (baselines are still recorded)")
     .option("--factor <f>", "regression below factor × baseline (default 0.95)")

@@ -11,7 +11,7 @@ import { type HttpAnswer, HttpClient } from "../core/wire/http-client";
 import { type ScoredDataInput, scoredDataSchema } from "../core/wire/schemas";
 import { summarizeDetails, toValidationDetails } from "../core/wire/validation";
 import { apiBasePath } from "../env-sdk/runtime/api-client";
-import { type ConnectionOptions, connectionFrom } from "./run-control";
+import { type ConnectionOptions, connectionFrom, withConnectionOptions } from "./run-control";
 
 export type ImportTarget = "queue" | "replay";
 
@@ -172,28 +172,28 @@ export function formatImport(s: ImportSummary): string {
 }
 
 export function registerImportCommand(program: Command): void {
-  program
-    .command("import")
-    .description("load a groups JSONL file (process output, Atropos saved groups) into a run")
-    .argument("<file>", "JSONL, one group per line")
-    .requiredOption("--run <run>", "the run")
-    .option(
-      "--into <where>",
-      "queue (delivered once, online) or replay (the replay buffer)",
-      "queue",
-    )
-    .option("--env-id <n>", "stamp this env_id on the groups (queue only)")
-    .option("--api <url>", "rollout API URL")
-    .option("--token <t>", "API token (default $ATROPOS_EDGE_TOKEN, then $API_TOKEN)")
-    .action(async (file: string, o: ImportOptions & { api?: string; token?: string }) => {
-      const { readFile } = await import("node:fs/promises");
-      const text = await readFile(file, "utf8");
-      const summary = await importGroupsJsonl(connectionFrom(o), text, o, (p) => {
-        process.stderr.write(
-          `\r${p.linesDone}/${p.lines} lines sent (${p.stored} stored, ${p.duplicates} already there)`,
-        );
-      });
-      process.stderr.write("\n");
-      console.log(formatImport(summary));
+  withConnectionOptions(
+    program
+      .command("import")
+      .description("load a groups JSONL file (process output, Atropos saved groups) into a run")
+      .argument("<file>", "JSONL, one group per line")
+      .requiredOption("--run <run>", "the run")
+      .option(
+        "--into <where>",
+        "queue (delivered once, online) or replay (the replay buffer)",
+        "queue",
+      )
+      .option("--env-id <n>", "stamp this env_id on the groups (queue only)"),
+    "an API",
+  ).action(async (file: string, o: ImportOptions & { api?: string; token?: string }) => {
+    const { readFile } = await import("node:fs/promises");
+    const text = await readFile(file, "utf8");
+    const summary = await importGroupsJsonl(connectionFrom(o), text, o, (p) => {
+      process.stderr.write(
+        `\r${p.linesDone}/${p.lines} lines sent (${p.stored} stored, ${p.duplicates} already there)`,
+      );
     });
+    process.stderr.write("\n");
+    console.log(formatImport(summary));
+  });
 }

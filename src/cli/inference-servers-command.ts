@@ -5,19 +5,18 @@
  */
 import { readFileSync } from "node:fs";
 import type { Command } from "commander";
-import { AdminClient } from "../client/admin-client";
 import type { RunInference } from "../core/wire/api-schemas";
 import {
   type APIServerConfigInput,
   isServerType,
   serverTypeError,
 } from "../core/wire/server-config";
-
-export interface InferenceCommandOptions {
-  api: string;
-  token?: string;
-  fetch?: typeof fetch;
-}
+import {
+  adminClientOf,
+  type ConnectionOptions,
+  connectionFrom,
+  withConnectionOptions,
+} from "./run-control";
 
 export interface InferenceSetOptions {
   run: string;
@@ -30,10 +29,6 @@ export interface InferenceSetOptions {
   /** The name of an environment variable holding the servers' API key. */
   apiKeyEnv?: string;
   env?: Record<string, string | undefined>;
-}
-
-function client(options: InferenceCommandOptions): AdminClient {
-  return new AdminClient({ url: options.api, token: options.token, fetch: options.fetch });
 }
 
 /** One line per server; the key shown only as whether there is one. */
@@ -74,25 +69,21 @@ export function serversFromOptions(set: InferenceSetOptions): APIServerConfigInp
 }
 
 export async function runInferenceSet(
-  options: InferenceCommandOptions,
+  options: ConnectionOptions,
   set: InferenceSetOptions,
 ): Promise<string> {
-  return formatInference(await client(options).setInference(set.run, serversFromOptions(set)));
+  return formatInference(
+    await adminClientOf(options).setInference(set.run, serversFromOptions(set)),
+  );
 }
 
 export async function runInferenceShow(
-  options: InferenceCommandOptions,
+  options: ConnectionOptions,
   run: string,
   json = false,
 ): Promise<string> {
-  const inference = await client(options).getInference(run);
+  const inference = await adminClientOf(options).getInference(run);
   return json ? JSON.stringify(inference, null, 2) : formatInference(inference);
-}
-
-function connection(o: { api?: string; token?: string }): InferenceCommandOptions {
-  if (!o.api) throw new Error("--api <url> is required (the deployment's URL)");
-  const token = o.token ?? process.env.ATROPOS_EDGE_TOKEN ?? process.env.API_TOKEN;
-  return { api: o.api, ...(token ? { token } : {}) };
 }
 
 export function registerInferenceServersCommand(program: Command): void {
@@ -100,10 +91,7 @@ export function registerInferenceServersCommand(program: Command): void {
     .command("inference")
     .description("set or show a run's inference servers (used by the inference proxy)");
   const common = (c: Command) =>
-    c
-      .option("--api <url>", "rollout API URL")
-      .option("--token <t>", "admin token (default $ATROPOS_EDGE_TOKEN, then $API_TOKEN)")
-      .option("--run <run>", "the run", "default");
+    withConnectionOptions(c, "admin").option("--run <run>", "the run", "default");
   common(inference.command("set").description("replace the run's inference servers"))
     .option("--file <servers.json>", "a JSON list of server configs")
     .option("--base-url <url>", "one server's OpenAI base URL, e.g. http://gpu:8000/v1")
@@ -112,11 +100,11 @@ export function registerInferenceServersCommand(program: Command): void {
     .option("--tokenizer <name>", "tokenizer name")
     .option("--api-key-env <VAR>", "environment variable holding the servers' API key")
     .action(async (o: InferenceSetOptions & { api?: string; token?: string }) => {
-      console.log(await runInferenceSet(connection(o), o));
+      console.log(await runInferenceSet(connectionFrom(o), o));
     });
   common(inference.command("show").description("show the run's servers (never their keys)"))
     .option("--json", "print JSON")
     .action(async (o: { api?: string; token?: string; run: string; json?: boolean }) => {
-      console.log(await runInferenceShow(connection(o), o.run, o.json === true));
+      console.log(await runInferenceShow(connectionFrom(o), o.run, o.json === true));
     });
 }

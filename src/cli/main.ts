@@ -1,6 +1,6 @@
 /**
- * atropos-edge command line. Every option can also come from an ATROPOS_EDGE_<NAME> env var or
- * a --config file (YAML/JSON, top level or a section per command, or Atropos' `env:`/`openai:`
+ * atropos-edge command line. Every option can also come from an ATROPOS_EDGE_<NAME> env var
+ * (commander reads it; `--help` names it) or a --config file (YAML/JSON, top level or a section per command, or Atropos' `env:`/`openai:`
  * layout); flags win, then env vars, then the file, then defaults. The env commands also take
  * Atropos' `--env.<field>` / `--openai.<field>` flags (docs/CONFIG.md).
  */

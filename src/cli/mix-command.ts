@@ -11,6 +11,7 @@ import {
   changeOf,
   connectionFrom,
   numberFlag,
+  withConnectionOptions,
 } from "./run-control";
 
 export interface MixOptions {
@@ -47,16 +48,14 @@ export async function runMix(
 }
 
 export function registerMixCommand(program: Command): void {
-  program
-    .command("mix")
-    .description("change an env's weight, minimum batch allocation, or pause/resume it mid-run")
-    .argument("<env_id>", "the env's id in the run (GET /v1/runs/{run}/stats lists them)")
-    .requiredOption("--run <run>", "the run")
-    .option("--api <url>", "rollout API URL")
-    .option(
-      "--token <t>",
-      "a trainer or admin token (default $ATROPOS_EDGE_TOKEN, then $API_TOKEN)",
-    )
+  withConnectionOptions(
+    program
+      .command("mix")
+      .description("change an env's weight, minimum batch allocation, or pause/resume it mid-run")
+      .argument("<env_id>", "the env's id in the run (GET /v1/runs/{run}/stats lists them)")
+      .requiredOption("--run <run>", "the run"),
+    "a trainer or admin",
+  )
     .option("--weight <w>", "the env's weight (> 0)")
     .option("--min-batch-allocation <f>", "fraction of each batch reserved (0..1), or none")
     .option("--pause", "stop the env sampling (zero quota in /status-env)")

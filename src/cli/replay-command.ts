@@ -11,6 +11,7 @@ import {
   changeOf,
   connectionFrom,
   numberFlag,
+  withConnectionOptions,
 } from "./run-control";
 
 export interface ReplayOptions {
@@ -48,15 +49,13 @@ export async function runReplay(
 }
 
 export function registerReplayCommand(program: Command): void {
-  program
-    .command("replay")
-    .description("show or change a run's replay buffer (off by default)")
-    .requiredOption("--run <run>", "the run")
-    .option("--api <url>", "rollout API URL")
-    .option(
-      "--token <t>",
-      "a trainer or admin token (default $ATROPOS_EDGE_TOKEN, then $API_TOKEN)",
-    )
+  withConnectionOptions(
+    program
+      .command("replay")
+      .description("show or change a run's replay buffer (off by default)")
+      .requiredOption("--run <run>", "the run"),
+    "a trainer or admin",
+  )
     .option("--enable", "keep good groups and mix them into batches")
     .option("--disable", "stop replaying (the buffer is kept)")
     .option("--threshold <t>", "keep delivered groups with mean score >= t (default 0.7)")

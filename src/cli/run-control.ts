@@ -1,8 +1,9 @@
 /**
- * What the commands that steer a running run share (mix, replay, guard, import): the
- * deployment's URL and token, an admin client for them, and a change checked against the
- * route's own request schema before anything is sent.
+ * What the commands that talk to a deployment share (mix, replay, guard, import, tokens,
+ * inference): the --api and --token options, an admin client for them, and a change checked
+ * against the route's own request schema before anything is sent.
  */
+import type { Command } from "commander";
 import type { z } from "zod";
 import { AdminClient } from "../client/admin-client";
 import { summarizeDetails, toValidationDetails } from "../core/wire/validation";
@@ -13,9 +14,26 @@ export interface ConnectionOptions {
   fetch?: typeof fetch;
 }
 
+/**
+ * Adds `--api` and `--token`; commander reads the token from the flag, else $ATROPOS_EDGE_TOKEN
+ * (help shows it). Built with the command's own createOption: a value import of commander would
+ * not load in the Workers tests that import these commands.
+ */
+export function withConnectionOptions(cmd: Command, holder: string): Command {
+  const token = `${holder} token; without it or the env var, $API_TOKEN`;
+  return cmd
+    .option("--api <url>", "rollout API URL")
+    .addOption(cmd.createOption("--token <t>", token).env("ATROPOS_EDGE_TOKEN"));
+}
+
+/**
+ * The deployment to talk to. The token is --token or $ATROPOS_EDGE_TOKEN (commander), else
+ * $API_TOKEN: the name the Worker itself reads its admin token from (commander takes one env var
+ * per option, so this second one is ours).
+ */
 export function connectionFrom(o: { api?: string; token?: string }): ConnectionOptions {
   if (!o.api) throw new Error("--api <url> is required (the deployment's URL)");
-  const token = o.token ?? process.env.ATROPOS_EDGE_TOKEN ?? process.env.API_TOKEN;
+  const token = o.token ?? process.env.API_TOKEN;
   return { api: o.api, ...(token ? { token } : {}) };
 }
 

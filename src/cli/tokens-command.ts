@@ -1,17 +1,16 @@
 /**
  * `atropos-edge tokens create|list|revoke --api URL --token ADMIN_TOKEN` (docs/API.md "Tokens").
- * The admin token defaults to $ATROPOS_EDGE_TOKEN, then $API_TOKEN.
+ * The admin token defaults to $ATROPOS_EDGE_TOKEN, then $API_TOKEN (run-control.ts).
  */
 import type { Command } from "commander";
-import { AdminClient } from "../client/admin-client";
 import { createTokenRequestSchema, type TokenInfo } from "../core/wire/tokens";
 import { summarizeDetails, toValidationDetails } from "../core/wire/validation";
-
-export interface TokensCommandOptions {
-  api: string;
-  token?: string;
-  fetch?: typeof fetch;
-}
+import {
+  adminClientOf,
+  type ConnectionOptions,
+  connectionFrom,
+  withConnectionOptions,
+} from "./run-control";
 
 export interface CreateOptions {
   name: string;
@@ -20,10 +19,6 @@ export interface CreateOptions {
   rps?: string;
   bytesPerDay?: string;
   proxyTokensPerDay?: string;
-}
-
-function client(options: TokensCommandOptions): AdminClient {
-  return new AdminClient({ url: options.api, token: options.token, fetch: options.fetch });
 }
 
 function optionalNumber(value: string | undefined, flag: string): number | undefined {
@@ -52,7 +47,7 @@ export function formatToken(t: TokenInfo): string {
 
 /** Creates a token; returns what to print (the secret once, and how to use it). */
 export async function runTokensCreate(
-  options: TokensCommandOptions,
+  options: ConnectionOptions,
   create: CreateOptions,
 ): Promise<string> {
   const request = {
@@ -67,7 +62,7 @@ export async function runTokensCreate(
   if (!parsed.success) {
     throw new Error(summarizeDetails(toValidationDetails(parsed.error, request)));
   }
-  const created = await client(options).createToken(parsed.data);
+  const created = await adminClientOf(options).createToken(parsed.data);
   return [
     formatToken(created),
     `secret (shown once; store it now): ${created.secret}`,
@@ -75,30 +70,21 @@ export async function runTokensCreate(
   ].join("\n");
 }
 
-export async function runTokensList(options: TokensCommandOptions, json = false): Promise<string> {
-  const tokens = await client(options).listTokens();
+export async function runTokensList(options: ConnectionOptions, json = false): Promise<string> {
+  const tokens = await adminClientOf(options).listTokens();
   if (json) return JSON.stringify(tokens, null, 2);
   return tokens.length ? tokens.map(formatToken).join("\n") : "no tokens";
 }
 
-export async function runTokensRevoke(options: TokensCommandOptions, id: string): Promise<string> {
-  return formatToken(await client(options).revokeToken(id));
-}
-
-function connection(o: { api?: string; token?: string }): TokensCommandOptions {
-  if (!o.api) throw new Error("--api <url> is required (the deployment's URL)");
-  const token = o.token ?? process.env.ATROPOS_EDGE_TOKEN ?? process.env.API_TOKEN;
-  return { api: o.api, ...(token ? { token } : {}) };
+export async function runTokensRevoke(options: ConnectionOptions, id: string): Promise<string> {
+  return formatToken(await adminClientOf(options).revokeToken(id));
 }
 
 export function registerTokensCommand(program: Command): void {
   const tokens = program
     .command("tokens")
     .description("create, list and revoke API tokens (needs the admin token)");
-  const common = (c: Command) =>
-    c
-      .option("--api <url>", "rollout API URL")
-      .option("--token <t>", "admin token (default $ATROPOS_EDGE_TOKEN, then $API_TOKEN)");
+  const common = (c: Command) => withConnectionOptions(c, "admin");
   common(tokens.command("create").description("create a token; prints its secret once"))
     .requiredOption("--name <name>", "who or what holds it")
     .requiredOption(
@@ -110,16 +96,16 @@ export function registerTokensCommand(program: Command): void {
     .option("--bytes-per-day <n>", "submitted body bytes per UTC day")
     .option("--proxy-tokens-per-day <n>", "inference proxy tokens per UTC day (not enforced yet)")
     .action(async (o: CreateOptions & { api?: string; token?: string }) => {
-      console.log(await runTokensCreate(connection(o), o));
+      console.log(await runTokensCreate(connectionFrom(o), o));
     });
   common(tokens.command("list").description("list tokens (never their secrets)"))
     .option("--json", "print JSON")
     .action(async (o: { api?: string; token?: string; json?: boolean }) => {
-      console.log(await runTokensList(connection(o), o.json === true));
+      console.log(await runTokensList(connectionFrom(o), o.json === true));
     });
   common(tokens.command("revoke").description("revoke a token by id").argument("<id>")).action(
     async (id: string, o: { api?: string; token?: string }) => {
-      console.log(await runTokensRevoke(connection(o), id));
+      console.log(await runTokensRevoke(connectionFrom(o), id));
     },
   );
 }

@@ -1,11 +1,12 @@
 /**
  * What every command module shares: option specs (flag, key, help, default), `withOptions` (adds
- * them and --config to a command and resolves flags > ATROPOS_EDGE_<NAME> env vars > config
- * file > defaults, with the Atropos `--env.*` / `--openai.*` layer for the env commands), and the
- * helpers the actions use. Each command registers itself from its own module (commands/*.ts).
+ * them and --config to a command, each with its ATROPOS_EDGE_<NAME> env var for commander to read,
+ * and resolves flags > env vars > config file > defaults, with the Atropos `--env.*` /
+ * `--openai.*` layer for the env commands), and the helpers the actions use. Each command
+ * registers itself from its own module (commands/*.ts).
  */
 import { spawn } from "node:child_process";
-import { type Command, Option } from "commander";
+import { type Command, InvalidArgumentError, Option } from "commander";
 import { SERVER_TYPES } from "../../core/wire/server-config";
 import type { EnvDefinition } from "../../env-sdk/define-env";
 import {
@@ -19,9 +20,10 @@ import {
   withDottedFlags,
 } from "../atropos-config";
 import {
-  coerce,
+  envVarName,
   loadConfigFile,
   type OptionDefaults,
+  parseValue,
   type Resolved,
   resolveOptions,
 } from "../config";
@@ -117,6 +119,60 @@ function warn(message: string): void {
   console.error(`warning: ${message}`);
 }
 
+/**
+ * Adds the option of `spec` to `cmd`. Commander reads its flag and its ATROPOS_EDGE_<NAME> env var
+ * (help shows both), parses numbers and booleans, and says which one set it (getOptionValueSource).
+ */
+function addSpec(cmd: Command, spec: OptionSpec): Option {
+  const envVar = envVarName(spec.key);
+  const option = new Option(spec.flags, spec.description).env(envVar);
+  // The default is ours to apply (the config file sits between it and the env var); commander's
+  // only shows it in help (its value source "default" counts as unset).
+  if (spec.default !== undefined && spec.default !== false) {
+    option.default(spec.default, String(spec.default));
+  }
+  const fallback = spec.default;
+  if (typeof fallback === "number") {
+    option.argParser((value) => {
+      const parsed = parseValue(value, fallback);
+      // Commander prefixes where the value came from: the flag, or the env var.
+      if (!parsed.ok) throw new InvalidArgumentError(`'${spec.key}' must be ${parsed.expected}.`);
+      return parsed.value;
+    });
+  }
+  cmd.addOption(option);
+  if (option.isBoolean()) {
+    // why: commander sets a boolean flag from its env var by the var's presence alone, so
+    // ATROPOS_EDGE_X=false would read as true. This handler runs after commander's (only when no
+    // flag was given) and sets the value the env var spells.
+    cmd.on(`optionEnv:${option.name()}`, () => {
+      const raw = process.env[envVar];
+      const parsed = parseValue(raw, false);
+      if (!parsed.ok) {
+        cmd.error(
+          `error: option '${option.flags}' value '${raw}' from env '${envVar}' is invalid. '${spec.key}' must be ${parsed.expected}.`,
+          { code: "commander.invalidArgument" },
+        );
+      }
+      cmd.setOptionValueWithSource(option.attributeName(), parsed.value, "env");
+    });
+  }
+  return option;
+}
+
+/** What commander took from `source` ("cli" or "env"), by option key. */
+function valuesFrom(
+  command: Command,
+  added: [OptionSpec, Option][],
+  source: "cli" | "env",
+): Record<string, unknown> {
+  return Object.fromEntries(
+    added
+      .filter(([, o]) => command.getOptionValueSource(o.attributeName()) === source)
+      .map(([s, o]) => [s.key, command.getOptionValue(o.attributeName())]),
+  );
+}
+
 /** Adds `specs` + --config to `cmd`; the action gets fully resolved options. */
 export function withOptions<S extends OptionSpec[]>(
   cmd: Command,
@@ -124,17 +180,10 @@ export function withOptions<S extends OptionSpec[]>(
   action: (options: Resolved<OptionDefaults>, args: string[], env: EnvContext) => Promise<number>,
   dotted: DottedFlags = { env: {}, openai: {} },
 ): Command {
-  for (const s of specs) {
-    const shown = s.default === undefined || s.default === false ? "" : ` (default: ${s.default})`;
-    const option = new Option(s.flags, `${s.description}${shown}`);
-    // Commander coerces a typed flag as it parses (same message as an env var or file value).
-    if (typeof s.default === "number") {
-      const fallback = s.default;
-      option.argParser((value) => coerce(s.key, value, fallback, "command line"));
-    }
-    cmd.addOption(option);
-  }
-  cmd.option("--config <file>", "YAML or JSON file with options (env: ATROPOS_EDGE_CONFIG)");
+  const added = specs.map((s): [OptionSpec, Option] => [s, addSpec(cmd, s)]);
+  cmd.addOption(
+    new Option("--config <file>", "YAML or JSON file with options").env("ATROPOS_EDGE_CONFIG"),
+  );
   if (ENV_COMMANDS.includes(cmd.name())) {
     cmd.addHelpText(
       "after",
@@ -144,8 +193,7 @@ export function withOptions<S extends OptionSpec[]>(
   cmd.action(async (...received: unknown[]) => {
     const command = received[received.length - 1] as Command;
     const args = received.slice(0, -2).map(String);
-    const flags = command.opts() as Record<string, unknown>;
-    const configPath = (flags.config as string | undefined) ?? process.env.ATROPOS_EDGE_CONFIG;
+    const configPath = command.getOptionValue("config") as string | undefined;
     const name = command.name();
     const runsEnv = ENV_COMMANDS.includes(name);
     const hasDotted = Object.keys(dotted.env).length + Object.keys(dotted.openai).length > 0;
@@ -171,8 +219,8 @@ export function withOptions<S extends OptionSpec[]>(
     const scope: OptionScope = { command: name, optionKeys: specs.map((s) => s.key) };
     const mapped = atroposOptions(atropos, scope, dotted);
     const sources = {
-      flags: { ...mapped.flags, ...flags },
-      env: process.env,
+      flags: { ...mapped.flags, ...valuesFrom(command, added, "cli") },
+      env: valuesFrom(command, added, "env"),
       file: { ...file.rest, ...mapped.file },
       command: name,
     };
@@ -227,10 +275,7 @@ export function inferenceFlags(o: Resolved<OptionDefaults>, env: EnvContext, def
 
 export function need(o: Resolved<OptionDefaults>, key: string, flag: string): string {
   const v = str(o[key]);
-  if (!v)
-    throw new Error(
-      `${flag} is required (or set ${flag.replace(/^--/, "ATROPOS_EDGE_").replace(/-/g, "_").toUpperCase()})`,
-    );
+  if (!v) throw new Error(`${flag} is required (or set ${envVarName(key)})`);
   return v;
 }
 

@@ -95,7 +95,7 @@ describe("config file layouts", () => {
       },
       {
         flags: mapped.flags,
-        env: { ATROPOS_EDGE_API_KEY: "from-env" },
+        env: { apiKey: "from-env" },
         file: { ...rest, ...mapped.file },
         command: "serve",
       },

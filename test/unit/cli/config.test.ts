@@ -14,11 +14,13 @@ describe("config precedence", () => {
     "steps: 5\nbatch_size: 8\nport: 9000\nstart:\n  port: 9100\n  keep: yes\n",
   );
 
+  // The env layer holds what commander read from ATROPOS_EDGE_<NAME>, by option key
+  // (env-vars.test.ts runs it through commander).
   it("flag > env var > command section > file top level > default", () => {
     const file = loadConfigFile(yamlPath);
     const resolved = resolveOptions(defaults, {
       flags: { steps: "7" },
-      env: { ATROPOS_EDGE_STEPS: "6", ATROPOS_EDGE_ENVS: "letter_counting" },
+      env: { steps: "6", envs: "letter_counting" },
       file,
       command: "start",
     });
@@ -29,7 +31,7 @@ describe("config precedence", () => {
       keep: true,
       url: undefined,
     });
-    const noFlags = resolveOptions(defaults, { flags: {}, env: { ATROPOS_EDGE_STEPS: "6" }, file });
+    const noFlags = resolveOptions(defaults, { flags: {}, env: { steps: "6" }, file });
     expect(noFlags.steps).toBe(6);
     expect(noFlags.port).toBe(9000);
     expect(resolveOptions(defaults, { flags: {} })).toEqual(defaults);
@@ -46,9 +48,9 @@ describe("config precedence", () => {
   });
 
   it("names the source of a bad value", () => {
-    expect(() =>
-      resolveOptions(defaults, { flags: {}, env: { ATROPOS_EDGE_PORT: "abc" } }),
-    ).toThrow(/ATROPOS_EDGE_PORT.*'port' must be a number/);
+    expect(() => resolveOptions(defaults, { flags: {}, file: { port: "abc" } })).toThrow(
+      /^config file: option 'port' must be a number, got "abc"$/,
+    );
     expect(() => loadConfigFile(join(dir, "missing.yaml"))).toThrow(/cannot read config file/);
   });
 
