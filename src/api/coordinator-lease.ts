@@ -9,7 +9,7 @@ import { minAcceptedVersion, reasonWithStaleness } from "../core/batching/stalen
 import type { MixResult } from "../core/closed-loop/replay-mix";
 import { activeAllocations, planBatch, type ReplayPlan } from "./batch-plan";
 import { dissolveLease, formLease, type PlanCheck, renewLease } from "./storage/lease-writes";
-import { type LeaseState, queuedOfEnvs, queuedWindow } from "./storage/leases";
+import { type LeaseState, type QueueHead, queuedOfEnvs, queuedWindow } from "./storage/leases";
 import type { LeasedGroupRef } from "./storage/payloads";
 import { markReplayedStatements, replayCandidates } from "./storage/replay";
 import type { RunRow } from "./storage/runs";
@@ -75,7 +75,7 @@ export interface LeaseMemory {
    * bound it was read under. The next lease plans from it and writes under a plan check, with no
    * read first. The coordinator forgets it when any other transition that may change it runs.
    */
-  next: { state: LeaseState; maxStaleness: number | null } | null;
+  next: { head: QueueHead; maxStaleness: number | null } | null;
 }
 
 /** What a lease transition reads besides its arguments. */
@@ -246,7 +246,7 @@ async function writeNewBatch(
         // Staleness: set aside what this bound can never deliver, in the same round trip.
         ...(evict && minVersion !== null ? [evictStaleStatement(db, run, minVersion)] : []),
       ],
-      next: { now, maxStaleness: options.maxStaleness, windowLimit: memory.windowHint },
+      next: { maxStaleness: options.maxStaleness, windowLimit: memory.windowHint },
     },
   );
   stages.write = performance.now() - writeStarted;
@@ -255,7 +255,7 @@ async function writeNewBatch(
     memory.evictedBelow = minVersion;
     memory.staleMayExist = true;
   }
-  memory.next = formed.next && { state: formed.next, maxStaleness: options.maxStaleness };
+  memory.next = formed.next && { head: formed.next, maxStaleness: options.maxStaleness };
   const groups = formed.groups;
   return {
     outcome: { kind: "batch", batchId, leaseId, step, leaseExpiresAt, redelivered: false, groups },
@@ -265,10 +265,11 @@ async function writeNewBatch(
 
 /**
  * A new batch planned from `memory.next` (the queue as the previous lease's write read it back)
- * and written in one round trip under a plan check. Null when that state is missing, was read
- * under another staleness bound, holds something this shortcut does not plan (an expired lease,
- * replays, env allocations, a head that does not pack) or no longer holds: the caller then reads
- * afresh. `before` runs in the same transaction (GET /batch's acknowledgements).
+ * and written in one round trip under a plan check. Null when that head is missing, was read
+ * under another staleness bound, holds something this shortcut does not plan (replays, env
+ * allocations, a head that does not pack) or no longer holds, or a lease has expired since (the
+ * check sees it): the caller then reads afresh. `before` runs in the same transaction (GET
+ * /batch's acknowledgements).
  */
 export async function leaseFromMemory(
   cx: LeaseContext,
@@ -280,14 +281,14 @@ export async function leaseFromMemory(
   const remembered = cx.memory.next;
   cx.memory.next = null;
   if (!remembered || remembered.maxStaleness !== options.maxStaleness) return null;
-  const { state } = remembered;
-  const runRow = state.run;
-  if (!runRow?.registered || state.expired || runRow.replayEnabled) return null;
-  if (state.envs.some((e) => e.minBatchAllocation !== null && e.minBatchAllocation > 0)) {
+  const { head } = remembered;
+  const runRow = head.run;
+  if (!runRow?.registered || runRow.replayEnabled) return null;
+  if (head.envs.some((e) => e.minBatchAllocation !== null && e.minBatchAllocation > 0)) {
     return null;
   }
   const planStarted = performance.now();
-  const packed = planBatch(state.window, [], runRow.batchSize, [], null);
+  const packed = planBatch(head.window, [], runRow.batchSize, [], null);
   timing.stages.plan = performance.now() - planStarted;
   if (!packed.ok) return null;
   const minVersion = minAcceptedVersion(runRow.policyVersion, options.maxStaleness);

@@ -8,10 +8,10 @@ import { and, asc, eq, sql } from "drizzle-orm";
 import { compiled, compiledSql } from "./compiled";
 import {
   idIn,
-  type LeaseState,
   type LeaseStateQuery,
-  leaseStateReads,
   markReplayed,
+  type QueueHead,
+  queueHeadReads,
   refColumns,
 } from "./leases";
 import { batchStatistics } from "./metrics";
@@ -126,14 +126,14 @@ export interface LeaseWriteOptions {
   extra?: readonly D1PreparedStatement[];
   /** The plan came from remembered state: write only if it still holds. */
   check?: PlanCheck | null;
-  /** Read the next lease's state after the writes, in the same round trip. */
-  next?: Omit<LeaseStateQuery, "ackCompat"> | null;
+  /** Read the queue head the next lease plans from after the writes, in the same round trip. */
+  next?: Pick<LeaseStateQuery, "maxStaleness" | "windowLimit"> | null;
 }
 
 export interface FormedLease {
   groups: LeasedGroupRef[];
-  /** The state the next lease decides from, as this write left it (when `next` was asked). */
-  next: LeaseState | null;
+  /** The queue head as this write left it (when `next` was asked). */
+  next: QueueHead | null;
   /** The results of the `before` statements. */
   before: D1Result[];
 }
@@ -178,7 +178,7 @@ export async function formLease(
         }),
       ]
     : [];
-  const next = options.next ? leaseStateReads(d1, run, options.next) : null;
+  const next = options.next ? queueHeadReads(d1, run, options.next) : null;
   const writes = [
     leaseWrites.leaseGroups.bind(d1, {
       ...values,

@@ -13,15 +13,19 @@ import { db, type EnvRow, type RunRow } from "./runs";
 import { batches, envs, groupPayloads, groups, runs } from "./schema";
 
 /** What a lease decides from: the run, an expired lease to hand out again, envs, the queue head. */
-export interface LeaseState {
+/** The run, its envs and the head of its queue: what a new batch is planned from. */
+export interface QueueHead {
   run: RunRow | undefined;
-  /** `groups` in batch order; replayed groups carry `replayed: true`. */
-  expired: { id: string; step: number; groups: LeasedGroupRef[] } | null;
   envs: EnvRow[];
   /** The oldest queued groups new enough for the trainer, at most `windowLimit` of them. */
   window: QueuedGroupRef[];
   /** Whether the window holds every such group (then a larger window cannot add any). */
   windowComplete: boolean;
+}
+
+export interface LeaseState extends QueueHead {
+  /** `groups` in batch order; replayed groups carry `replayed: true`. */
+  expired: { id: string; step: number; groups: LeasedGroupRef[] } | null;
   /** Leases of GET /batch acknowledged by this read (readLeaseState with ackCompat). */
   compatAcked: number;
   /** Batches still leased after this read, expired or not (an empty answer lasts while none). */
@@ -174,30 +178,53 @@ export function compatAckStatements(d1: D1Database, run: string, now: number) {
   return [leaseReads.ackGroups.bind(d1, values), leaseReads.ackBatches.bind(d1, values)];
 }
 
-/**
- * The reads of what a lease decides from (`statements`, to run in one D1 batch, alone or after a
- * lease's writes) and how to read their results back.
- */
-export function leaseStateReads(
+interface Reads<T> {
+  /** To run in one D1 batch, alone or after a lease's writes. */
+  statements: D1PreparedStatement[];
+  /** The value, from these statements' results (in order). */
+  parse(results: readonly D1Result[]): T;
+}
+
+/** The reads of a queue head (`maxStaleness` null keeps every version). */
+export function queueHeadReads(
   d1: D1Database,
   run: string,
-  q: Omit<LeaseStateQuery, "ackCompat">,
-): { statements: D1PreparedStatement[]; parse(results: readonly D1Result[]): LeaseState } {
-  const values = { run, now: q.now, limit: q.windowLimit, maxStaleness: q.maxStaleness };
-  const statements = [
-    leaseReads.run,
-    leaseReads.expired,
-    leaseReads.expiredRefs,
-    leaseReads.envs,
-    leaseReads.window,
-    leaseReads.leased,
-  ].map((query) => query.bind(d1, values));
-  const parse = (results: readonly D1Result[]): LeaseState => {
-    const [runRows, expiredRows, expiredRefs, envRows, window, leased] = results;
-    const expired = leaseReads.expired.rows(expiredRows!)[0];
+  q: Pick<LeaseStateQuery, "maxStaleness" | "windowLimit">,
+): Reads<QueueHead> {
+  const values = { run, limit: q.windowLimit, maxStaleness: q.maxStaleness };
+  const statements = [leaseReads.run, leaseReads.envs, leaseReads.window].map((query) =>
+    query.bind(d1, values),
+  );
+  const parse = (results: readonly D1Result[]): QueueHead => {
+    const [runRows, envRows, window] = results;
     const windowRows = leaseReads.window.rows(window!);
     return {
       run: leaseReads.run.rows(runRows!)[0],
+      envs: leaseReads.envs.rows(envRows!),
+      window: windowRows,
+      windowComplete: windowRows.length < q.windowLimit,
+    };
+  };
+  return { statements, parse };
+}
+
+/** The reads of everything a lease decides from: the queue head, an expired lease, the leased count. */
+function leaseStateReads(
+  d1: D1Database,
+  run: string,
+  q: Omit<LeaseStateQuery, "ackCompat">,
+): Reads<LeaseState> {
+  const head = queueHeadReads(d1, run, q);
+  const values = { run, now: q.now };
+  const more = [leaseReads.expired, leaseReads.expiredRefs, leaseReads.leased].map((query) =>
+    query.bind(d1, values),
+  );
+  const parse = (results: readonly D1Result[]): LeaseState => {
+    const at = head.statements.length;
+    const [expiredRows, expiredRefs, leased] = results.slice(at);
+    const expired = leaseReads.expired.rows(expiredRows!)[0];
+    return {
+      ...head.parse(results.slice(0, at)),
       expired: expired
         ? {
             id: expired.id,
@@ -208,14 +235,11 @@ export function leaseStateReads(
             ),
           }
         : null,
-      envs: leaseReads.envs.rows(envRows!),
-      window: windowRows,
-      windowComplete: windowRows.length < q.windowLimit,
       compatAcked: 0,
       leased: leaseReads.leased.rows(leased!)[0]?.n ?? 0,
     };
   };
-  return { statements, parse };
+  return { statements: [...head.statements, ...more], parse };
 }
 
 /** Everything a lease decides from, in one round trip. */
