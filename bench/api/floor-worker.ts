@@ -7,7 +7,9 @@
  *
  * The lease floors: `/do` a no-op call to a Durable Object (the hop every lease takes to its
  * run's coordinator), `/do-read` that object reading D1 once (the least an empty lease can do
- * without memory of the queue), `/do-read-write` once more writing (the least a lease can do).
+ * without memory of the queue), `/do-read-write` once more writing, and `/do-lease` the least an
+ * exactly-once lease writes in its one round trip: the oldest 8 of 20,000 queued rows marked
+ * leased to a new batch row, returned by the same statement.
  */
 import { DurableObject } from "cloudflare:workers";
 import { gunzipBounded } from "../../src/core/codecs/gzip";
@@ -39,6 +41,33 @@ export class FloorObject extends DurableObject<FloorEnv> {
     if (write) await db.batch([db.prepare("INSERT INTO leases DEFAULT VALUES")]);
     return read.length;
   }
+
+  private queue: Promise<unknown> | null = null;
+
+  /** One D1 batch: a new batch row, and the oldest 8 queued of 20,000 rows leased to it. */
+  async lease(): Promise<number> {
+    const db = this.env.DB;
+    this.queue ??= db.batch([
+      db.prepare(
+        "CREATE TABLE IF NOT EXISTS floor_groups (id INTEGER PRIMARY KEY, status TEXT NOT NULL, batch INTEGER)",
+      ),
+      db.prepare("CREATE INDEX IF NOT EXISTS floor_queue ON floor_groups (status, id)"),
+      db.prepare("CREATE TABLE IF NOT EXISTS floor_batches (id INTEGER PRIMARY KEY, at INTEGER)"),
+      db.prepare(
+        "INSERT INTO floor_groups (id, status) WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 20000) SELECT i, 'queued' FROM n",
+      ),
+    ]);
+    await this.queue;
+    const [, leased] = await db.batch([
+      db.prepare("INSERT INTO floor_batches (at) VALUES (?1)").bind(Date.now()),
+      db.prepare(
+        `UPDATE floor_groups SET status = 'leased', batch = last_insert_rowid()
+         WHERE id IN (SELECT id FROM floor_groups WHERE status = 'queued' ORDER BY id LIMIT 8)
+         RETURNING id`,
+      ),
+    ]);
+    return leased?.results.length ?? 0;
+  }
 }
 
 const decoder = new TextDecoder();
@@ -59,6 +88,7 @@ export default {
     if (path.startsWith("/do")) {
       const object = env.FLOOR_DO.get(env.FLOOR_DO.idFromName("floor"));
       if (path === "/do") return json({ n: await object.noop() });
+      if (path === "/do-lease") return json({ n: await object.lease() });
       const statements = path === "/do-read5" ? 5 : 1;
       return json({ n: await object.readWrite(path === "/do-read-write", statements) });
     }

@@ -119,6 +119,7 @@ const FLOORS = {
   do_call: "/do",
   do_d1_read: "/do-read",
   do_d1_read_write: "/do-read-write",
+  do_d1_lease: "/do-lease",
 } as const;
 
 export type FloorRow = Record<
@@ -129,7 +130,8 @@ export type FloorRow = Record<
 /**
  * The floors for a round trip, on the bare Worker (floor-worker.ts) on the same Miniflare, each
  * timed like a lease (p99 per round, median of rounds): a no-op GET, a no-op Durable Object call,
- * and that object reading D1 once (an empty lease's least) and then writing once (a lease's).
+ * that object reading D1 once (an empty lease's least) and then writing once, and leasing the
+ * oldest 8 of 20,000 queued rows to a new batch in one round trip (a lease's least).
  */
 export async function noopFloor(
   options: TargetOptions & { rounds: number; leases: number },
