@@ -250,6 +250,19 @@ async function startFloor(o: TargetOptions): Promise<Target> {
   };
 }
 
-export function startTarget(kind: Kind, o: TargetOptions): Promise<Target> {
-  return kind === "edge" ? startEdge(o) : kind === "atropos" ? startAtropos(o) : startFloor(o);
+/**
+ * Starts a server of `kind` on a random port; a port taken meanwhile (the random range overlaps
+ * the kernel's ephemeral ports) is retried on another, at most twice.
+ */
+export async function startTarget(kind: Kind, o: TargetOptions): Promise<Target> {
+  const start = kind === "edge" ? startEdge : kind === "atropos" ? startAtropos : startFloor;
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return await start(o);
+    } catch (err) {
+      const taken = /address already in use|EADDRINUSE/i.test(String(err));
+      if (!taken || attempt === 3) throw err;
+      console.error(`  ${kind}: its port was taken, starting it on another`);
+    }
+  }
 }
