@@ -77,12 +77,12 @@ function parseElement(text: Uint8Array, index: number): unknown {
 }
 
 /**
- * Reads, validates and builds the ingest items of a list body. `nullEnv`: the groups belong to no
- * env (replay imports). `key`: the request's Idempotency-Key.
+ * Reads, validates and builds the ingest items of a list body. `offline`: replay imports, whose
+ * groups belong to no env and are stored as delivered. `key`: the request's Idempotency-Key.
  */
 export async function readGroupList(
   c: AppContext,
-  options: { key: string | undefined; nullEnv?: boolean },
+  options: { key: string | undefined; offline?: boolean },
 ): Promise<GroupList> {
   const limits = bodyLimits(c);
   const maxGroups = settingsOf(c.env).MAX_LIST_GROUPS;
@@ -105,8 +105,9 @@ export async function readGroupList(
       const i = items.length;
       const json = parseElement(text, i);
       const group = validateGroup(json, ["body", i]);
-      if (options.nullEnv) group.env_id = null;
-      items.push(ingestItemOf(group, json, { dedupeKey: "", tokenId, loc: ["body", i] }));
+      if (options.offline) group.env_id = null;
+      const item = ingestItemOf(group, json, { dedupeKey: "", tokenId, loc: ["body", i] });
+      items.push(options.offline ? { ...item, offline: true } : item);
     }
   };
   let first = true;

@@ -77,6 +77,11 @@ export interface IngestItem {
   tokenId?: string | null;
   /** Trajectories and token texts, written in the group's own commit. */
   beside?: BesideGroup;
+  /**
+   * Offline data for the replay buffer (POST …/replay/groups): stored as delivered, so the online
+   * queue never holds it, not even for the moment before it joins the buffer.
+   */
+  offline?: boolean;
 }
 
 /** What a submission carries beside its 14 keys, stored next to the group it became. */

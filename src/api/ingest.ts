@@ -37,7 +37,7 @@ import { Timings } from "./timings";
 
 export interface IngestOutcome {
   groupId: number;
-  status: "queued" | "buffered";
+  status: "queued" | "buffered" | "delivered";
   duplicate: boolean;
   envId: number | null;
 }
@@ -107,6 +107,7 @@ async function writeCommit(env: Bindings, run: string, items: IngestItem[]) {
         tokenId: item.tokenId ?? null,
         now,
         dedupeCutoff: cutoff,
+        offline: item.offline === true,
       }),
       ...besideStatements(env.DB, run, item, cutoff, now),
     );
@@ -123,7 +124,7 @@ async function writeCommit(env: Bindings, run: string, items: IngestItem[]) {
   }
   // Before anyone is answered: the coordinator must not repeat an empty lease answer now (a
   // duplicate too: the copy it retries may have been stored by a commit that failed to say so).
-  if (!rows.every((row) => row?.status === "buffered")) {
+  if (rows.some((row) => row === null || row.status === "queued")) {
     await env.RUN_COORDINATOR.get(env.RUN_COORDINATOR.idFromName(run)).noteQueued();
   }
   return rows.map((row): CommittedItem => ({ row, r2Ms, d1Ms }));

@@ -1,5 +1,6 @@
+import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
-import { call, group, json, post, setupRun, uniqueRun } from "./helpers";
+import { call, callWith, group, json, post, setupRun, uniqueRun } from "./helpers";
 
 interface Manifest {
   group_id: number;
@@ -175,5 +176,39 @@ describe("replay buffer and mixing", () => {
     expect((await putReplay(run, { max_replays: 0 })).status).toBe(422);
     expect((await putReplay(run, { enable: true })).status).toBe(422);
     expect((await putReplay(uniqueRun("nope"), { enabled: true })).status).toBe(404);
+  });
+
+  it("stores imported groups as delivered: a lease right after their insert cannot take one", async () => {
+    const run = uniqueRun("replay-import-lease");
+    await setupRun(run, 2, []);
+    const leases: number[] = [];
+    // The same D1, except that a trainer leases the moment the groups' insert has committed,
+    // before the import adds them to the buffer.
+    const db = new Proxy(env.DB, {
+      get(target, prop) {
+        if (prop !== "batch") return Reflect.get(target, prop, target);
+        return async (statements: D1PreparedStatement[]) => {
+          const results = await target.batch(statements);
+          const inserted = results.some((r) =>
+            (r.results ?? []).some((row) => typeof row === "object" && row && "status" in row),
+          );
+          if (inserted && leases.length === 0) {
+            leases.push((await post(`/v1/runs/${run}/batches/lease`, {})).status);
+          }
+          return results;
+        };
+      },
+    });
+    const offline = [1, 2].map((seed) => ({ ...group(seed, 2, null), scores: [1, 1] }));
+    const res = await callWith({ DB: db }, `/v1/runs/${run}/replay/groups`, {
+      method: "POST",
+      headers: { "content-type": "application/json" },
+      body: JSON.stringify(offline),
+    });
+    expect(res.status).toBe(200);
+    expect(await res.json()).toMatchObject({ groups_processed: 2, kept_for_replay: 2 });
+    expect(leases).toEqual([204]);
+    expect(await json(call(`/v1/runs/${run}/replay`))).toMatchObject({ buffered_groups: 2 });
+    expect(await json(call(`/runs/${run}/status`))).toMatchObject({ queue_size: 0 });
   });
 });

@@ -28,6 +28,8 @@ export interface GroupInsert {
   now: number;
   /** A stored submission with this dedupe key created after this is what this one retries. */
   dedupeCutoff: number;
+  /** Offline data for the replay buffer: stored as delivered, never queued. */
+  offline: boolean;
 }
 
 const INSERT_GROUP = `
@@ -35,7 +37,8 @@ INSERT INTO groups (run, env_id, status, num_seqs, total_tokens, completion_toke
   score_min, score_max, scores_json, policy_version, payload_key, payload_encoding, payload_bytes,
   dedupe_key, created_at, queued_at, payload_offset, token_id, raw_bytes, raw_crc32)
 SELECT ?1, ?2,
-  CASE WHEN ?2 IS NOT NULL AND ?3 < (SELECT group_size FROM envs WHERE run = ?1 AND env_id = ?2)
+  CASE WHEN ?22 THEN 'delivered'
+    WHEN ?2 IS NOT NULL AND ?3 < (SELECT group_size FROM envs WHERE run = ?1 AND env_id = ?2)
     THEN 'buffered' ELSE 'queued' END,
   ?3, ?4, ?5, ?6, ?7, ?8, ?9,
   COALESCE(?10, (SELECT policy_version FROM runs WHERE name = ?1), 0),
@@ -95,6 +98,7 @@ export function groupInsertStatements(
         g.encoding,
         g.raw?.length ?? null,
         g.raw?.crc32 ?? null,
+        g.offline ? 1 : 0,
       ),
   ];
   if (g.inline !== null) statements.push(d1.prepare(INSERT_INLINE_PAYLOAD).bind(run, g.inline));
@@ -114,7 +118,10 @@ export function touchEnvStatement(
 }
 
 /** The row a group's insert returns (none: a duplicate or an unknown env). */
-const insertedGroupRow = z.object({ id: z.number(), status: z.enum(["queued", "buffered"]) });
+const insertedGroupRow = z.object({
+  id: z.number(),
+  status: z.enum(["queued", "buffered", "delivered"]),
+});
 export type InsertedGroup = z.infer<typeof insertedGroupRow>;
 
 /** The group an insert of groupInsertStatements stored, from its result in the batch. */

@@ -175,9 +175,9 @@ export function admitCompatAcked(
 }
 
 /**
- * Moves freshly imported groups into the replay buffer (priority = mean score, 0 when unscored),
- * as delivered groups so that the online queue never hands them out; returns how many the buffer
- * kept after trimming to capacity. A group a trainer leased in between stays with that trainer.
+ * Adds freshly imported groups (stored as delivered: the online queue never holds them) to the
+ * replay buffer, priority = mean score (0 when unscored); returns how many the buffer kept after
+ * trimming to capacity.
  */
 export async function adoptIntoReplay(
   d1: D1Database,
@@ -191,16 +191,9 @@ export async function adoptIntoReplay(
       .prepare(
         `INSERT OR IGNORE INTO replay_groups (run, group_id, priority, replays, added_at)
          SELECT run, id, COALESCE(score_mean, 0), 0, ?3 FROM groups
-         WHERE run = ?1 AND id IN (SELECT value FROM json_each(?2))
-           AND status IN ('queued', 'buffered')`,
+         WHERE run = ?1 AND id IN (SELECT value FROM json_each(?2)) AND status = 'delivered'`,
       )
       .bind(run, list, Date.now()),
-    d1
-      .prepare(
-        `UPDATE groups SET status = 'delivered' WHERE run = ?1
-           AND id IN (SELECT value FROM json_each(?2)) AND status IN ('queued', 'buffered')`,
-      )
-      .bind(run, list),
     trimStatement(d1, run),
     d1
       .prepare(
@@ -209,5 +202,5 @@ export async function adoptIntoReplay(
       )
       .bind(run, list),
   ]);
-  return rowsOf(results[3]!, z.object({ n: z.number() }))[0]?.n ?? 0;
+  return rowsOf(results[2]!, z.object({ n: z.number() }))[0]?.n ?? 0;
 }

@@ -45,8 +45,9 @@ export const importReplay = defineRoute(
     if (!(await getRun(c.env.DB, run))) {
       throw new ApiError("NOT_FOUND", `run '${run}' does not exist; register a trainer first`);
     }
-    // Offline groups belong to no registered env here: env_id would buffer partial groups.
-    const { items, hash } = await readGroupList(c, { key, nullEnv: true });
+    // Offline groups belong to no registered env here (env_id would buffer partial groups), and
+    // are stored as delivered, so no lease can take one before it joins the buffer.
+    const { items, hash } = await readGroupList(c, { key, offline: true });
     return idempotent(c, run, "replay_import", hash, key, async () => {
       const outcomes = items.length
         ? await ingestGroups(c.env, run, items, c.get("timings"), keepAliveOf(c))
