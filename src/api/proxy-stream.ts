@@ -107,6 +107,10 @@ export function answerChunks(
   return out;
 }
 
+function messageOf(error: unknown): string {
+  return error instanceof Error ? error.message : String(error);
+}
+
 /** The SSE response of a proxy call; see the file comment for when what is sent. */
 export function streamProxyCall(request: StreamRequest): Response {
   const upstream = new AbortController();
@@ -135,7 +139,12 @@ export function streamProxyCall(request: StreamRequest): Response {
         try {
           answer = await request.call(upstream.signal);
         } catch (error) {
-          const failure = await request.fail(error);
+          // Settling the failure (quota, log) may fail too: the client still hears of the first.
+          const failure = await request.fail(error).catch((settling: unknown) => ({
+            status: 500,
+            type: "proxy_error",
+            message: `${messageOf(error)} (and settling the failed call failed: ${messageOf(settling)})`,
+          }));
           if (upstream.signal.aborted) return; // the client left: nothing to tell, nothing kept
           send(sse({ error: { ...failure, code: failure.status } }));
           return;
@@ -149,8 +158,9 @@ export function streamProxyCall(request: StreamRequest): Response {
           await request.record(answer);
         } catch (error) {
           const status = (error as { status?: unknown }).status;
-          const message = error instanceof Error ? error.message : String(error);
-          send(sse({ error: { message, type: "proxy_error", code: status ?? 500 } }));
+          send(
+            sse({ error: { message: messageOf(error), type: "proxy_error", code: status ?? 500 } }),
+          );
           return;
         }
         for (const text of answerChunks(request.kind, answer, head, request.includeUsage)) {
