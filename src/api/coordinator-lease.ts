@@ -292,10 +292,18 @@ export async function leaseFromMemory(
   timing.stages.plan = performance.now() - planStarted;
   if (!packed.ok) return null;
   const minVersion = minAcceptedVersion(runRow.policyVersion, options.maxStaleness);
+  // Groups queued since the read-back come after the window (ids only grow). A fresh read of a
+  // full window sees the same window; one that held the whole queue would also see them, and
+  // they can change the plan when it skipped an older group (the earliest exact subset of the
+  // longer queue may take that group): then the write holds only while none was queued.
+  const prefix = packed.ids.every((id, i) => head.window[i]?.id === id);
+  const last = head.window.at(-1);
   const check = {
     step: runRow.step,
     policyVersion: runRow.policyVersion,
     batchSize: runRow.batchSize,
+    queuedAfter:
+      head.windowComplete && !prefix && last ? { id: last.id, minVersion: minVersion ?? -1 } : null,
   };
   return writeNewBatch(cx, run, runRow, packed, null, minVersion, timing, options, {
     check,

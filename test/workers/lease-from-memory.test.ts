@@ -72,7 +72,8 @@ describe("a lease planned from the previous lease's read-back", () => {
     const { base, envIds } = await setupRun(run, 4, [2]);
     for (let i = 0; i < 6; i++) await post(`${base}/scored_data`, group(i, 2, envIds[0]!));
     await lease(run);
-    // What a replay import does to queued groups, outside the coordinator.
+    // A writer outside the coordinator taking a queued group (replay imports did, before they
+    // stored their groups as delivered).
     const [taken] = await queuedIds(run);
     await env.DB.prepare("UPDATE groups SET status = 'delivered' WHERE id = ?").bind(taken).run();
     const second = await lease(run);
@@ -159,6 +160,48 @@ describe("a lease planned from the previous lease's read-back", () => {
     expect(seqs(second.batch)).toBe(4);
   });
 
+  it("lets a group queued since the read-back bring in the older group a fresh read would take", async () => {
+    const run = uniqueRun("memo-order");
+    const { base } = await setupRun(run, 4, []);
+    // The first batch takes 2 + 2; the earliest exact batch of the rest (3, 2, 2) skips the 3.
+    for (const [i, size] of [2, 2, 3, 2, 2].entries()) {
+      expect((await post(`${base}/scored_data`, group(i, size, null))).status).toBe(200);
+    }
+    await lease(run);
+    const [three] = await queuedIds(run);
+    await post(`${base}/scored_data`, group(9, 1, null));
+    const one = (await queuedIds(run)).at(-1);
+    const second = await lease(run);
+    // The queue is 3, 2, 2, 1 now: the oldest group goes out with the new one.
+    expect(second.batch.groups.map((g) => g.group_id)).toEqual([three, one]);
+    expect(second.read).toBe(true);
+  });
+
+  it("keeps the one round trip when nothing queued since could change the plan", async () => {
+    const run = uniqueRun("memo-order-kept");
+    const { base } = await setupRun(run, 4, []);
+    for (const [i, size] of [2, 2, 3, 2, 2].entries()) {
+      await post(`${base}/scored_data`, group(i, size, null));
+    }
+    await lease(run);
+    // Nothing queued since: the remembered plan (2 + 2 behind the 3) is what a read would form.
+    const [, d, e] = await queuedIds(run);
+    const second = await lease(run);
+    expect(second.read).toBe(false);
+    expect(second.batch.groups.map((g) => g.group_id)).toEqual([d, e]);
+
+    // A plan of the oldest groups stays what a read would form whatever is queued behind them.
+    const prefixRun = uniqueRun("memo-order-prefix");
+    const prefix = await setupRun(prefixRun, 4, []);
+    for (let i = 0; i < 6; i++) await post(`${prefix.base}/scored_data`, group(i, 2, null));
+    await lease(prefixRun);
+    await post(`${prefix.base}/scored_data`, group(9, 1, null));
+    const [oldest, next] = await queuedIds(prefixRun);
+    const after = await lease(prefixRun);
+    expect(after.read).toBe(false);
+    expect(after.batch.groups.map((g) => g.group_id)).toEqual([oldest, next]);
+  });
+
   it("GET /batch acknowledges the last batch and leases the next in the same round trip", async () => {
     const run = uniqueRun("memo-compat");
     const { base, envIds } = await setupRun(run, 4, [2]);
@@ -173,6 +216,44 @@ describe("a lease planned from the previous lease's read-back", () => {
     }
     expect(pulls.map((p) => p.read)).toEqual([true, false, false]);
     expect(pulls.every((p) => p.batch.reduce((s, g) => s + g.tokens.length, 0) === 4)).toBe(true);
+    expect(await batchRows(run)).toEqual([
+      { step: 1, status: "acked" },
+      { step: 2, status: "acked" },
+      { step: 3, status: "leased" },
+    ]);
+  });
+
+  it("GET /batch whose plan check is refused acknowledges in its fresh read instead", async () => {
+    const run = uniqueRun("memo-compat-refused");
+    const { base, envIds } = await setupRun(run, 4, [2]);
+    for (let i = 0; i < 6; i++) {
+      await post(`${base}/scored_data`, { ...group(i, 2, envIds[0]!), scores: [1, 1] });
+    }
+    const pull = async () => {
+      const res = await call(`${base}/batch`);
+      expect(res.status).toBe(200);
+      return (res.headers.get("server-timing") ?? "").includes("lease-read");
+    };
+    expect([await pull(), await pull()]).toEqual([true, false]);
+    // Replay on (mixing none in): the third pull's check is refused, and with it the
+    // acknowledgement of the second batch in the same transaction; the fresh read acknowledges
+    // that batch again and admits its groups to the buffer.
+    const put = await call(`/v1/runs/${run}/replay`, {
+      method: "PUT",
+      headers: { "content-type": "application/json" },
+      body: JSON.stringify({ enabled: true, fraction: 0, threshold: 0.5 }),
+    });
+    expect(put.status).toBe(200);
+    expect(await pull()).toBe(true);
+    const second = await env.DB.prepare("SELECT group_ids FROM batches WHERE run = ? AND step = 2")
+      .bind(run)
+      .first<{ group_ids: string }>();
+    const buffered = await env.DB.prepare(
+      "SELECT group_id FROM replay_groups WHERE run = ? ORDER BY group_id",
+    )
+      .bind(run)
+      .all<{ group_id: number }>();
+    expect(buffered.results.map((r) => r.group_id)).toEqual(JSON.parse(second!.group_ids));
     expect(await batchRows(run)).toEqual([
       { step: 1, status: "acked" },
       { step: 2, status: "acked" },

@@ -98,13 +98,20 @@ export interface PlanCheck {
   step: number;
   policyVersion: number;
   batchSize: number;
+  /**
+   * Set when the plan read the whole queue and skipped an older group: a group queued since
+   * (id above `id`, policy version at least `minVersion`) could let that group in, so the plan
+   * holds only while there is none.
+   */
+  queuedAfter: { id: number; minVersion: number } | null;
 }
 
 /**
  * Inserting into lease_plan_checks aborts the batch unless the value is true (its trigger): true
  * when every planned group is still queued, the run is as planned and mixes in no replays, no env
- * reserves part of the batch (an operator may have set one since) and no lease has expired
- * (an expired batch goes out again before a new one is formed).
+ * reserves part of the batch (an operator may have set one since), no lease has expired
+ * (an expired batch goes out again before a new one is formed) and, with `queuedAfter`, no group
+ * was queued after the plan's window.
  */
 const planCheck = compiledSql(
   () => sql`INSERT INTO ${leasePlanChecks} (${sql.identifier(leasePlanChecks.current.name)}) SELECT
@@ -113,7 +120,9 @@ const planCheck = compiledSql(
       AND ${runs.policyVersion} = ${sql.placeholder("policyVersion")} AND ${runs.batchSize} = ${sql.placeholder("batchSize")}
       AND NOT ${runs.replayEnabled})
     AND NOT EXISTS (SELECT 1 FROM ${envs} WHERE ${envs.run} = ${p.run} AND ${envs.minBatchAllocation} > 0)
-    AND NOT EXISTS (SELECT 1 FROM ${batches} WHERE ${batches.run} = ${p.run} AND ${batches.status} = 'leased' AND ${batches.leaseExpiresAt} <= ${p.now})`,
+    AND NOT EXISTS (SELECT 1 FROM ${batches} WHERE ${batches.run} = ${p.run} AND ${batches.status} = 'leased' AND ${batches.leaseExpiresAt} <= ${p.now})
+    AND (${sql.placeholder("queuedAfter")} IS NULL OR NOT EXISTS (SELECT 1 FROM ${groups} WHERE ${groups.run} = ${p.run} AND ${groups.status} = 'queued'
+      AND ${groups.id} > ${sql.placeholder("queuedAfter")} AND ${groups.policyVersion} >= ${sql.placeholder("queuedFloor")}))`,
 );
 
 /** The trigger's message when a plan check fails. */
@@ -175,6 +184,8 @@ export async function formLease(
           planStep: options.check.step,
           policyVersion: options.check.policyVersion,
           batchSize: options.check.batchSize,
+          queuedAfter: options.check.queuedAfter?.id ?? null,
+          queuedFloor: options.check.queuedAfter?.minVersion ?? null,
         }),
       ]
     : [];
