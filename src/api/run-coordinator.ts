@@ -255,7 +255,16 @@ export class RunCoordinator extends DurableObject<BaseBindings> {
       );
       if (remembered) {
         const acked = remembered.before[1]?.meta.changes ?? 0;
-        if (acked > 0) await this.scheduleRetention(run, now);
+        // The new lease is already written: a failure here must not keep it from its trainer
+        // (a retry would acknowledge it unseen). Retention is scheduled again by the next ack.
+        if (acked > 0) {
+          await this.scheduleRetention(run, now).catch((err: unknown) => {
+            const error = err instanceof Error ? err.message : String(err);
+            console.error(
+              JSON.stringify({ level: "error", msg: "retention not scheduled", run, error }),
+            );
+          });
+        }
         return { ...remembered.outcome, stages: withoutRead(stages) };
       }
       const state = await readLeaseState(this.db, run, {
