@@ -211,4 +211,46 @@ describe("replay buffer and mixing", () => {
     expect(await json(call(`/v1/runs/${run}/replay`))).toMatchObject({ buffered_groups: 2 });
     expect(await json(call(`/runs/${run}/status`))).toMatchObject({ queue_size: 0 });
   });
+
+  it("adds an import's groups to the buffer on the retry after a failure between insert and buffer", async () => {
+    const run = uniqueRun("replay-import-retry");
+    await setupRun(run, 2, []);
+    let failNext = false;
+    let failed = false;
+    // The same D1, except that the batch after the groups' insert (adding them to the buffer)
+    // fails once, as a D1 outage between the two would.
+    const db = new Proxy(env.DB, {
+      get(target, prop) {
+        if (prop !== "batch") return Reflect.get(target, prop, target);
+        return async (statements: D1PreparedStatement[]) => {
+          if (failNext && !failed) {
+            failed = true;
+            throw new Error("D1_ERROR: injected outage");
+          }
+          const results = await target.batch(statements);
+          failNext = results.some((r) =>
+            (r.results ?? []).some((row) => typeof row === "object" && row && "status" in row),
+          );
+          return results;
+        };
+      },
+    });
+    const offline = [1, 2].map((seed) => ({ ...group(seed, 2, null), scores: [1, 1] }));
+    const send = (bindings: { DB: D1Database } | Record<string, never>) =>
+      callWith(bindings, `/v1/runs/${run}/replay/groups`, {
+        method: "POST",
+        headers: { "content-type": "application/json", "idempotency-key": "chunk-0" },
+        body: JSON.stringify(offline),
+      });
+    expect((await send({ DB: db })).status).toBe(500);
+    expect(failed).toBe(true);
+    const retry = await send({});
+    expect(retry.status).toBe(200);
+    expect(await retry.json()).toMatchObject({
+      groups_processed: 0,
+      duplicates: 2,
+      kept_for_replay: 2,
+    });
+    expect(await json(call(`/v1/runs/${run}/replay`))).toMatchObject({ buffered_groups: 2 });
+  });
 });

@@ -175,9 +175,9 @@ export function admitCompatAcked(
 }
 
 /**
- * Adds freshly imported groups (stored as delivered: the online queue never holds them) to the
- * replay buffer, priority = mean score (0 when unscored); returns how many the buffer kept after
- * trimming to capacity.
+ * Adds imported groups (stored as delivered: the online queue never holds them) to the replay
+ * buffer, priority = mean score (0 when unscored); returns how many of `ids` the buffer holds
+ * after trimming to capacity. Groups that went out in a batch (online data) are not added.
  */
 export async function adoptIntoReplay(
   d1: D1Database,
@@ -191,7 +191,8 @@ export async function adoptIntoReplay(
       .prepare(
         `INSERT OR IGNORE INTO replay_groups (run, group_id, priority, replays, added_at)
          SELECT run, id, COALESCE(score_mean, 0), 0, ?3 FROM groups
-         WHERE run = ?1 AND id IN (SELECT value FROM json_each(?2)) AND status = 'delivered'`,
+         WHERE run = ?1 AND id IN (SELECT value FROM json_each(?2)) AND status = 'delivered'
+           AND batch_id IS NULL`,
       )
       .bind(run, list, Date.now()),
     trimStatement(d1, run),

@@ -53,10 +53,12 @@ export const importReplay = defineRoute(
         ? await ingestGroups(c.env, run, items, c.get("timings"), keepAliveOf(c))
         : [];
       const stored = outcomes.filter((o) => !o.duplicate);
+      // Duplicates too: a retry after a failure between the insert and this finds its groups
+      // stored but not yet in the buffer (adoption skips online groups and ones already there).
       const kept = await adoptIntoReplay(
         c.env.DB,
         run,
-        stored.map((o) => o.groupId),
+        outcomes.map((o) => o.groupId).filter((id) => id >= 0),
       );
       return {
         status: "received",
