@@ -4,7 +4,7 @@
  */
 import type { ServerType } from "../../core/wire/server-config";
 import { notFoundHint } from "./hints";
-import { pathOf, type RequestContext } from "./http";
+import { pathOf, postJson, type RequestContext } from "./http";
 import type { BackendDeps, CallOptions } from "./types";
 
 export abstract class BackendBase {
@@ -20,5 +20,10 @@ export abstract class BackendBase {
       apiKey: this.deps.config.api_key,
       ...(url ? { notFoundHint: notFoundHint(this.serverType, pathOf(url)) } : {}),
     };
+  }
+
+  /** POSTs `body` as JSON to `url` in the call's context; the parsed answer. */
+  protected postTo(url: string, body: unknown, options: CallOptions): Promise<unknown> {
+    return postJson(this.context(options, url), url, body);
   }
 }

@@ -4,7 +4,6 @@ import {
   asRecord,
   flattenFinishReason,
   InferenceProtocolError,
-  postJson,
   probe,
   rootUrl,
 } from "./http";
@@ -27,11 +26,7 @@ export class SGLangBackend extends OpenAITextBackend implements InferenceBackend
     options: CallOptions = {},
   ): Promise<TokensAndLogprobs> {
     const url = `${rootUrl(this.deps.config.base_url)}/generate`;
-    const raw = await postJson(
-      this.context(options, url),
-      url,
-      buildSGLangGenerateRequest(request),
-    );
+    const raw = await this.postTo(url, buildSGLangGenerateRequest(request), options);
     return parseSGLangGenerateResponse(raw, request.inputIds);
   }
 

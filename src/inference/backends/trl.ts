@@ -14,7 +14,6 @@ import {
   InferenceHttpError,
   InferenceMismatchError,
   InferenceProtocolError,
-  postJson,
   probe,
   rootUrl,
 } from "./http";
@@ -55,7 +54,7 @@ export class TrlBackend extends TokenRouteBackend implements InferenceBackend {
 
   private post(body: Record<string, unknown>, options: CallOptions): Promise<unknown> {
     const url = `${rootUrl(this.deps.config.base_url)}/generate/`;
-    return postJson(this.context(options, url), url, body);
+    return this.postTo(url, body, options);
   }
 }
 

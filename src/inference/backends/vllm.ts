@@ -15,7 +15,6 @@ import {
   flattenFinishReason,
   InferenceMismatchError,
   InferenceProtocolError,
-  postJson,
   probe,
   rootUrl,
   trimSlash,
@@ -52,10 +51,10 @@ export class VLLMBackend extends OpenAITextBackend implements InferenceBackend {
   ): Promise<TokensAndLogprobs> {
     const { config } = this.deps;
     const url = `${trimSlash(config.base_url)}/completions`;
-    const raw = await postJson(
-      this.context(options, url),
+    const raw = await this.postTo(
       url,
       buildVllmCompletionsRequest(request, config.model_name),
+      options,
     );
     return parseVllmCompletionsResponse(raw, request.inputIds);
   }
@@ -67,10 +66,10 @@ export class VLLMBackend extends OpenAITextBackend implements InferenceBackend {
   ): Promise<ChatWithTokens> {
     const { config } = this.deps;
     const url = `${trimSlash(config.base_url)}/chat/completions`;
-    const raw = await postJson(
-      this.context(options, url),
+    const raw = await this.postTo(
       url,
       buildVllmChatTokensRequest(params, config.model_name),
+      options,
     );
     return parseVllmChatTokensResponse(raw);
   }
@@ -82,10 +81,10 @@ export class VLLMBackend extends OpenAITextBackend implements InferenceBackend {
   ): Promise<CompletionWithTokens> {
     const { config } = this.deps;
     const url = `${trimSlash(config.base_url)}/completions`;
-    const raw = await postJson(
-      this.context(options, url),
+    const raw = await this.postTo(
       url,
       requestBody(withTextDefaults(params), config.model_name, { logprobs: 0, ...TOKEN_FLAGS }),
+      options,
     );
     return parseVllmCompletionWithTokens(raw);
   }
@@ -127,10 +126,10 @@ export class VLLMGenerateBackend extends OpenAITextBackend implements InferenceB
   ): Promise<TokensAndLogprobs> {
     const { config } = this.deps;
     const url = `${rootUrl(config.base_url)}/inference/v1/generate`;
-    const raw = await postJson(
-      this.context(options, url),
+    const raw = await this.postTo(
       url,
       buildVllmTokensGenerateRequest(request, config.model_name),
+      options,
     );
     return parseVllmTokensGenerateResponse(raw, request.inputIds);
   }
