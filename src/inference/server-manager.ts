@@ -91,32 +91,19 @@ export class ServerManager implements InferenceClient {
     params: ChatCompletionParams,
     caller?: AbortSignal,
   ): Promise<ChatCompletionResult> {
-    const split = splitOf(params);
-    const chunks = splitN(params.n ?? 1, this.maxN);
-    const results = await Promise.all(
-      chunks.map((n) =>
-        this.withServer(
-          split,
-          null,
-          (server, signal) =>
-            server.backend.chatCompletion({ ...params, n, split: undefined }, { signal }),
-          undefined,
-          caller,
-        ),
-      ),
+    const results = await this.inChunks(
+      splitOf(params),
+      params.n ?? 1,
+      (server, n, signal) =>
+        server.backend.chatCompletion({ ...params, n, split: undefined }, { signal }),
+      { caller },
     );
     return mergeChoices(results);
   }
 
   async completion(params: CompletionParams): Promise<CompletionResult> {
-    const split = splitOf(params);
-    const chunks = splitN(params.n ?? 1, this.maxN);
-    const results = await Promise.all(
-      chunks.map((n) =>
-        this.withServer(split, null, (server, signal) =>
-          server.backend.completion({ ...params, n, split: undefined }, { signal }),
-        ),
-      ),
+    const results = await this.inChunks(splitOf(params), params.n ?? 1, (server, n, signal) =>
+      server.backend.completion({ ...params, n, split: undefined }, { signal }),
     );
     return mergeChoices(results);
   }
@@ -190,36 +177,29 @@ export class ServerManager implements InferenceClient {
     preferred: ServerSlot | null,
     signal?: AbortSignal,
   ): Promise<ChatWithTokens> {
-    const split = splitOf(params);
-    const chunks = splitN(params.n ?? 1, this.maxN);
-    const results = await Promise.all(
-      chunks.map((n) =>
-        this.withServer(
-          split,
-          preferred,
-          async (server, signal) => {
-            const call = server.backend.chatCompletionWithTokens;
-            if (!call) throw new Error(`server ${server.index} cannot return a chat's token ids`);
-            try {
-              return await call.call(
-                server.backend,
-                { ...params, n, split: undefined },
-                { signal },
-              );
-            } catch (error) {
-              // An older vLLM: no prompt_token_ids. Not asked this way again.
-              if (error instanceof InferenceMismatchError) server.serverChatTokens = false;
-              throw error;
-            }
-          },
-          // A ManagedServer (preferred set) skips servers known unable: it has the client path.
-          (server) =>
-            preferred
-              ? server.serverChatTokens
-              : server.backend.chatCompletionWithTokens !== undefined,
-          signal,
-        ),
-      ),
+    const results = await this.inChunks(
+      splitOf(params),
+      params.n ?? 1,
+      async (server, n, signal) => {
+        const call = server.backend.chatCompletionWithTokens;
+        if (!call) throw new Error(`server ${server.index} cannot return a chat's token ids`);
+        try {
+          return await call.call(server.backend, { ...params, n, split: undefined }, { signal });
+        } catch (error) {
+          // An older vLLM: no prompt_token_ids. Not asked this way again.
+          if (error instanceof InferenceMismatchError) server.serverChatTokens = false;
+          throw error;
+        }
+      },
+      {
+        preferred,
+        // A ManagedServer (preferred set) skips servers known unable: it has the client path.
+        eligible: (server) =>
+          preferred
+            ? server.serverChatTokens
+            : server.backend.chatCompletionWithTokens !== undefined,
+        caller: signal,
+      },
     );
     const [first] = results;
     if (!first) throw new Error("no chat result");
@@ -312,17 +292,11 @@ export class ServerManager implements InferenceClient {
     preferred: ServerSlot | null,
     caller?: AbortSignal,
   ): Promise<TokensAndLogprobs> {
-    const chunks = splitN(request.n, this.maxN);
-    const results = await Promise.all(
-      chunks.map((n) =>
-        this.withServer(
-          split,
-          preferred,
-          (server, signal) => server.backend.generateTokens({ ...request, n }, { signal }),
-          (server) => server.backend.tokenSupport !== "none",
-          caller,
-        ),
-      ),
+    const results = await this.inChunks(
+      split,
+      request.n,
+      (server, n, signal) => server.backend.generateTokens({ ...request, n }, { signal }),
+      { preferred, eligible: (server) => server.backend.tokenSupport !== "none", caller },
     );
     const [first] = results;
     if (!first) throw new Error("no generation result");
@@ -339,6 +313,30 @@ export class ServerManager implements InferenceClient {
    * Runs `call` on a routed server holding one of its slots; retries retryable failures. A
    * `caller` signal (the inference proxy's client went away) aborts the request and any retry.
    */
+  /** `total` samples in chunks of at most `maxN`, each called on a server of `split`. */
+  private inChunks<T>(
+    split: Split,
+    total: number,
+    call: (server: ServerSlot, n: number, signal: AbortSignal) => Promise<T>,
+    options: {
+      preferred?: ServerSlot | null;
+      eligible?: (server: ServerSlot) => boolean;
+      caller?: AbortSignal;
+    } = {},
+  ): Promise<T[]> {
+    return Promise.all(
+      splitN(total, this.maxN).map((n) =>
+        this.withServer(
+          split,
+          options.preferred ?? null,
+          (server, signal) => call(server, n, signal),
+          options.eligible,
+          options.caller,
+        ),
+      ),
+    );
+  }
+
   private async withServer<T>(
     split: Split,
     preferred: ServerSlot | null,
