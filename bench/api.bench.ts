@@ -1,6 +1,7 @@
 /**
  * `npm run bench:api [-- --atropos DIR [--python BIN]] [--floor] [--quick] [--runs N]`
- *   `[--workloads 1,2] [--depths 20000 | --no-depths] [--no-empty] [--no-list] [--heap]`
+ *   `[--workloads 1,2] [--depths 20000 | --no-depths] [--leases N] [--lease-gap-ms MS]`
+ *   `[--no-empty] [--no-list] [--heap]`
  *   `[--trainer-encoding gzip|identity] [--state-root DIR] [--json out.json] [--cpu-profile DIR]`
  *
  * The rollout API under a real `npm run dev` (fresh state per run, loopback only, the API token
@@ -168,7 +169,12 @@ async function main() {
   }
   const leases = args.includes("--no-depths")
     ? []
-    : await leaseDepthScan(depths, { ...base, rounds: runs, leases: 100 });
+    : await leaseDepthScan(depths, {
+        ...base,
+        rounds: runs,
+        leases: Number(option("--leases") ?? 100),
+        gapMs: Number(option("--lease-gap-ms") ?? 0),
+      });
   const empty = args.includes("--no-empty")
     ? null
     : await emptyLease({ ...base, rounds: runs, leases: 200 });
@@ -200,12 +206,12 @@ async function main() {
   }
   if (leases.length) {
     console.log(
-      "\n| queued groups (mixed 1–16 × 32 tok) | lease p50 ms | lease p99 ms (median of rounds) | p99 per round | max ms | server phases p50/p99 ms |",
+      "\n| queued groups (mixed 1–16 × 32 tok) | lease p50 ms | lease p99 ms (median of rounds) | p99 per round | leases over 10 ms | max ms | ack p50 / p99 ms | server phases p50/p99 ms |",
     );
-    console.log("|---|---|---|---|---|---|");
+    console.log("|---|---|---|---|---|---|---|---|");
     for (const r of leases)
       console.log(
-        `| ${r.queued_groups} | ${n(r.lease_p50_ms)} | **${n(r.lease_p99_ms)}** | ${r.rounds_p99_ms} | ${n(r.lease_max_ms)} | ${r.server_ms} |`,
+        `| ${r.queued_groups} | ${n(r.lease_p50_ms)} | **${n(r.lease_p99_ms)}** | ${r.rounds_p99_ms} | ${r.over_10ms} of ${r.leases} | ${n(r.lease_max_ms)} | ${n(r.ack_p50_ms)} / ${n(r.ack_p99_ms)} | ${r.server_ms} |`,
       );
   }
   if (empty) {
@@ -216,7 +222,10 @@ async function main() {
   if (noop) {
     console.log(
       `Floors (bare Worker on the same Miniflare), p50/p99 ms: ${Object.entries(noop)
-        .map(([name, f]) => `${name} ${n(f.p50_ms)}/**${n(f.p99_ms)}** (rounds ${f.rounds_p99_ms})`)
+        .map(
+          ([name, f]) =>
+            `${name} ${n(f.p50_ms)}/**${n(f.p99_ms)}** (rounds ${f.rounds_p99_ms}; ${f.over_10ms} of ${f.requests} over 10 ms)`,
+        )
         .join("; ")}.`,
     );
   }

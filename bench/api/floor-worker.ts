@@ -9,7 +9,8 @@
  * run's coordinator), `/do-read` that object reading D1 once (the least an empty lease can do
  * without memory of the queue), `/do-read-write` once more writing, and `/do-lease` the least an
  * exactly-once lease writes in its one round trip: the oldest 8 of 20,000 queued rows marked
- * leased to a new batch row, returned by the same statement.
+ * leased to a new batch row, returned by the same statement; `/do-lease-shaped` that lease with the
+ * statement count and rows of this API's lease write.
  */
 import { DurableObject } from "cloudflare:workers";
 import { gunzipBounded } from "../../src/core/codecs/gzip";
@@ -44,8 +45,8 @@ export class FloorObject extends DurableObject<FloorEnv> {
 
   private queue: Promise<unknown> | null = null;
 
-  /** One D1 batch: a new batch row, and the oldest 8 queued of 20,000 rows leased to it. */
-  async lease(): Promise<number> {
+  /** The 20,000 queued rows the lease floors take from, created once. */
+  private queued(): Promise<unknown> {
     const db = this.env.DB;
     this.queue ??= db.batch([
       db.prepare(
@@ -57,7 +58,13 @@ export class FloorObject extends DurableObject<FloorEnv> {
         "INSERT INTO floor_groups (id, status) WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 20000) SELECT i, 'queued' FROM n",
       ),
     ]);
-    await this.queue;
+    return this.queue;
+  }
+
+  /** One D1 batch: a new batch row, and the oldest 8 queued of 20,000 rows leased to it. */
+  async lease(): Promise<number> {
+    const db = this.env.DB;
+    await this.queued();
     const [, leased] = await db.batch([
       db.prepare("INSERT INTO floor_batches (at) VALUES (?1)").bind(Date.now()),
       db.prepare(
@@ -67,6 +74,46 @@ export class FloorObject extends DurableObject<FloorEnv> {
       ),
     ]);
     return leased?.results.length ?? 0;
+  }
+
+  private shaped: Promise<unknown> | null = null;
+
+  /**
+   * `lease()` in the shape of this API's lease write: nine statements in one D1 batch (a guard,
+   * the lease, 15 statistic rows, the batch row, a counter, then reading back the 8 leased rows,
+   * a run row, an env row and the next 64-row queue head), about 75 rows back.
+   */
+  async leaseShaped(): Promise<number> {
+    const db = this.env.DB;
+    await this.queued();
+    this.shaped ??= db.batch([
+      db.prepare(
+        "CREATE TABLE IF NOT EXISTS floor_stats (step INTEGER, name TEXT, value REAL, PRIMARY KEY (name, step))",
+      ),
+      db.prepare("CREATE TABLE IF NOT EXISTS floor_runs (name TEXT PRIMARY KEY, step INTEGER)"),
+      db.prepare("INSERT OR IGNORE INTO floor_runs VALUES ('floor', 0)"),
+    ]);
+    await this.shaped;
+    const results = await db.batch([
+      db.prepare("SELECT COUNT(*) AS n FROM floor_groups WHERE status = 'queued' AND id < 0"),
+      db.prepare(
+        `UPDATE floor_groups SET status = 'leased', batch = -1
+         WHERE id IN (SELECT id FROM floor_groups WHERE status = 'queued' ORDER BY id LIMIT 8)`,
+      ),
+      db.prepare(
+        `INSERT INTO floor_stats SELECT (SELECT step FROM floor_runs), 'stat/' || value, random()
+         FROM json_each('[0,1,2,3,4,5,6,7,8,9,10,11,12,13,14]')`,
+      ),
+      db.prepare("INSERT INTO floor_batches (at) VALUES (?1)").bind(Date.now()),
+      db.prepare("UPDATE floor_runs SET step = step + 1"),
+      db.prepare(
+        "SELECT * FROM floor_groups WHERE status = 'leased' AND batch = -1 ORDER BY id DESC LIMIT 8",
+      ),
+      db.prepare("SELECT * FROM floor_runs"),
+      db.prepare("SELECT * FROM floor_batches ORDER BY id DESC LIMIT 1"),
+      db.prepare("SELECT * FROM floor_groups WHERE status = 'queued' ORDER BY id LIMIT 64"),
+    ]);
+    return results.reduce((rows, r) => rows + r.results.length, 0);
   }
 }
 
@@ -89,6 +136,7 @@ export default {
       const object = env.FLOOR_DO.get(env.FLOOR_DO.idFromName("floor"));
       if (path === "/do") return json({ n: await object.noop() });
       if (path === "/do-lease") return json({ n: await object.lease() });
+      if (path === "/do-lease-shaped") return json({ n: await object.leaseShaped() });
       const statements = path === "/do-read5" ? 5 : 1;
       return json({ n: await object.readWrite(path === "/do-read-write", statements) });
     }

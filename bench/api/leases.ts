@@ -53,18 +53,30 @@ async function fillQueue(client: Client, from: number, to: number, serial: { n: 
 
 export interface LeaseRow {
   queued_groups: number;
+  leases: number;
+  /** Leases slower than SLOW_MS, of all rounds: steadier than a p99 of 100 samples. */
+  over_10ms: number;
   lease_p50_ms: number;
   lease_p99_ms: number;
   lease_max_ms: number;
   rounds_p99_ms: string;
+  /** The ack after each lease (POST …/ack), p50 and p99 over all rounds. */
+  ack_p50_ms: number;
+  ack_p99_ms: number;
   /** Server-Timing phases, p50/p99 ms each (src/api/delivery.ts `timedLease`). */
   server_ms: string;
 }
 
-/** Lease + ack round trips at each depth (mixed group sizes 1..16, 32-token sequences). */
+const SLOW_MS = 10;
+
+/**
+ * Lease + ack round trips at each depth (mixed group sizes 1..16, 32-token sequences); `gapMs`
+ * idles between an ack and the next lease (a trainer's step takes time; back to back keeps the
+ * runtime's thread busy).
+ */
 export async function leaseDepthScan(
   depths: number[],
-  options: TargetOptions & { rounds: number; leases: number },
+  options: TargetOptions & { rounds: number; leases: number; gapMs: number },
 ): Promise<LeaseRow[]> {
   const target = await startTarget("edge", options);
   const client = new Client(target.url, target.headers, 2);
@@ -76,19 +88,23 @@ export async function leaseDepthScan(
     for (const depth of depths) {
       const p99s: number[] = [];
       const all: number[] = [];
+      const acks: number[] = [];
       const stages = new Stages();
       for (let round = 0; round < options.rounds; round++) {
         // Topped up before each round, so every round leases from `depth` queued groups.
         await fillQueue(client, queued, depth, serial);
         const latencies: number[] = [];
         for (let i = 0; i < options.leases; i++) {
+          if (options.gapMs > 0) await new Promise((r) => setTimeout(r, options.gapMs));
           const t0 = performance.now();
           const res = await client.request("POST", LEASE, "{}");
           latencies.push(performance.now() - t0);
           if (res.status !== 200) throw new Error(`lease → ${res.status}: ${res.text}`);
           stages.add(res.serverTiming);
           const body = JSON.parse(res.text) as { batch_id: string };
+          const ackStarted = performance.now();
           await client.post(`/v1/runs/default/batches/${body.batch_id}/ack`, "{}");
+          acks.push(performance.now() - ackStarted);
         }
         const stats = JSON.parse((await client.get("/v1/runs/default/stats")).text) as {
           queue: { groups: number };
@@ -99,10 +115,14 @@ export async function leaseDepthScan(
       }
       rows.push({
         queued_groups: depth,
+        leases: all.length,
+        over_10ms: all.filter((ms) => ms > SLOW_MS).length,
         lease_p50_ms: percentile(all, 50),
         lease_p99_ms: median(p99s),
         lease_max_ms: Math.max(...all),
         rounds_p99_ms: p99s.map((p) => p.toFixed(1)).join(" / "),
+        ack_p50_ms: percentile(acks, 50),
+        ack_p99_ms: percentile(acks, 99),
         server_ms: stages.summary(),
       });
     }
@@ -120,18 +140,20 @@ const FLOORS = {
   do_d1_read: "/do-read",
   do_d1_read_write: "/do-read-write",
   do_d1_lease: "/do-lease",
+  do_d1_lease_shaped: "/do-lease-shaped",
 } as const;
 
 export type FloorRow = Record<
   keyof typeof FLOORS,
-  { p50_ms: number; p99_ms: number; rounds_p99_ms: string }
+  { p50_ms: number; p99_ms: number; rounds_p99_ms: string; over_10ms: number; requests: number }
 >;
 
 /**
  * The floors for a round trip, on the bare Worker (floor-worker.ts) on the same Miniflare, each
  * timed like a lease (p99 per round, median of rounds): a no-op GET, a no-op Durable Object call,
  * that object reading D1 once (an empty lease's least) and then writing once, and leasing the
- * oldest 8 of 20,000 queued rows to a new batch in one round trip (a lease's least).
+ * oldest 8 of 20,000 queued rows to a new batch in one round trip (a lease's least), and that
+ * lease shaped like this API's lease write (its nine statements and about 75 rows back).
  */
 export async function noopFloor(
   options: TargetOptions & { rounds: number; leases: number },
@@ -157,6 +179,8 @@ export async function noopFloor(
         p50_ms: percentile(all, 50),
         p99_ms: median(p99s),
         rounds_p99_ms: p99s.map((p) => p.toFixed(1)).join(" / "),
+        over_10ms: all.filter((ms) => ms > SLOW_MS).length,
+        requests: all.length,
       };
     }
     return row as FloorRow;

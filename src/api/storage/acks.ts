@@ -3,17 +3,46 @@
  * (src/core/batching/ack-rule.ts) and the write that completes it. Only the RunCoordinator calls these,
  * under its run's lock.
  */
-import { and, eq } from "drizzle-orm";
+import { and, eq, sql } from "drizzle-orm";
 import type { AckedBatchView } from "../../core/batching/ack-rule";
-import { db } from "./runs";
+import { compiled } from "./compiled";
 import { batches, groups } from "./schema";
 
-function statementOf(
-  d1: D1Database,
-  query: { sql: string; params: unknown[] },
-): D1PreparedStatement {
-  return d1.prepare(query.sql).bind(...query.params);
-}
+// Placeholders of the compiled ack queries (built once per isolate: an ack is on every step).
+const p = {
+  run: sql.placeholder("run"),
+  batchId: sql.placeholder("batchId"),
+  now: sql.placeholder("now"),
+};
+
+const ackQueries = {
+  lease: compiled((d) =>
+    d
+      .select({
+        id: batches.id,
+        status: batches.status,
+        leaseId: batches.leaseId,
+        leaseExpiresAt: batches.leaseExpiresAt,
+        leaseCount: batches.leaseCount,
+        priorLeaseIds: batches.priorLeaseIds,
+        holder: batches.holder,
+        ackedAt: batches.ackedAt,
+        step: batches.step,
+      })
+      .from(batches)
+      .where(and(eq(batches.id, p.batchId), eq(batches.run, p.run)))
+      .limit(1),
+  ),
+  deliverGroups: compiled((d) =>
+    d.update(groups).set({ status: "delivered" }).where(eq(groups.batchId, p.batchId)),
+  ),
+  ackBatch: compiled((d) =>
+    d
+      .update(batches)
+      .set({ status: "acked", ackedAt: sql`${p.now}` })
+      .where(eq(batches.id, p.batchId)),
+  ),
+};
 
 /** The batch as an ack decides from it (src/core/batching/ack-rule.ts), with its step. */
 export async function getLease(
@@ -21,22 +50,8 @@ export async function getLease(
   run: string,
   batchId: string,
 ): Promise<(AckedBatchView & { step: number }) | undefined> {
-  const rows = await db(d1)
-    .select({
-      id: batches.id,
-      status: batches.status,
-      leaseId: batches.leaseId,
-      leaseExpiresAt: batches.leaseExpiresAt,
-      leaseCount: batches.leaseCount,
-      priorLeaseIds: batches.priorLeaseIds,
-      holder: batches.holder,
-      ackedAt: batches.ackedAt,
-      step: batches.step,
-    })
-    .from(batches)
-    .where(and(eq(batches.id, batchId), eq(batches.run, run)))
-    .limit(1);
-  const row = rows[0];
+  const [result] = await d1.batch([ackQueries.lease.bind(d1, { run, batchId })]);
+  const row = ackQueries.lease.rows(result!)[0];
   return row && { ...row, priorLeaseIds: parseLeaseIds(row.priorLeaseIds) };
 }
 
@@ -51,20 +66,9 @@ export async function ackLease(
   now: number,
   extra: readonly D1PreparedStatement[] = [],
 ): Promise<void> {
-  const d = db(d1);
   await d1.batch([
-    statementOf(
-      d1,
-      d.update(groups).set({ status: "delivered" }).where(eq(groups.batchId, batchId)).toSQL(),
-    ),
+    ackQueries.deliverGroups.bind(d1, { batchId }),
     ...extra,
-    statementOf(
-      d1,
-      d
-        .update(batches)
-        .set({ status: "acked", ackedAt: now })
-        .where(eq(batches.id, batchId))
-        .toSQL(),
-    ),
+    ackQueries.ackBatch.bind(d1, { batchId, now }),
   ]);
 }
