@@ -32,6 +32,16 @@ import {
 const args = process.argv.slice(2);
 const option = (name: string) => (args.includes(name) ? args[args.indexOf(name) + 1] : undefined);
 const quick = args.includes("--quick");
+/** A whole-number option at least `min`, or `fallback` when absent; anything else stops the bench. */
+const count = (name: string, fallback: number, min: number) => {
+  const raw = option(name);
+  if (raw === undefined) return fallback;
+  const value = Number(raw);
+  if (!Number.isInteger(value) || value < min) {
+    throw new Error(`${name} must be a whole number ≥ ${min}, got '${raw}'`);
+  }
+  return value;
+};
 const runs = Number(option("--runs") ?? (quick ? 1 : 3));
 const atroposDir = option("--atropos");
 const onlyWorkloads = option("--workloads")?.split(",").map(Number);
@@ -172,8 +182,8 @@ async function main() {
     : await leaseDepthScan(depths, {
         ...base,
         rounds: runs,
-        leases: Number(option("--leases") ?? 100),
-        gapMs: Number(option("--lease-gap-ms") ?? 0),
+        leases: count("--leases", 100, 1),
+        gapMs: count("--lease-gap-ms", 0, 0),
       });
   const empty = args.includes("--no-empty")
     ? null

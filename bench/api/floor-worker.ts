@@ -61,6 +61,15 @@ export class FloorObject extends DurableObject<FloorEnv> {
     return this.queue;
   }
 
+  /** Puts every leased row back in the queue (between rounds, untimed). */
+  async requeue(): Promise<number> {
+    await this.queued();
+    const result = await this.env.DB.prepare(
+      "UPDATE floor_groups SET status = 'queued', batch = NULL WHERE status <> 'queued'",
+    ).run();
+    return result.meta.changes;
+  }
+
   /** One D1 batch: a new batch row, and the oldest 8 queued of 20,000 rows leased to it. */
   async lease(): Promise<number> {
     const db = this.env.DB;
@@ -80,8 +89,9 @@ export class FloorObject extends DurableObject<FloorEnv> {
 
   /**
    * `lease()` in the shape of this API's lease write: nine statements in one D1 batch (a guard,
-   * the lease, 15 statistic rows, the batch row, a counter, then reading back the 8 leased rows,
-   * a run row, an env row and the next 64-row queue head), about 75 rows back.
+   * the lease, 15 statistic rows as the bench's one-env leases write, the batch row, a counter,
+   * then reading back the 8 leased rows, the run row, the new batch row and the next 64-row queue
+   * head), about 75 rows back.
    */
   async leaseShaped(): Promise<number> {
     const db = this.env.DB;
@@ -137,6 +147,7 @@ export default {
       if (path === "/do") return json({ n: await object.noop() });
       if (path === "/do-lease") return json({ n: await object.lease() });
       if (path === "/do-lease-shaped") return json({ n: await object.leaseShaped() });
+      if (path === "/do-requeue") return json({ n: await object.requeue() });
       const statements = path === "/do-read5" ? 5 : 1;
       return json({ n: await object.readWrite(path === "/do-read-write", statements) });
     }
