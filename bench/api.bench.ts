@@ -177,19 +177,27 @@ async function main() {
       `| ${w.name} | ${n(edge.ingest_groups_per_s)} / ${n(orig?.ingest_groups_per_s)} | **${x(edge.ingest_groups_per_s, orig?.ingest_groups_per_s)}** | ${n(floor?.ingest_groups_per_s)} (${floor ? x(floor.ingest_groups_per_s, orig?.ingest_groups_per_s) : "-"}) | ${n(edge.e2e_sequences_per_s, 0)} / ${n(orig?.e2e_sequences_per_s, 0)} | **${x(edge.e2e_sequences_per_s, orig?.e2e_sequences_per_s)}** | ${n(edge.batch_p50_ms)} / ${n(orig?.batch_p50_ms)} | ${n(edge.cpu_ingest_ms)} / ${n(orig?.cpu_ingest_ms)} / ${n(floor?.cpu_ingest_ms)} |`,
     );
   }
+  const leaseCount = count("--leases", 100, 1);
   const leases = args.includes("--no-depths")
     ? []
     : await leaseDepthScan(depths, {
         ...base,
         rounds: runs,
-        leases: count("--leases", 100, 1),
+        leases: leaseCount,
         gapMs: count("--lease-gap-ms", 0, 0),
       });
   const empty = args.includes("--no-empty")
     ? null
     : await emptyLease({ ...base, rounds: runs, leases: 200 });
   const noop =
-    leases.length || empty ? await noopFloor({ ...base, rounds: runs, leases: 200 }) : null;
+    leases.length || empty
+      ? // At most 1,600 per round: the payload floor takes 12 of its 20,000 rows per lease.
+        await noopFloor({
+          ...base,
+          rounds: runs,
+          leases: Math.min(1600, Math.max(200, leaseCount)),
+        })
+      : null;
   let list: { single: Summary; list: Summary } | null = null;
   if (!args.includes("--no-list")) {
     const [single, listed] = [[], []] as WorkloadResult[][];

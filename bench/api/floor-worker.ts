@@ -55,7 +55,7 @@ export class FloorObject extends DurableObject<FloorEnv> {
       db.prepare("CREATE INDEX IF NOT EXISTS floor_queue ON floor_groups (status, id)"),
       db.prepare("CREATE TABLE IF NOT EXISTS floor_batches (id INTEGER PRIMARY KEY, at INTEGER)"),
       db.prepare(
-        "INSERT INTO floor_groups (id, status) WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 20000) SELECT i, 'queued' FROM n",
+        "INSERT OR IGNORE INTO floor_groups (id, status) WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 20000) SELECT i, 'queued' FROM n",
       ),
     ]);
     return this.queue;
@@ -64,10 +64,17 @@ export class FloorObject extends DurableObject<FloorEnv> {
   /** Puts every leased row back in the queue (between rounds, untimed). */
   async requeue(): Promise<number> {
     await this.queued();
-    const result = await this.env.DB.prepare(
-      "UPDATE floor_groups SET status = 'queued', batch = NULL WHERE status <> 'queued'",
-    ).run();
-    return result.meta.changes;
+    await this.queuedPayloads();
+    const db = this.env.DB;
+    const results = await db.batch([
+      db.prepare(
+        "UPDATE floor_groups SET status = 'queued', batch = NULL WHERE status <> 'queued'",
+      ),
+      db.prepare(
+        "UPDATE floor_payload_groups SET status = 'queued', batch = NULL WHERE status <> 'queued'",
+      ),
+    ]);
+    return results.reduce((n, r) => n + r.meta.changes, 0);
   }
 
   /** One D1 batch: a new batch row, and the oldest 8 queued of 20,000 rows leased to it. */
@@ -83,6 +90,66 @@ export class FloorObject extends DurableObject<FloorEnv> {
       ),
     ]);
     return leased?.results.length ?? 0;
+  }
+
+  private payloads: Promise<unknown> | null = null;
+
+  /**
+   * 20,000 queued rows with a payload each, sized like the bench's groups: 1–16 sequences of
+   * about 300 characters (a 32-token sequence's tokens and masks as JSON).
+   */
+  private queuedPayloads(): Promise<unknown> {
+    const db = this.env.DB;
+    this.payloads ??= db.batch([
+      db.prepare(
+        "CREATE TABLE IF NOT EXISTS floor_payload_groups (id INTEGER PRIMARY KEY, status TEXT NOT NULL, batch TEXT, body TEXT NOT NULL)",
+      ),
+      db.prepare(
+        "CREATE INDEX IF NOT EXISTS floor_payload_queue ON floor_payload_groups (status, id)",
+      ),
+      db.prepare("CREATE INDEX IF NOT EXISTS floor_payload_batch ON floor_payload_groups (batch)"),
+      db.prepare(
+        `INSERT OR IGNORE INTO floor_payload_groups (id, status, body)
+         WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 20000)
+         SELECT i, 'queued', '{"tokens":"' || hex(zeroblob(150 * json_extract('[1,2,4,8,16,3,5,6]', '$[' || (i % 8) || ']'))) || '"}' FROM n`,
+      ),
+    ]);
+    return this.payloads;
+  }
+
+  /**
+   * A lease's unavoidable work: one D1 batch that leases the oldest 12 queued rows (about 64
+   * sequences) to a new batch and returns their payloads, which go back as one JSON body.
+   */
+  async leasePayload(): Promise<{ batch: string; body: string }> {
+    const db = this.env.DB;
+    await this.queuedPayloads();
+    const batch = crypto.randomUUID();
+    const [, leased] = await db.batch([
+      db.prepare("INSERT INTO floor_batches (at) VALUES (?1)").bind(Date.now()),
+      db
+        .prepare(
+          `UPDATE floor_payload_groups SET status = 'leased', batch = ?1
+           WHERE id IN (SELECT id FROM floor_payload_groups WHERE status = 'queued' ORDER BY id LIMIT 12)
+           RETURNING id, body`,
+        )
+        .bind(batch),
+    ]);
+    const bodies = (leased?.results ?? []) as { body: string }[];
+    return {
+      batch,
+      body: `{"batch_id":"${batch}","batch":[${bodies.map((r) => r.body).join(",")}]}`,
+    };
+  }
+
+  /** An ack's unavoidable work: one D1 batch marking the batch's rows delivered. */
+  async ack(batch: string): Promise<number> {
+    const result = await this.env.DB.prepare(
+      "UPDATE floor_payload_groups SET status = 'delivered' WHERE batch = ?1",
+    )
+      .bind(batch)
+      .run();
+    return result.meta.changes;
   }
 
   private shaped: Promise<unknown> | null = null;
@@ -147,6 +214,15 @@ export default {
       if (path === "/do") return json({ n: await object.noop() });
       if (path === "/do-lease") return json({ n: await object.lease() });
       if (path === "/do-lease-shaped") return json({ n: await object.leaseShaped() });
+      if (path === "/do-lease-payload") {
+        const { batch, body } = await object.leasePayload();
+        return new Response(body, {
+          headers: { "content-type": "application/json", "x-batch-id": batch },
+        });
+      }
+      if (path.startsWith("/do-ack/")) {
+        return json({ n: await object.ack(path.slice("/do-ack/".length)) });
+      }
       if (path === "/do-requeue") return json({ n: await object.requeue() });
       const statements = path === "/do-read5" ? 5 : 1;
       return json({ n: await object.readWrite(path === "/do-read-write", statements) });

@@ -142,7 +142,12 @@ const FLOORS = {
   do_d1_read_write: "/do-read-write",
   do_d1_lease: "/do-lease",
   do_d1_lease_shaped: "/do-lease-shaped",
+  /** Each lease followed by its ack (untimed), as the lease scan runs them. */
+  do_d1_lease_payload_ack: "/do-lease-payload",
 } as const;
+
+/** The floors whose leases are acked before the next, by the batch id their JSON names. */
+const ACKED: ReadonlySet<string> = new Set([FLOORS.do_d1_lease_payload_ack]);
 
 export type FloorRow = Record<
   keyof typeof FLOORS,
@@ -154,7 +159,9 @@ export type FloorRow = Record<
  * timed like a lease (p99 per round, median of rounds): a no-op GET, a no-op Durable Object call,
  * that object reading D1 once (an empty lease's least) and then writing once, and leasing the
  * oldest 8 of 20,000 queued rows to a new batch in one round trip (a lease's least), and that
- * lease shaped like this API's lease write (its nine statements and about 75 rows back).
+ * lease shaped like this API's lease write (its nine statements and about 75 rows back), and a
+ * lease's and ack's unavoidable work: one D1 batch leasing 12 rows and returning their payloads
+ * (about 20 KB of JSON, as the lease scan's batches), then one acking them, untimed.
  */
 export async function noopFloor(
   options: TargetOptions & { rounds: number; leases: number },
@@ -172,8 +179,12 @@ export async function noopFloor(
         const latencies: number[] = [];
         for (let i = 0; i < options.leases; i++) {
           const t0 = performance.now();
-          await client.get(path);
+          const res = await client.get(path);
           latencies.push(performance.now() - t0);
+          if (ACKED.has(path)) {
+            const { batch_id } = JSON.parse(res.text) as { batch_id: string };
+            await client.get(`/do-ack/${batch_id}`);
+          }
         }
         p99s.push(percentile(latencies, 99));
         all.push(...latencies);

@@ -86,8 +86,9 @@ function byobReader(stream: ReadableStream<Uint8Array>): ReadableStreamBYOBReade
 
 /**
  * The chunks of a stream, at most `limit` bytes in all (413 past it), never waiting more than
- * `idleMs` for the next one (408). Only bytes that arrived are held: nothing is allocated from a
- * declared length. Stopping early cancels the stream.
+ * `idleMs` for the next one (408). Only bytes that arrived are held: a declared length
+ * (`declared`, Content-Length) only ever shrinks the first read's buffer, never grows it.
+ * Stopping early cancels the stream.
  */
 export async function* chunksOf(
   stream: ReadableStream<Uint8Array>,
@@ -95,11 +96,16 @@ export async function* chunksOf(
   idleMs: number,
   what: string,
   setting = "MAX_BODY_BYTES",
+  declared: number | null = null,
 ): AsyncGenerator<Uint8Array> {
   let total = 0;
   const byob = byobReader(stream);
   const reader = byob ?? stream.getReader();
-  let scratch = byob ? new Uint8Array(new ArrayBuffer(FIRST_READ_BYTES)) : null;
+  // A small body (a lease's or an ack's "{}") reads into a buffer its size, one byte over so
+  // the read that finds the end needs no larger one: not 64 KiB per request.
+  const first =
+    declared === null ? FIRST_READ_BYTES : Math.min(FIRST_READ_BYTES, Math.max(declared, 0) + 1);
+  let scratch = byob ? new Uint8Array(new ArrayBuffer(first)) : null;
   try {
     for (;;) {
       let next: ReadableStreamReadResult<Uint8Array>;
@@ -120,7 +126,7 @@ export async function* chunksOf(
       if (scratch) {
         // The read hands the buffer back in `value`; what it filled is copied out, so the chunks
         // handed on never share memory with the next read.
-        const size = Math.min(MAX_READ_BYTES, Math.max(FIRST_READ_BYTES, total + chunk.byteLength));
+        const size = Math.min(MAX_READ_BYTES, Math.max(first, total + chunk.byteLength));
         scratch =
           chunk.buffer.byteLength >= size
             ? new Uint8Array(chunk.buffer as ArrayBuffer)
@@ -148,10 +154,11 @@ export async function collect(
   idleMs: number,
   what: string,
   setting?: string,
+  declared: number | null = null,
 ): Promise<Uint8Array<ArrayBuffer>> {
   const chunks: Uint8Array[] = [];
   let total = 0;
-  for await (const chunk of chunksOf(stream, limit, idleMs, what, setting)) {
+  for await (const chunk of chunksOf(stream, limit, idleMs, what, setting, declared)) {
     chunks.push(chunk);
     total += chunk.byteLength;
   }
@@ -234,6 +241,7 @@ export function readRawBody(
     limits.idleTimeoutMs,
     "request body",
     limits.bodySetting,
+    declaredLength(request),
   );
 }
 

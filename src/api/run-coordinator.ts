@@ -6,11 +6,11 @@
  * orchestrates and remembers only a diagnosis for /stats.
  */
 import { DurableObject } from "cloudflare:workers";
-import { decideAck } from "../core/batching/ack-rule";
+import { type AckedBatchView, decideAck } from "../core/batching/ack-rule";
 import { earliestExactSubset } from "../core/batching/subset-sum";
 import { randomUuid128Digits } from "../core/codecs/uuid128";
 import { now as clockNow } from "../core/concurrency/clock";
-import type { RegisterEnvAnswer } from "../core/wire/api-schemas";
+import type { AckAnswer, RegisterEnvAnswer } from "../core/wire/api-schemas";
 import type { RegisterEnv, Registration } from "../core/wire/schemas";
 import type { BaseBindings } from "./base-bindings";
 import {
@@ -77,6 +77,12 @@ export class RunCoordinator extends DurableObject<BaseBindings> {
     staleMayExist: true,
     next: null,
   };
+  /**
+   * The batch the last lease formed, as its row now is: an ack of it decides without reading
+   * the row (one D1 round trip, not two). Only this object writes batch rows; every transition
+   * but a lease or an ack forgets it, a lease replaces it, and its ack clears it.
+   */
+  private formed: (AckedBatchView & { run: string; step: number }) | null = null;
   /** The last diagnosis, valid while nothing here changed the queue and `key` matches. */
   private diagnosis: { key: string; at: number; reason: string | null } | null = null;
   /** Counts transitions begun and queued groups announced: what an empty answer depends on. */
@@ -96,7 +102,10 @@ export class RunCoordinator extends DurableObject<BaseBindings> {
     this.diagnosis = null;
     this.changes++;
     const run = () => {
-      if (!keepsLeaseMemory) this.memory.next = null;
+      if (!keepsLeaseMemory) {
+        this.memory.next = null;
+        this.formed = null;
+      }
       return fn();
     };
     const next = this.tail.then(run, run);
@@ -233,6 +242,8 @@ export class RunCoordinator extends DurableObject<BaseBindings> {
     const empty = this.emptyAnswer();
     if (empty) return empty;
     return this.exclusive(async () => {
+      // Its acknowledgements and renewals write batch rows this object does not track.
+      this.formed = null;
       const at = this.changes;
       const started = performance.now();
       const stages = newStages();
@@ -297,9 +308,14 @@ export class RunCoordinator extends DurableObject<BaseBindings> {
       const stages = newStages();
       const now = clockNow();
       const timing = { now, started, stages };
+      // Set again below: this lease may renew or dissolve the remembered batch.
+      this.formed = null;
       // One round trip when the queue as the last lease left it still holds.
       const remembered = await leaseFromMemory(this.leaseContext, run, timing, options);
-      if (remembered) return { ...remembered.outcome, stages: withoutRead(stages) };
+      if (remembered) {
+        this.rememberFormed(run, remembered.outcome, options);
+        return { ...remembered.outcome, stages: withoutRead(stages) };
+      }
       const state = await readLeaseState(this.db, run, {
         now,
         maxStaleness: options.maxStaleness,
@@ -310,8 +326,26 @@ export class RunCoordinator extends DurableObject<BaseBindings> {
       if (!state.run?.registered) return { kind: "not_registered", stages };
       const outcome = await leaseLocked(this.leaseContext, run, state.run, state, timing, options);
       if (options.maxStaleness === null) this.rememberEmpty(seen, state, outcome);
+      this.rememberFormed(run, outcome, options);
       return { ...outcome, stages };
     }, true);
+  }
+
+  /** Remembers a newly formed batch's row (a renewed one's lease history is not at hand). */
+  private rememberFormed(run: string, outcome: LeaseOutcome, options: LeaseOptions): void {
+    if (outcome.kind !== "batch" || outcome.redelivered) return;
+    this.formed = {
+      run,
+      id: outcome.batchId,
+      step: outcome.step,
+      status: "leased",
+      leaseId: outcome.leaseId,
+      leaseExpiresAt: outcome.leaseExpiresAt,
+      leaseCount: 1,
+      priorLeaseIds: [],
+      holder: options.holder,
+      ackedAt: null,
+    };
   }
 
   private get leaseContext(): LeaseContext {
@@ -348,36 +382,39 @@ export class RunCoordinator extends DurableObject<BaseBindings> {
     return reason;
   }
 
-  /** `caller`: the acking token's id (null: API_TOKEN or open local development). */
+  /**
+   * `caller`: the acking token's id (null: API_TOKEN or open local development). `readRow`:
+   * whether the batch's row was read first (not when the last lease formed this batch).
+   */
   async ack(
     run: string,
     batchId: string,
     leaseId: string | undefined,
     caller: string | null,
-  ): Promise<
-    RpcResult<{ batch_id: string; status: "acked"; already_acked: boolean; step: number }>
-  > {
+  ): Promise<{ result: RpcResult<AckAnswer>; readRow: boolean }> {
     return this.exclusive(async () => {
-      const batch = await getLease(this.db, run, batchId);
-      if (!batch) {
-        return rpcError("NOT_FOUND", `batch '${batchId}' does not exist in run '${run}'`);
-      }
-      const now = clockNow();
-      const decision = decideAck(batch, leaseId, caller, now);
-      if (decision.kind === "conflict") return rpcError("CONFLICT", decision.message);
-      if (decision.kind === "already_acked") {
-        return {
-          ok: true,
-          value: { batch_id: batchId, status: "acked", already_acked: true, step: batch.step },
-        };
-      }
-      // Replay: this batch's online groups that reached the threshold join the buffer.
-      await ackLease(this.db, batchId, now, admitAckedBatch(this.db, run, batchId));
-      await this.scheduleRetention(run, now);
-      return {
-        ok: true,
-        value: { batch_id: batchId, status: "acked", already_acked: false, step: batch.step },
+      const formed = this.formed?.id === batchId && this.formed.run === run ? this.formed : null;
+      // Forgotten before the write: if its outcome is unknown (an error), the next ack reads it.
+      if (formed) this.formed = null;
+      const batch = formed ?? (await getLease(this.db, run, batchId));
+      const readRow = formed === null;
+      const answer = async (): Promise<RpcResult<AckAnswer>> => {
+        if (!batch) {
+          return rpcError("NOT_FOUND", `batch '${batchId}' does not exist in run '${run}'`);
+        }
+        const now = clockNow();
+        const decision = decideAck(batch, leaseId, caller, now);
+        if (decision.kind === "conflict") return rpcError("CONFLICT", decision.message);
+        const acked = { batch_id: batchId, status: "acked", step: batch.step } as const;
+        if (decision.kind === "already_acked") {
+          return { ok: true, value: { ...acked, already_acked: true } };
+        }
+        // Replay: this batch's online groups that reached the threshold join the buffer.
+        await ackLease(this.db, batchId, now, admitAckedBatch(this.db, run, batchId));
+        await this.scheduleRetention(run, now);
+        return { ok: true, value: { ...acked, already_acked: false } };
       };
+      return { result: await answer(), readRow };
     }, true);
   }
 

@@ -261,3 +261,65 @@ describe("a lease planned from the previous lease's read-back", () => {
     ]);
   });
 });
+
+describe("an ack of the batch the last lease formed", () => {
+  /** An ack's status, answer and whether it read the batch row first (its Server-Timing). */
+  async function ackOf(run: string, batchId: string, body: unknown = {}) {
+    const res = await post(`/v1/runs/${run}/batches/${batchId}/ack`, body);
+    const read = (res.headers.get("server-timing") ?? "").includes("read the batch");
+    return { status: res.status, body: await res.json<Record<string, unknown>>(), read };
+  }
+
+  it("decides without reading the row; other batches, repeats and conflicts read it", async () => {
+    const run = uniqueRun("ack-memo");
+    const { base, envIds } = await setupRun(run, 4, [2]);
+    for (let i = 0; i < 8; i++) await post(`${base}/scored_data`, group(i, 2, envIds[0]!));
+    const a = (await lease(run)).batch;
+    const first = await ackOf(run, a.batch_id, { lease_id: a.lease_id });
+    expect(first).toEqual({
+      status: 200,
+      body: { batch_id: a.batch_id, status: "acked", already_acked: false, step: 1 },
+      read: false,
+    });
+    // Two batches out: only the later one is remembered.
+    const b = (await lease(run)).batch;
+    const c = (await lease(run)).batch;
+    expect((await ackOf(run, b.batch_id)).read).toBe(true);
+    // A refused ack decides from memory too, and forgets it: the holder's ack reads the row.
+    const refused = await ackOf(run, c.batch_id, { lease_id: crypto.randomUUID() });
+    expect([refused.status, refused.read]).toEqual([409, false]);
+    const right = await ackOf(run, c.batch_id, { lease_id: c.lease_id });
+    expect([right.status, right.body.already_acked, right.read]).toEqual([200, false, true]);
+    const repeat = await ackOf(run, a.batch_id, { lease_id: a.lease_id });
+    expect([repeat.status, repeat.body.already_acked, repeat.read]).toEqual([200, true, true]);
+    expect(await batchRows(run)).toEqual([
+      { step: 1, status: "acked" },
+      { step: 2, status: "acked" },
+      { step: 3, status: "acked" },
+    ]);
+    expect(await queuedIds(run)).toHaveLength(2);
+  });
+
+  it("reads the row after any other transition, and of a redelivered batch", async () => {
+    const run = uniqueRun("ack-memo-forgot");
+    const { base, envIds } = await setupRun(run, 4, [2]);
+    for (let i = 0; i < 10; i++) await post(`${base}/scored_data`, group(i, 2, envIds[0]!));
+    const a = (await lease(run)).batch;
+    expect((await post(`/v1/runs/${run}/policy`, { version: 1 })).status).toBe(200);
+    expect((await ackOf(run, a.batch_id, { lease_id: a.lease_id })).read).toBe(true);
+    // A GET /batch pull between a lease and its ack (it writes batch rows too).
+    const pulled = (await lease(run)).batch;
+    expect((await call(`${base}/batch`)).status).toBe(200);
+    expect((await ackOf(run, pulled.batch_id, { lease_id: pulled.lease_id })).read).toBe(true);
+
+    const b = (await lease(run, { lease_seconds: 1 })).batch;
+    advanceClock(1100);
+    const again = (await lease(run, { lease_seconds: 60 })).batch;
+    expect([again.batch_id, again.redelivered]).toEqual([b.batch_id, true]);
+    // The lapsed lease is refused by what the row says (its lease history), not by memory.
+    const lapsed = await ackOf(run, b.batch_id, { lease_id: b.lease_id });
+    expect([lapsed.status, lapsed.read]).toEqual([409, true]);
+    const acked = await ackOf(run, b.batch_id, { lease_id: again.lease_id });
+    expect([acked.status, acked.body.step, acked.read]).toEqual([200, 4, true]);
+  });
+});

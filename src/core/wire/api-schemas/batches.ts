@@ -37,6 +37,7 @@ export const ackResponseSchema = z.object({
   already_acked: z.boolean(),
   step: z.number().int(),
 });
+export type AckAnswer = z.infer<typeof ackResponseSchema>;
 
 export const policyResponseSchema = z.object({ policy_version: z.number().int() });
 

@@ -32,8 +32,12 @@ export const ackBatch = defineRoute(
     const run = runOf(c);
     const body = await jsonBody(c, ackRequestSchema, { optional: true });
     const batchId = c.req.param("batchId") ?? "";
-    return c.json(
-      unwrapRpc(await coordinator(c, run).ack(run, batchId, body.lease_id, submitterOf(c))),
+    const timings = c.get("timings");
+    const { result, readRow } = await timings.measure("ack", async () =>
+      coordinator(c, run).ack(run, batchId, body.lease_id, submitterOf(c)),
     );
+    // Server-Timing says whether the ack read the batch first (two D1 round trips, not one).
+    timings.describe("ack", readRow ? "read the batch" : "from the lease's write");
+    return c.json(unwrapRpc(result));
   },
 );
