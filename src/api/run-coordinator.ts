@@ -3,7 +3,9 @@
  * queue (registration, batch formation, leases, acks, buffer releases, resets) so concurrent
  * trainers never receive the same group and the step counter moves by exactly one per batch.
  * D1 is the system of record (queries in storage/leases.ts, runs.ts, reset.ts); this object
- * orchestrates and remembers only a diagnosis for /stats.
+ * orchestrates, and remembers only what saves a D1 read while it stays exact or is checked: the
+ * queue as the last lease left it, the batch that lease formed, the last empty answer and a
+ * diagnosis for /stats.
  */
 import { DurableObject } from "cloudflare:workers";
 import { type AckedBatchView, decideAck } from "../core/batching/ack-rule";
