@@ -45,7 +45,11 @@ export class FloorObject extends DurableObject<FloorEnv> {
 
   private queue: Promise<unknown> | null = null;
 
-  /** The 20,000 queued rows the lease floors take from, created once. */
+  /**
+   * The 20,000 queued rows the lease floors take from, created once; the payload floor's rows
+   * carry a payload each, sized like the bench's groups: 1–16 sequences of about 300 characters
+   * (a 32-token sequence's tokens and masks as JSON).
+   */
   private queued(): Promise<unknown> {
     const db = this.env.DB;
     this.queue ??= db.batch([
@@ -57,6 +61,18 @@ export class FloorObject extends DurableObject<FloorEnv> {
       db.prepare(
         "INSERT OR IGNORE INTO floor_groups (id, status) WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 20000) SELECT i, 'queued' FROM n",
       ),
+      db.prepare(
+        "CREATE TABLE IF NOT EXISTS floor_payload_groups (id INTEGER PRIMARY KEY, status TEXT NOT NULL, batch TEXT, body TEXT NOT NULL)",
+      ),
+      db.prepare(
+        "CREATE INDEX IF NOT EXISTS floor_payload_queue ON floor_payload_groups (status, id)",
+      ),
+      db.prepare("CREATE INDEX IF NOT EXISTS floor_payload_batch ON floor_payload_groups (batch)"),
+      db.prepare(
+        `INSERT OR IGNORE INTO floor_payload_groups (id, status, body)
+         WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 20000)
+         SELECT i, 'queued', '{"tokens":"' || hex(zeroblob(150 * json_extract('[1,2,4,8,16,3,5,6]', '$[' || (i % 8) || ']'))) || '"}' FROM n`,
+      ),
     ]);
     return this.queue;
   }
@@ -64,7 +80,6 @@ export class FloorObject extends DurableObject<FloorEnv> {
   /** Puts every leased row back in the queue (between rounds, untimed). */
   async requeue(): Promise<number> {
     await this.queued();
-    await this.queuedPayloads();
     const db = this.env.DB;
     const results = await db.batch([
       db.prepare(
@@ -92,38 +107,13 @@ export class FloorObject extends DurableObject<FloorEnv> {
     return leased?.results.length ?? 0;
   }
 
-  private payloads: Promise<unknown> | null = null;
-
-  /**
-   * 20,000 queued rows with a payload each, sized like the bench's groups: 1–16 sequences of
-   * about 300 characters (a 32-token sequence's tokens and masks as JSON).
-   */
-  private queuedPayloads(): Promise<unknown> {
-    const db = this.env.DB;
-    this.payloads ??= db.batch([
-      db.prepare(
-        "CREATE TABLE IF NOT EXISTS floor_payload_groups (id INTEGER PRIMARY KEY, status TEXT NOT NULL, batch TEXT, body TEXT NOT NULL)",
-      ),
-      db.prepare(
-        "CREATE INDEX IF NOT EXISTS floor_payload_queue ON floor_payload_groups (status, id)",
-      ),
-      db.prepare("CREATE INDEX IF NOT EXISTS floor_payload_batch ON floor_payload_groups (batch)"),
-      db.prepare(
-        `INSERT OR IGNORE INTO floor_payload_groups (id, status, body)
-         WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 20000)
-         SELECT i, 'queued', '{"tokens":"' || hex(zeroblob(150 * json_extract('[1,2,4,8,16,3,5,6]', '$[' || (i % 8) || ']'))) || '"}' FROM n`,
-      ),
-    ]);
-    return this.payloads;
-  }
-
   /**
    * A lease's unavoidable work: one D1 batch that leases the oldest 12 queued rows (about 64
    * sequences) to a new batch and returns their payloads, which go back as one JSON body.
    */
   async leasePayload(): Promise<{ batch: string; body: string }> {
     const db = this.env.DB;
-    await this.queuedPayloads();
+    await this.queued();
     const batch = crypto.randomUUID();
     const [, leased] = await db.batch([
       db.prepare("INSERT INTO floor_batches (at) VALUES (?1)").bind(Date.now()),
