@@ -145,10 +145,10 @@ export class FloorObject extends DurableObject<FloorEnv> {
   private shaped: Promise<unknown> | null = null;
 
   /**
-   * `lease()` in the shape of this API's lease write: nine statements in one D1 batch (a guard,
-   * the lease, 15 statistic rows as the bench's one-env leases write, the batch row, a counter,
-   * then reading back the 8 leased rows, the run row, the new batch row and the next 64-row queue
-   * head), about 75 rows back.
+   * `lease()` in the shape of this API's lease write until 2026-11-28: nine statements in one D1
+   * batch (a guard, the lease, 15 statistic rows as the bench's one-env leases write, the batch
+   * row, a counter, then reading back the 8 leased rows, the run row, the new batch row and the
+   * next 64-row queue head), about 75 rows back.
    */
   async leaseShaped(): Promise<number> {
     const db = this.env.DB;

@@ -159,9 +159,10 @@ export type FloorRow = Record<
  * timed like a lease (p99 per round, median of rounds): a no-op GET, a no-op Durable Object call,
  * that object reading D1 once (an empty lease's least) and then writing once, and leasing the
  * oldest 8 of 20,000 queued rows to a new batch in one round trip (a lease's least), and that
- * lease shaped like this API's lease write (its nine statements and about 75 rows back), and a
- * lease's and ack's unavoidable work: one D1 batch leasing 12 rows and returning their payloads
- * (about 20 KB of JSON, as the lease scan's batches), then one acking them, untimed.
+ * lease shaped like this API's lease write until 2026-11-28 (nine statements, about 75 rows
+ * back), and a lease's and ack's unavoidable work: one D1 batch leasing 12 rows and returning
+ * their payloads (about 20 KB of JSON, as the lease scan's batches), then one acking them,
+ * untimed.
  */
 export async function noopFloor(
   options: TargetOptions & { rounds: number; leases: number },

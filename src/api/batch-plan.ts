@@ -10,7 +10,8 @@ import {
   type QueuedGroupRef,
 } from "../core/batching/packing";
 import { type MixResult, mixBatch, type ReplayCandidate } from "../core/closed-loop/replay-mix";
-import { type EnvRow, isEnvActive } from "./storage/runs";
+import type { AllocatingEnv } from "./storage/leases";
+import { isEnvActive } from "./storage/runs";
 
 /** Replay mixing for one batch formation: the buffer's candidates and the fraction to aim for. */
 export interface ReplayPlan {
@@ -20,7 +21,7 @@ export interface ReplayPlan {
 
 /** Envs with a min_batch_allocation that are connected, recently seen and not paused. */
 export function activeAllocations(
-  envs: readonly EnvRow[],
+  envs: readonly AllocatingEnv[],
   now: number,
   staleSeconds: number,
 ): EnvAllocation[] {

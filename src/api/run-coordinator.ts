@@ -34,14 +34,14 @@ import { collectGarbage, nextExpiry, retentionMs } from "./retention";
 import { settingsOf } from "./settings";
 import { ackLease, getLease } from "./storage/acks";
 import {
-  compatAckStatements,
+  compatAckedCount,
+  compatAckStatement,
   type LeaseState,
   queueBuffered,
   readBuffered,
   readLeaseState,
 } from "./storage/leases";
 import { deletePayloadPrefix, type LeasedGroupRef } from "./storage/payloads";
-import { admitAckedBatch, admitCompatAcked } from "./storage/replay";
 import { deleteRunRows, runWorkersAndEnvs } from "./storage/reset";
 import {
   disconnectEnv,
@@ -259,15 +259,11 @@ export class RunCoordinator extends DurableObject<BaseBindings> {
       };
       // At-least-once for unmodified Atropos trainers: pulling again acknowledges the last batch
       // (in the lease's own round trip when the queue as the last lease left it still holds).
-      const remembered = await leaseFromMemory(
-        this.leaseContext,
-        run,
-        timing,
-        options,
-        compatAckStatements(this.db, run, now),
-      );
+      const remembered = await leaseFromMemory(this.leaseContext, run, timing, options, [
+        compatAckStatement(this.db, run, now),
+      ]);
       if (remembered) {
-        const acked = remembered.before[1]?.meta.changes ?? 0;
+        const acked = compatAckedCount(remembered.before[0]!);
         // The new lease is already written: a failure here must not keep it from its trainer
         // (a retry would acknowledge it unseen). Retention is scheduled again by the next ack.
         if (acked > 0) {
@@ -287,12 +283,9 @@ export class RunCoordinator extends DurableObject<BaseBindings> {
         ackCompat: true,
       });
       stages.read = performance.now() - started;
-      if (state.compatAcked > 0) {
-        // Replay: what those batches carried at or above the threshold joins the buffer before
-        // this lease draws from it.
-        if (state.run?.replayEnabled) await this.db.batch(admitCompatAcked(this.db, run, now));
-        await this.scheduleRetention(run, now);
-      }
+      // Replay: what those batches carried at or above the threshold joined the buffer in the
+      // same statement (its trigger), before this lease draws from it.
+      if (state.compatAcked > 0) await this.scheduleRetention(run, now);
       if (!state.run?.registered) return { kind: "not_registered", stages };
       const outcome = await leaseLocked(this.leaseContext, run, state.run, state, timing, options);
       this.rememberEmpty(at, state, outcome);
@@ -411,8 +404,9 @@ export class RunCoordinator extends DurableObject<BaseBindings> {
         if (decision.kind === "already_acked") {
           return { ok: true, value: { ...acked, already_acked: true } };
         }
-        // Replay: this batch's online groups that reached the threshold join the buffer.
-        await ackLease(this.db, batchId, now, admitAckedBatch(this.db, run, batchId));
+        // Its groups are delivered, and replay admits those that reached the threshold, by the
+        // ack's one statement (its trigger).
+        await ackLease(this.db, batchId, now);
         await this.scheduleRetention(run, now);
         return { ok: true, value: { ...acked, already_acked: false } };
       };

@@ -6,7 +6,7 @@
 import { and, eq, sql } from "drizzle-orm";
 import type { AckedBatchView } from "../../core/batching/ack-rule";
 import { compiled } from "./compiled";
-import { batches, groups } from "./schema";
+import { batches } from "./schema";
 
 // Placeholders of the compiled ack queries (built once per isolate: an ack is on every step).
 const p = {
@@ -33,9 +33,6 @@ const ackQueries = {
       .where(and(eq(batches.id, p.batchId), eq(batches.run, p.run)))
       .limit(1),
   ),
-  deliverGroups: compiled((d) =>
-    d.update(groups).set({ status: "delivered" }).where(eq(groups.batchId, p.batchId)),
-  ),
   ackBatch: compiled((d) =>
     d
       .update(batches)
@@ -59,16 +56,10 @@ function parseLeaseIds(json: string | null): string[] {
   return json ? (JSON.parse(json) as string[]) : [];
 }
 
-/** Marks the batch and its groups delivered; `extra` runs between the two (replay admission). */
-export async function ackLease(
-  d1: D1Database,
-  batchId: string,
-  now: number,
-  extra: readonly D1PreparedStatement[] = [],
-): Promise<void> {
-  await d1.batch([
-    ackQueries.deliverGroups.bind(d1, { batchId }),
-    ...extra,
-    ackQueries.ackBatch.bind(d1, { batchId, now }),
-  ]);
+/**
+ * Acknowledges the batch: its trigger (drizzle/0019) delivers its groups and admits those the
+ * replay buffer keeps, in the same statement.
+ */
+export async function ackLease(d1: D1Database, batchId: string, now: number): Promise<void> {
+  await ackQueries.ackBatch.bind(d1, { batchId, now }).run();
 }

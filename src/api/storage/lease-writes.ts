@@ -48,12 +48,6 @@ export interface NewLease {
 }
 
 const leaseWrites = {
-  leaseGroups: compiled((d) =>
-    d
-      .update(groups)
-      .set({ status: "leased", batchId: sql`${p.batchId}` })
-      .where(and(eq(groups.run, p.run), eq(groups.status, "queued"), idIn(p.ids))),
-  ),
   insertBatch: compiled((d) =>
     d.insert(batches).values({
       id: p.batchId,
@@ -157,7 +151,6 @@ export async function formLease(
   lease: NewLease,
   options: LeaseWriteOptions = {},
 ): Promise<FormedLease | null> {
-  const replayed = new Set(lease.replayIds);
   const values = {
     run,
     now: lease.now,
@@ -191,12 +184,9 @@ export async function formLease(
     : [];
   const next = options.next ? queueHeadReads(d1, run, options.next) : null;
   const writes = [
-    leaseWrites.leaseGroups.bind(d1, {
-      ...values,
-      ids: JSON.stringify(lease.groupIds.filter((id) => !replayed.has(id))),
-    }),
     // Before the batch's own row: its throughput is measured from the previous batch.
     batchStatistics.bind(d1, values),
+    // Its trigger leases the online groups (drizzle/0019).
     leaseWrites.insertBatch.bind(d1, values),
     leaseWrites.advanceStep.bind(d1, values),
     ...(options.extra ?? []),

@@ -4,7 +4,19 @@
  * lease is written in one. Only the RunCoordinator calls these, under its run's
  * lock, so a read and the write that follows it see the same queue.
  */
-import { and, asc, eq, gt, gte, inArray, lte, type Placeholder, type SQL, sql } from "drizzle-orm";
+import {
+  and,
+  asc,
+  eq,
+  getTableColumns,
+  gt,
+  gte,
+  inArray,
+  lte,
+  type Placeholder,
+  type SQL,
+  sql,
+} from "drizzle-orm";
 import type { DrizzleD1Database } from "drizzle-orm/d1";
 import type { QueuedGroupRef } from "../../core/batching/packing";
 import { compiled } from "./compiled";
@@ -12,11 +24,17 @@ import { groupRef, type LeasedGroupRef } from "./payloads";
 import { db, type EnvRow, type RunRow } from "./runs";
 import { batches, envs, groupPayloads, groups, runs } from "./schema";
 
-/** What a lease decides from: the run, an expired lease to hand out again, envs, the queue head. */
-/** The run, its envs and the head of its queue: what a new batch is planned from. */
+/** An env that reserves part of every batch (min_batch_allocation > 0), as batch formation reads it. */
+export type AllocatingEnv = Pick<
+  EnvRow,
+  "envId" | "realName" | "minBatchAllocation" | "paused" | "connected" | "lastSeenAt"
+>;
+
+/** The run, its allocating envs and the head of its queue: what a new batch is planned from. */
 export interface QueueHead {
   run: RunRow | undefined;
-  envs: EnvRow[];
+  /** The envs with a min_batch_allocation above 0 (the only envs batch formation reads). */
+  envs: AllocatingEnv[];
   /** The oldest queued groups new enough for the trainer, at most `windowLimit` of them. */
   window: QueuedGroupRef[];
   /** Whether the window holds every such group (then a larger window cannot add any). */
@@ -108,7 +126,6 @@ function liveCompatLeases() {
 
 /** What a lease decides from, compiled once; `maxStaleness` null keeps every version. */
 const leaseReads = {
-  run: compiled((d) => d.select().from(runs).where(eq(runs.name, p.run)).limit(1)),
   expired: compiled((d) =>
     d
       .select({ id: batches.id, step: batches.step, replayIds: batches.replayIds })
@@ -130,52 +147,63 @@ const leaseReads = {
       )
       .orderBy(asc(groups.id)),
   ),
-  envs: compiled((d) => d.select().from(envs).where(eq(envs.run, p.run)).orderBy(asc(envs.envId))),
+  // The batch triggers the lease and ack writes rely on (drizzle/0019_batch_transitions.sql).
+  triggers: compiled((d) =>
+    d
+      .select({ n: sql<number>`COUNT(*)` })
+      .from(sql`sqlite_master`)
+      .where(sql`type = 'trigger' AND name IN ('batch_leases_groups', 'batch_acked_delivers')`),
+  ),
   leased: compiled((d) =>
     d
       .select({ n: sql<number>`COUNT(*)` })
       .from(batches)
       .where(and(eq(batches.run, p.run), eq(batches.status, "leased"))),
   ),
-  window: compiled((d) =>
+  /**
+   * The queue head in one statement (each statement of a D1 batch costs on its own): the run's
+   * row, with its allocating envs and the queue's window as JSON arrays (env_id, real_name,
+   * min_batch_allocation, paused, connected, last_seen_at) and (id, env_id, num_seqs).
+   */
+  head: compiled((d) =>
     d
-      .select(candidateColumns)
-      .from(groups)
-      .where(
-        queuedWhere(
-          p.run,
-          sql`COALESCE((SELECT ${runs.policyVersion} FROM ${runs} WHERE ${runs.name} = ${p.run}) - ${p.maxStaleness}, -1)`,
-        ),
-      )
-      .orderBy(asc(groups.id))
-      .limit(p.limit),
+      .select({
+        ...getTableColumns(runs),
+        // Qualified names: drizzle leaves the outer query's columns unqualified.
+        allocatingEnvsJson: sql<string>`(SELECT json_group_array(json_array(e.env_id, e.real_name,
+          e.min_batch_allocation, e.paused, e.connected, e.last_seen_at))
+          FROM envs AS e WHERE e.run = ${p.run} AND e.min_batch_allocation > 0)`,
+        windowJson: sql<string>`(SELECT json_group_array(json_array(id, env_id, num_seqs)) FROM (
+          SELECT q.id, q.env_id, q.num_seqs FROM groups AS q
+          WHERE q.run = ${p.run} AND q.status = 'queued'
+            AND q.policy_version >= COALESCE(runs.policy_version - ${p.maxStaleness}, -1)
+          ORDER BY q.id LIMIT ${p.limit}))`,
+      })
+      .from(runs)
+      .where(eq(runs.name, p.run))
+      .limit(1),
   ),
-  ackGroups: compiled((d) =>
-    d
-      .update(groups)
-      .set({ status: "delivered" })
-      .where(
-        inArray(
-          groups.batchId,
-          d.select({ id: batches.id }).from(batches).where(liveCompatLeases()),
-        ),
-      ),
-  ),
+  // Its trigger (drizzle/0019) delivers each batch's groups, as an ack's does.
   ackBatches: compiled((d) =>
     d
       .update(batches)
       .set({ status: "acked", ackedAt: sql`${p.now}` })
-      .where(liveCompatLeases()),
+      .where(liveCompatLeases())
+      .returning({ id: batches.id }),
   ),
 };
 
 /**
  * Acknowledges the run's live GET /batch leases (an Atropos trainer pulling again has trained on
- * what it pulled before); the second statement's changes count the batches acknowledged.
+ * what it pulled before): one statement, whose result `compatAckedCount` reads.
  */
-export function compatAckStatements(d1: D1Database, run: string, now: number) {
-  const values = { run, now };
-  return [leaseReads.ackGroups.bind(d1, values), leaseReads.ackBatches.bind(d1, values)];
+export function compatAckStatement(d1: D1Database, run: string, now: number): D1PreparedStatement {
+  return leaseReads.ackBatches.bind(d1, { run, now });
+}
+
+/** How many batches the result of `compatAckStatement` acknowledged. */
+export function compatAckedCount(result: D1Result): number {
+  return leaseReads.ackBatches.rows(result).length;
 }
 
 interface Reads<T> {
@@ -185,27 +213,46 @@ interface Reads<T> {
   parse(results: readonly D1Result[]): T;
 }
 
-/** The reads of a queue head (`maxStaleness` null keeps every version). */
+type HeadRow = ReturnType<typeof leaseReads.head.rows>[number];
+type EnvTuple = [number, string, number | null, number, number, number];
+
+/** The queue head from its statement's row (none: the run does not exist, so neither does a queue). */
+function queueHeadOf(row: HeadRow | undefined, windowLimit: number): QueueHead {
+  if (!row) return { run: undefined, envs: [], window: [], windowComplete: true };
+  const { allocatingEnvsJson, windowJson, ...run } = row;
+  const envTuples = JSON.parse(allocatingEnvsJson) as EnvTuple[];
+  const window = (JSON.parse(windowJson) as [number, number | null, number][])
+    .map(([id, envId, size]) => ({ id, envId, size }))
+    // The aggregate's input order is the subquery's in SQLite, but not promised: sorted here.
+    .sort((a, b) => a.id - b.id);
+  return {
+    run,
+    envs: envTuples
+      .map(([envId, realName, minBatchAllocation, paused, connected, lastSeenAt]) => ({
+        envId,
+        realName,
+        minBatchAllocation,
+        paused: paused === 1,
+        connected: connected === 1,
+        lastSeenAt,
+      }))
+      .sort((a, b) => a.envId - b.envId),
+    window,
+    windowComplete: window.length < windowLimit,
+  };
+}
+
+/** The read of a queue head, one statement (`maxStaleness` null keeps every version). */
 export function queueHeadReads(
   d1: D1Database,
   run: string,
   q: Pick<LeaseStateQuery, "maxStaleness" | "windowLimit">,
 ): Reads<QueueHead> {
   const values = { run, limit: q.windowLimit, maxStaleness: q.maxStaleness };
-  const statements = [leaseReads.run, leaseReads.envs, leaseReads.window].map((query) =>
-    query.bind(d1, values),
-  );
-  const parse = (results: readonly D1Result[]): QueueHead => {
-    const [runRows, envRows, window] = results;
-    const windowRows = leaseReads.window.rows(window!);
-    return {
-      run: leaseReads.run.rows(runRows!)[0],
-      envs: leaseReads.envs.rows(envRows!),
-      window: windowRows,
-      windowComplete: windowRows.length < q.windowLimit,
-    };
+  return {
+    statements: [leaseReads.head.bind(d1, values)],
+    parse: ([result]) => queueHeadOf(leaseReads.head.rows(result!)[0], q.windowLimit),
   };
-  return { statements, parse };
 }
 
 /** The reads of everything a lease decides from: the queue head, an expired lease, the leased count. */
@@ -216,12 +263,21 @@ function leaseStateReads(
 ): Reads<LeaseState> {
   const head = queueHeadReads(d1, run, q);
   const values = { run, now: q.now };
-  const more = [leaseReads.expired, leaseReads.expiredRefs, leaseReads.leased].map((query) =>
-    query.bind(d1, values),
-  );
+  const more = [
+    leaseReads.expired,
+    leaseReads.expiredRefs,
+    leaseReads.leased,
+    leaseReads.triggers,
+  ].map((query) => query.bind(d1, values));
   const parse = (results: readonly D1Result[]): LeaseState => {
     const at = head.statements.length;
-    const [expiredRows, expiredRefs, leased] = results.slice(at);
+    const [expiredRows, expiredRefs, leased, triggers] = results.slice(at);
+    if ((leaseReads.triggers.rows(triggers!)[0]?.n ?? 0) < 2) {
+      // Without them a lease would leave its groups queued, to be delivered again.
+      throw new Error(
+        "the D1 database lacks migration 0019_batch_transitions, which leases and acks rely on: apply the migrations (npx wrangler d1 migrations apply DB, with --remote for a deployment)",
+      );
+    }
     const expired = leaseReads.expired.rows(expiredRows!)[0];
     return {
       ...head.parse(results.slice(0, at)),
@@ -248,10 +304,10 @@ export async function readLeaseState(
   run: string,
   q: LeaseStateQuery,
 ): Promise<LeaseState> {
-  const acks = q.ackCompat ? compatAckStatements(d1, run, q.now) : [];
+  const acks = q.ackCompat ? [compatAckStatement(d1, run, q.now)] : [];
   const reads = leaseStateReads(d1, run, q);
   const results = await d1.batch([...acks, ...reads.statements]);
-  const compatAcked = q.ackCompat ? (results[1]!.meta.changes ?? 0) : 0;
+  const compatAcked = q.ackCompat ? compatAckedCount(results[0]!) : 0;
   return { ...reads.parse(results.slice(acks.length)), compatAcked };
 }
 

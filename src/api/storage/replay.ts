@@ -1,7 +1,7 @@
 /**
- * The replay buffer's SQL: the run's settings (columns of `runs`), admitting delivered groups at
- * ack, the candidates batch formation mixes in, and counting replays. Admission and trimming are
- * statements for the ack's own batch, so they cost no extra round trip.
+ * The replay buffer's SQL: the run's settings (columns of `runs`), the candidates batch formation
+ * mixes in, counting replays and adopting imported groups. Groups of acked batches are admitted
+ * by the batch's own ack statement (its trigger, drizzle/0019).
  */
 import { eq } from "drizzle-orm";
 import { z } from "zod";
@@ -121,57 +121,6 @@ function trimStatement(d1: D1Database, run: string): D1PreparedStatement {
          LIMIT -1 OFFSET COALESCE((SELECT replay_capacity FROM runs WHERE name = ?1), 0))`,
     )
     .bind(run);
-}
-
-/**
- * Keeps the online groups of acked batches whose mean score reaches the run's threshold, when
- * replay is on. `batchFilter` selects the acked batches' ids (SQL over `batches`, params ?1, ?2).
- */
-function admitStatements(
-  d1: D1Database,
-  run: string,
-  batchFilter: string,
-  second: string | number,
-): D1PreparedStatement[] {
-  return [
-    d1
-      .prepare(
-        `INSERT OR IGNORE INTO replay_groups (run, group_id, priority, replays, added_at)
-         SELECT g.run, g.id, g.score_mean, 0, ?3 FROM groups g JOIN runs r ON r.name = g.run
-         WHERE g.run = ?1 AND g.batch_id IN (${batchFilter}) AND r.replay_enabled = 1
-           AND r.replay_capacity > 0 AND g.score_mean IS NOT NULL
-           AND g.score_mean >= r.replay_threshold`,
-      )
-      .bind(run, second, Date.now()),
-    trimStatement(d1, run),
-  ];
-}
-
-/** Admission for one acked batch (POST …/ack). */
-export function admitAckedBatch(
-  d1: D1Database,
-  run: string,
-  batchId: string,
-): D1PreparedStatement[] {
-  return admitStatements(d1, run, "?2", batchId);
-}
-
-/**
- * Admission for the compat batches a pull of GET /batch acknowledged at `ackedAt` (run it after
- * that acknowledgement, only for runs with replay on).
- */
-export function admitCompatAcked(
-  d1: D1Database,
-  run: string,
-  ackedAt: number,
-): D1PreparedStatement[] {
-  return admitStatements(
-    d1,
-    run,
-    `SELECT id FROM batches WHERE run = ?1 AND consumer = 'compat' AND status = 'acked'
-       AND acked_at = ?2`,
-    ackedAt,
-  );
 }
 
 /**

@@ -63,7 +63,11 @@ export async function touchEnv(
     .where(and(eq(envs.run, run), eq(envs.envId, envId), lt(envs.lastSeenAt, now - 5000)));
 }
 
-export function isEnvActive(env: EnvRow, now: number, staleSeconds: number): boolean {
+export function isEnvActive(
+  env: Pick<EnvRow, "connected" | "lastSeenAt">,
+  now: number,
+  staleSeconds: number,
+): boolean {
   return env.connected && now - env.lastSeenAt <= staleSeconds * 1000;
 }
 
