@@ -1,11 +1,34 @@
 /**
  * A batch row's triggers (drizzle/0019_batch_transitions.sql) lease its groups when it is formed
- * and deliver them when it is acked. A database without them must refuse to lease, writing
- * nothing, rather than hand the same groups out again.
+ * and deliver them when it is acked. A database without them (deployed without migrating) must
+ * refuse to lease, ack or acknowledge, writing nothing, rather than hand the same groups out
+ * again or leave them leased for good. The guard runs with every read a coordinator writes
+ * after; what it plans from memory follows such a read in the same object.
  */
 import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
-import { group, post, setupRun, uniqueRun } from "./helpers";
+import { call, group, post, setupRun, uniqueRun } from "./helpers";
+
+/** Runs `fn` with the trigger `name` dropped, then creates it again as the migration does. */
+async function withoutTrigger(name: string, fn: () => Promise<void>): Promise<void> {
+  const create = env.TEST_MIGRATIONS.flatMap((m) => m.queries).find((q) =>
+    q.includes(`CREATE TRIGGER ${name}`),
+  );
+  expect(create).toBeDefined();
+  await env.DB.exec(`DROP TRIGGER ${name}`);
+  try {
+    await fn();
+  } finally {
+    await env.DB.prepare(create!).run();
+  }
+}
+
+async function batchStatuses(run: string): Promise<string[]> {
+  const rows = await env.DB.prepare("SELECT status FROM batches WHERE run = ? ORDER BY step")
+    .bind(run)
+    .all<{ status: string }>();
+  return rows.results.map((r) => r.status);
+}
 
 async function statuses(run: string): Promise<string[]> {
   const rows = await env.DB.prepare("SELECT status FROM groups WHERE run = ? ORDER BY id")
@@ -31,25 +54,42 @@ describe("batch triggers", () => {
     const run = uniqueRun("notrig");
     const { base, envIds } = await setupRun(run, 2, [2]);
     await post(`${base}/scored_data`, group(0, 2, envIds[0]!));
-    const create = env.TEST_MIGRATIONS.flatMap((m) => m.queries).find((q) =>
-      q.includes("CREATE TRIGGER batch_leases_groups"),
-    );
-    expect(create).toBeDefined();
-    await env.DB.exec("DROP TRIGGER batch_leases_groups");
-    try {
+    await withoutTrigger("batch_leases_groups", async () => {
       const res = await post(`/v1/runs/${run}/batches/lease`, {});
       expect(res.status).toBe(500);
       expect(await statuses(run)).toEqual(["queued"]);
-      const batches = await env.DB.prepare("SELECT COUNT(*) AS n FROM batches WHERE run = ?")
-        .bind(run)
-        .first<{ n: number }>();
-      expect(batches?.n).toBe(0);
-    } finally {
-      await env.DB.prepare(create!).run();
-    }
+      expect(await batchStatuses(run)).toEqual([]);
+    });
     // With the trigger back, the group goes out once: in a batch of its own.
     const res = await post(`/v1/runs/${run}/batches/lease`, {});
     expect(res.status).toBe(200);
     expect(await statuses(run)).toEqual(["leased"]);
+  });
+
+  it("refuse an ack and GET /batch's acknowledgement without it, writing nothing", async () => {
+    const run = uniqueRun("noack");
+    const { base, envIds } = await setupRun(run, 2, [2]);
+    for (let i = 0; i < 3; i++) await post(`${base}/scored_data`, group(i, 2, envIds[0]!));
+    const first = await (await post(`/v1/runs/${run}/batches/lease`, {})).json<{
+      batch_id: string;
+    }>();
+    expect((await post(`/v1/runs/${run}/batches/lease`, {})).status).toBe(200);
+    await withoutTrigger("batch_acked_delivers", async () => {
+      // Not the batch the last lease formed: the ack reads its row first, guarded.
+      expect((await post(`/v1/runs/${run}/batches/${first.batch_id}/ack`, {})).status).toBe(500);
+      expect(await batchStatuses(run)).toEqual(["leased", "leased"]);
+    });
+    expect((await post(`/v1/runs/${run}/batches/${first.batch_id}/ack`, {})).status).toBe(200);
+    expect(await statuses(run)).toEqual(["delivered", "leased", "queued"]);
+
+    // GET /batch acknowledges the run's previous pull in its read.
+    expect((await call(`${base}/batch`)).status).toBe(200);
+    expect(await batchStatuses(run)).toEqual(["acked", "leased", "leased"]);
+    // Another transition, so the next pull reads afresh instead of planning from memory.
+    expect((await post(`/v1/runs/${run}/policy`, { version: 0 })).status).toBe(200);
+    await withoutTrigger("batch_acked_delivers", async () => {
+      expect((await call(`${base}/batch`)).status).toBe(500);
+      expect(await batchStatuses(run)).toEqual(["acked", "leased", "leased"]);
+    });
   });
 });

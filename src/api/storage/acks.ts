@@ -7,6 +7,7 @@ import { and, eq, sql } from "drizzle-orm";
 import type { AckedBatchView } from "../../core/batching/ack-rule";
 import { compiled } from "./compiled";
 import { batches } from "./schema";
+import { guardedBatch } from "./transitions";
 
 // Placeholders of the compiled ack queries (built once per isolate: an ack is on every step).
 const p = {
@@ -47,7 +48,8 @@ export async function getLease(
   run: string,
   batchId: string,
 ): Promise<(AckedBatchView & { step: number }) | undefined> {
-  const [result] = await d1.batch([ackQueries.lease.bind(d1, { run, batchId })]);
+  // Guarded: the ack that follows relies on the batch triggers (transitions.ts).
+  const [result] = await guardedBatch(d1, [ackQueries.lease.bind(d1, { run, batchId })]);
   const row = ackQueries.lease.rows(result!)[0];
   return row && { ...row, priorLeaseIds: parseLeaseIds(row.priorLeaseIds) };
 }

@@ -18,6 +18,7 @@ import { batchStatistics } from "./metrics";
 import { groupRef, type LeasedGroupRef } from "./payloads";
 import { db } from "./runs";
 import { batches, envs, groupPayloads, groups, leasePlanChecks, metrics, runs } from "./schema";
+import { CHECK_FAILED } from "./transitions";
 
 // Placeholders of the compiled lease writes.
 const p = {
@@ -119,9 +120,6 @@ const planCheck = compiledSql(
       AND ${groups.id} > ${sql.placeholder("queuedAfter")} AND ${groups.policyVersion} >= ${sql.placeholder("queuedFloor")}))`,
 );
 
-/** The trigger's message when a plan check fails. */
-const STALE_PLAN = "lease plan is stale";
-
 export interface LeaseWriteOptions {
   /** Run first, in the same transaction (GET /batch acknowledging its previous leases). */
   before?: readonly D1PreparedStatement[];
@@ -196,7 +194,7 @@ export async function formLease(
   try {
     results = await d1.batch([...before, ...check, ...writes, ...(next?.statements ?? [])]);
   } catch (err) {
-    if (check.length > 0 && err instanceof Error && err.message.includes(STALE_PLAN)) return null;
+    if (check.length > 0 && err instanceof Error && err.message.includes(CHECK_FAILED)) return null;
     throw err;
   }
   const refsAt = before.length + check.length + writes.length - 1;

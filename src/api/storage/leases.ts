@@ -23,6 +23,7 @@ import { compiled } from "./compiled";
 import { groupRef, type LeasedGroupRef } from "./payloads";
 import { db, type EnvRow, type RunRow } from "./runs";
 import { batches, envs, groupPayloads, groups, runs } from "./schema";
+import { guardedBatch } from "./transitions";
 
 /** An env that reserves part of every batch (min_batch_allocation > 0), as batch formation reads it. */
 export type AllocatingEnv = Pick<
@@ -147,13 +148,6 @@ const leaseReads = {
       )
       .orderBy(asc(groups.id)),
   ),
-  // The batch triggers the lease and ack writes rely on (drizzle/0019_batch_transitions.sql).
-  triggers: compiled((d) =>
-    d
-      .select({ n: sql<number>`COUNT(*)` })
-      .from(sql`sqlite_master`)
-      .where(sql`type = 'trigger' AND name IN ('batch_leases_groups', 'batch_acked_delivers')`),
-  ),
   leased: compiled((d) =>
     d
       .select({ n: sql<number>`COUNT(*)` })
@@ -263,21 +257,12 @@ function leaseStateReads(
 ): Reads<LeaseState> {
   const head = queueHeadReads(d1, run, q);
   const values = { run, now: q.now };
-  const more = [
-    leaseReads.expired,
-    leaseReads.expiredRefs,
-    leaseReads.leased,
-    leaseReads.triggers,
-  ].map((query) => query.bind(d1, values));
+  const more = [leaseReads.expired, leaseReads.expiredRefs, leaseReads.leased].map((query) =>
+    query.bind(d1, values),
+  );
   const parse = (results: readonly D1Result[]): LeaseState => {
     const at = head.statements.length;
-    const [expiredRows, expiredRefs, leased, triggers] = results.slice(at);
-    if ((leaseReads.triggers.rows(triggers!)[0]?.n ?? 0) < 2) {
-      // Without them a lease would leave its groups queued, to be delivered again.
-      throw new Error(
-        "the D1 database lacks migration 0019_batch_transitions, which leases and acks rely on: apply the migrations (npx wrangler d1 migrations apply DB, with --remote for a deployment)",
-      );
-    }
+    const [expiredRows, expiredRefs, leased] = results.slice(at);
     const expired = leaseReads.expired.rows(expiredRows!)[0];
     return {
       ...head.parse(results.slice(0, at)),
@@ -298,7 +283,10 @@ function leaseStateReads(
   return { statements: [...head.statements, ...more], parse };
 }
 
-/** Everything a lease decides from, in one round trip. */
+/**
+ * Everything a lease decides from, in one round trip. Guarded (transitions.ts): a lease planned
+ * from this read, and GET /batch's acknowledgement in it, rely on the batch triggers.
+ */
 export async function readLeaseState(
   d1: D1Database,
   run: string,
@@ -306,7 +294,7 @@ export async function readLeaseState(
 ): Promise<LeaseState> {
   const acks = q.ackCompat ? [compatAckStatement(d1, run, q.now)] : [];
   const reads = leaseStateReads(d1, run, q);
-  const results = await d1.batch([...acks, ...reads.statements]);
+  const results = await guardedBatch(d1, [...acks, ...reads.statements]);
   const compatAcked = q.ackCompat ? compatAckedCount(results[0]!) : 0;
   return { ...reads.parse(results.slice(acks.length)), compatAcked };
 }
