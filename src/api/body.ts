@@ -141,6 +141,9 @@ export async function* chunksOf(
         );
       }
       yield chunk;
+      // All the declared bytes are here (the runtime frames a body by its Content-Length): no
+      // read, and no idle timer, for the end.
+      if (total === declared) return;
     }
   } finally {
     reader.cancel().catch(() => {});

@@ -4,6 +4,7 @@
  * and the coordinator's in-memory hints (`LeaseMemory`); the Durable Object calls them inside its
  * exclusive section and owns nothing of this logic.
  */
+import { v7 as uuidv7 } from "uuid";
 import type { PackResult } from "../core/batching/packing";
 import { minAcceptedVersion, reasonWithStaleness } from "../core/batching/staleness";
 import type { MixResult } from "../core/closed-loop/replay-mix";
@@ -208,7 +209,9 @@ async function writeNewBatch(
   planned: { check?: PlanCheck; before?: readonly D1PreparedStatement[] } = {},
 ): Promise<{ outcome: LeaseOutcome; before: D1Result[] } | null> {
   const { db, memory } = cx;
-  const batchId = crypto.randomUUID();
+  // Time-ordered: a new batch's id lands at the end of the indexes keyed by it (the batch table's
+  // key, groups_by_batch), on one page, instead of on a random one.
+  const batchId = uuidv7({ msecs: now });
   const leaseId = crypto.randomUUID();
   const leaseExpiresAt = now + Math.round(options.leaseSeconds * 1000);
   const step = runRow.step + 1;

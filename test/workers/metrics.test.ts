@@ -274,3 +274,53 @@ describe("views of the store", () => {
     expect(points.every((p) => typeof p.mean_score === "number")).toBe(true);
   });
 });
+
+describe("batch statistics stored before migration 0020", () => {
+  it("move into batch_statistics and read back the same; a trainer's own train values stay", async () => {
+    const run = uniqueRun("metrics-moved");
+    const rows: [string, number, number, number][] = [
+      ["train/score_mean", 0, 1, 0.25],
+      ["train/sequences", 0, 1, 4],
+      ["train/score_hist/00", 0, 1, 3],
+      ["train/score_mean", 0, 2, 0.5],
+      ["train/sequences_per_s", -1, 2, 12.5],
+      // Reported by a trainer: not a batch statistic, it stays where it is.
+      ["train/loss", -1, 2, 0.75],
+    ];
+    await bindings.DB.batch(
+      rows.map(([name, envId, step, value]) =>
+        bindings.DB.prepare(
+          "INSERT INTO metrics (run, name, env_id, step, policy_version, value, kind, created_at) VALUES (?1, ?2, ?3, ?4, 0, ?5, 'train', ?6)",
+        ).bind(run, name, envId, step, value, 1_000 + step),
+      ),
+    );
+    const migration = env.TEST_MIGRATIONS.find((m) => m.name.startsWith("0020_"));
+    const moves = migration!.queries.filter((q) =>
+      /^\s*(INSERT|DELETE)/m.test(q.replace(/--.*$/gm, "")),
+    );
+    expect(moves).toHaveLength(2);
+    for (const query of moves) await bindings.DB.prepare(query).run();
+
+    const stored = await bindings.DB.prepare(
+      "SELECT step, env_id, statistics FROM batch_statistics WHERE run = ?1 ORDER BY step, env_id",
+    )
+      .bind(run)
+      .all<{ step: number; env_id: number; statistics: string }>();
+    expect(stored.results.map((r) => [r.step, r.env_id, JSON.parse(r.statistics)])).toEqual([
+      [1, 0, { "train/score_mean": 0.25, "train/sequences": 4, "train/score_hist/00": 3 }],
+      [2, -1, { "train/sequences_per_s": 12.5 }],
+      [2, 0, { "train/score_mean": 0.5 }],
+    ]);
+    const left = await bindings.DB.prepare("SELECT name FROM metrics WHERE run = ?1")
+      .bind(run)
+      .all<{ name: string }>();
+    expect(left.results.map((r) => r.name)).toEqual(["train/loss"]);
+
+    const { series } = await metrics(run, "?kind=train");
+    expect(find(series, "train/score_mean", 0).steps).toEqual([1, 2]);
+    expect(find(series, "train/score_mean", 0).values).toEqual([0.25, 0.5]);
+    expect(find(series, "train/sequences_per_s", null).values).toEqual([12.5]);
+    expect(find(series, "train/loss", null).values).toEqual([0.75]);
+    expect(series).toHaveLength(5);
+  });
+});

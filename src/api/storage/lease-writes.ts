@@ -14,10 +14,18 @@ import {
   queueHeadReads,
   refColumns,
 } from "./leases";
-import { batchStatistics } from "./metrics";
+import { recordBatchStatistics } from "./metrics";
 import { groupRef, type LeasedGroupRef } from "./payloads";
 import { db } from "./runs";
-import { batches, envs, groupPayloads, groups, leasePlanChecks, metrics, runs } from "./schema";
+import {
+  batches,
+  batchStatistics,
+  envs,
+  groupPayloads,
+  groups,
+  leasePlanChecks,
+  runs,
+} from "./schema";
 import { CHECK_FAILED } from "./transitions";
 
 // Placeholders of the compiled lease writes.
@@ -183,7 +191,7 @@ export async function formLease(
   const next = options.next ? queueHeadReads(d1, run, options.next) : null;
   const writes = [
     // Before the batch's own row: its throughput is measured from the previous batch.
-    batchStatistics.bind(d1, values),
+    recordBatchStatistics.bind(d1, values),
     // Its trigger leases the online groups (drizzle/0019).
     leaseWrites.insertBatch.bind(d1, values),
     leaseWrites.advanceStep.bind(d1, values),
@@ -244,7 +252,7 @@ export async function dissolveLease(
     d.delete(batches).where(eq(batches.id, batch.id)),
     // Its step was never trained on: its statistics would describe no batch.
     d
-      .delete(metrics)
-      .where(and(eq(metrics.run, run), eq(metrics.step, batch.step), eq(metrics.kind, "train"))),
+      .delete(batchStatistics)
+      .where(and(eq(batchStatistics.run, run), eq(batchStatistics.step, batch.step))),
   ]);
 }

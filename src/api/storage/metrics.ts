@@ -1,6 +1,8 @@
 /**
- * The metrics store: one table (schema/training.ts `metrics`) for every value charted or exported per step.
- * - "train": statistics of each batch, computed by the API in the statement that forms it;
+ * The metrics store: every value charted or exported per step, read through the `metric_values`
+ * view (drizzle/0020) over two tables (schema/training.ts):
+ * - "train": statistics of each batch, computed by the API in the statement that forms it, one
+ *   `batch_statistics` row per (step, env); values a trainer reports go to `metrics`;
  * - "env": what envs report (observe()/metrics(), drop counts by reason, curriculum level);
  * - "eval": evaluation results.
  */
@@ -86,7 +88,7 @@ export const RUN_WIDE_BATCH_STATISTICS = [
 export const SCORE_HISTOGRAM_BUCKETS = 20;
 export const SCORE_HISTOGRAM_PREFIX = "train/score_hist/";
 
-/** The values `batchStatistics` binds. */
+/** The values `recordBatchStatistics` binds. */
 export interface BatchStatistics {
   run: string;
   step: number;
@@ -113,15 +115,16 @@ const b = {
  * sequences, staleness and the score histogram (SCORE_HISTOGRAM_BUCKETS); run-wide: sequences per
  * second since the previous batch, and the groups and sequences stored since then (ingest).
  * One statement, so it joins the batch-forming D1 batch (put it before the batch's own INSERT,
- * so "the previous batch" is the latest one). Bound with `BatchStatistics`.
+ * so "the previous batch" is the latest one). It writes one `batch_statistics` row per env (and
+ * one run-wide), each value under its name in a JSON object. Bound with `BatchStatistics`.
  */
-export const batchStatistics = compiledSql(() => {
+export const recordBatchStatistics = compiledSql(() => {
   const runWide = sql.raw(String(RUN_WIDE));
   const statisticNames = sql.raw(`'${JSON.stringify(BATCH_STATISTICS)}'`);
   const runWideNames = sql.raw(`'${JSON.stringify(RUN_WIDE_BATCH_STATISTICS)}'`);
   const histogramPrefix = sql.raw(`'${SCORE_HISTOGRAM_PREFIX}'`);
   const buckets = sql.raw(String(SCORE_HISTOGRAM_BUCKETS));
-  return sql`INSERT OR REPLACE INTO metrics (run, name, env_id, step, policy_version, value, kind, created_at)
+  return sql`INSERT OR REPLACE INTO batch_statistics (run, step, env_id, policy_version, created_at, statistics)
        WITH g AS (
          SELECT COALESCE(env_id, ${runWide}) AS env_id, num_seqs, completion_tokens, policy_version,
            scores_json FROM groups WHERE id IN (SELECT value FROM json_each(${b.groupIdsJson}))
@@ -169,7 +172,8 @@ export const batchStatistics = compiledSql(() => {
            FROM s JOIN score USING (env_id)
          ) GROUP BY env_id, bucket
        )
-       SELECT ${b.run}, name, env_id, ${b.step}, ${b.policyVersion}, value, 'train', ${b.now} FROM v WHERE value IS NOT NULL`;
+       SELECT ${b.run}, ${b.step}, env_id, ${b.policyVersion}, ${b.now}, json_group_object(name, value)
+       FROM v WHERE value IS NOT NULL GROUP BY env_id`;
 });
 
 export interface MetricFilter {
@@ -198,6 +202,9 @@ const evalRow = z.object({
   policy_version: z.number().nullable(),
   created_at: z.number(),
 });
+/** A batch_statistics row's values: metric name → number. */
+const statisticsValues = z.record(z.string(), z.number());
+
 /** One env's evaluation value at a step (evaluationMetricOverSteps). */
 const evalPointRow = evalRow.pick({ step: true, env_id: true, value: true, policy_version: true });
 export type EvalPoint = z.infer<typeof evalPointRow>;
@@ -230,7 +237,7 @@ export async function queryMetrics(
   const results = await allRows(
     d1
       .prepare(
-        `SELECT name, env_id, step, policy_version, value, kind FROM metrics WHERE ${where.join(" AND ")}
+        `SELECT name, env_id, step, policy_version, value, kind FROM metric_values WHERE ${where.join(" AND ")}
        ORDER BY name, env_id, kind, step LIMIT ${bind(filter.limit + 1)}`,
       )
       .bind(...binds),
@@ -359,7 +366,7 @@ export async function batchStatisticsOverTime(
          COALESCE(SUM(CASE WHEN name = 'train/ingest_groups' THEN value END), 0) AS ingest_groups,
          COALESCE(SUM(CASE WHEN name = 'train/ingest_sequences' THEN value END), 0) AS ingest_sequences,
          AVG(CASE WHEN name = 'train/score_mean' THEN value END) AS mean_score
-       FROM metrics WHERE run = ?1 AND kind = 'train' AND created_at > ?2
+       FROM metric_values WHERE run = ?1 AND kind = 'train' AND created_at > ?2
          AND name IN ('train/sequences', 'train/ingest_groups', 'train/ingest_sequences', 'train/score_mean')
        GROUP BY 1 ORDER BY 1`,
       )
@@ -384,31 +391,28 @@ export async function latestScoreHistogram(
   run: string,
   envId: number,
 ): Promise<ScoreHistogramAtStep> {
-  const results = await allRows(
-    d1
-      .prepare(
-        `SELECT name, value, step FROM metrics
-       WHERE run = ?1 AND env_id = ?2 AND kind = 'train'
-         AND step = (SELECT MAX(step) FROM metrics WHERE run = ?1 AND env_id = ?2 AND kind = 'train'
-           AND name = 'train/score_min')
-         AND (name IN ('train/score_min', 'train/score_max') OR substr(name, 1, ?3) = ?4)`,
-      )
-      .bind(run, envId, SCORE_HISTOGRAM_PREFIX.length, SCORE_HISTOGRAM_PREFIX),
-    evalRow.pick({ name: true, value: true, step: true }),
-  );
-  const byName = new Map(results.map((r) => [r.name, r.value]));
-  const lo = byName.get("train/score_min");
-  const hi = byName.get("train/score_max");
+  const latest = await d1
+    .prepare(
+      `SELECT step, statistics FROM batch_statistics
+       WHERE run = ?1 AND env_id = ?2 AND json_type(statistics, '$."train/score_min"') IS NOT NULL
+       ORDER BY step DESC LIMIT 1`,
+    )
+    .bind(run, envId)
+    .first<{ step: number; statistics: string }>();
+  if (!latest) return { step: null, samples: 0, bins: [] };
+  const values = statisticsValues.parse(JSON.parse(latest.statistics));
+  const lo = values["train/score_min"];
+  const hi = values["train/score_max"];
   if (lo === undefined || hi === undefined) return { step: null, samples: 0, bins: [] };
   const count = (i: number) =>
-    byName.get(`${SCORE_HISTOGRAM_PREFIX}${String(i).padStart(2, "0")}`) ?? 0;
+    values[`${SCORE_HISTOGRAM_PREFIX}${String(i).padStart(2, "0")}`] ?? 0;
   if (!(hi > lo))
-    return { step: results[0]!.step, samples: count(0), bins: [{ lo, hi, count: count(0) }] };
+    return { step: latest.step, samples: count(0), bins: [{ lo, hi, count: count(0) }] };
   const width = (hi - lo) / SCORE_HISTOGRAM_BUCKETS;
   const bins = Array.from({ length: SCORE_HISTOGRAM_BUCKETS }, (_, i) => ({
     lo: lo + i * width,
     hi: i === SCORE_HISTOGRAM_BUCKETS - 1 ? hi : lo + (i + 1) * width,
     count: count(i),
   }));
-  return { step: results[0]!.step, samples: bins.reduce((n, b) => n + b.count, 0), bins };
+  return { step: latest.step, samples: bins.reduce((n, b) => n + b.count, 0), bins };
 }

@@ -6,6 +6,7 @@ import { eq } from "drizzle-orm";
 import { db } from "./runs";
 import {
   batches,
+  batchStatistics,
   deadLetters,
   envs,
   envWorkers,
@@ -51,6 +52,7 @@ export async function deleteRunRows(d1: D1Database, run: string): Promise<void> 
     d.delete(idempotencyKeys).where(eq(idempotencyKeys.run, run)),
     d.delete(queueCounts).where(eq(queueCounts.run, run)),
     d.delete(metrics).where(eq(metrics.run, run)),
+    d.delete(batchStatistics).where(eq(batchStatistics.run, run)),
     d.delete(deadLetters).where(eq(deadLetters.run, run)),
     d.delete(workerStats).where(eq(workerStats.run, run)),
     d.delete(envWorkers).where(eq(envWorkers.run, run)),

@@ -3,6 +3,7 @@
  * triggers, drizzle/0001_queue_count_triggers.sql, so status endpoints never scan the queue), dead
  * letters, trajectories, payloads held in D1 (payloads.ts) and token texts.
  */
+import { sql } from "drizzle-orm";
 import { index, integer, primaryKey, real, sqliteTable, text } from "drizzle-orm/sqlite-core";
 
 export const groups = sqliteTable(
@@ -61,7 +62,8 @@ export const groups = sqliteTable(
     index("groups_queue_by_env").on(t.run, t.status, t.envId, t.id),
     index("groups_dedupe").on(t.run, t.dedupeKey),
     index("groups_by_time").on(t.run, t.createdAt),
-    index("groups_by_batch").on(t.batchId),
+    // Only groups in a batch: leasing a queued group adds an entry and removes none.
+    index("groups_by_batch").on(t.batchId).where(sql`${t.batchId} IS NOT NULL`),
     index("groups_by_payload").on(t.payloadKey),
   ],
 );

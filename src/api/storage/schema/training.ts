@@ -29,6 +29,28 @@ export const metrics = sqliteTable(
   ],
 );
 
+/**
+ * The statistics the API computes for each batch it forms (kind "train" in the metrics API), one
+ * row per (step, env) holding every value as a JSON object: a step's values land on one page
+ * instead of one page per name, as in `metrics`, whose key leads with the name. The metrics API
+ * reads them together with `metrics` (storage/metrics.ts).
+ */
+export const batchStatistics = sqliteTable(
+  "batch_statistics",
+  {
+    run: text("run").notNull(),
+    step: integer("step").notNull(),
+    /** -1 for run-wide values (throughput) and groups without an env. */
+    envId: integer("env_id").notNull(),
+    /** The run's policy version when the batch was formed. */
+    policyVersion: integer("policy_version"),
+    createdAt: integer("created_at").notNull(),
+    /** JSON object: metric name → value (names whose value is undefined are left out). */
+    statistics: text("statistics").notNull(),
+  },
+  (t) => [primaryKey({ columns: [t.run, t.step, t.envId] })],
+);
+
 /** The run's regression guard (absent: on, factor 0.95, alert only, no webhook). */
 export const regressionGuards = sqliteTable("regression_guards", {
   run: text("run").primaryKey(),
