@@ -1,6 +1,6 @@
 /**
  * `npm run bench:api [-- --atropos DIR [--python BIN]] [--floor] [--quick] [--runs N]`
- *   `[--workloads 1,2] [--depths 20000 | --no-depths] [--leases N] [--lease-gap-ms MS]`
+ *   `[--workloads 1,2] [--depths 20000 | --no-depths] [--leases N] [--lease-gap-ms MS] [--wal]`
  *   `[--no-empty] [--no-list] [--heap]`
  *   `[--trainer-encoding gzip|identity] [--state-root DIR] [--json out.json] [--cpu-profile DIR]`
  *
@@ -185,12 +185,14 @@ async function main() {
         rounds: runs,
         leases: leaseCount,
         gapMs: count("--lease-gap-ms", 0, 0),
+        wal: args.includes("--wal"),
       });
   const empty = args.includes("--no-empty")
     ? null
     : await emptyLease({ ...base, rounds: runs, leases: 200 });
+  // Under --wal the leases are timed through strace: nothing to set floors beside.
   const noop =
-    leases.length || empty
+    (leases.length || empty) && !args.includes("--wal")
       ? // At most 1,600 per round: the payload floor takes 12 of its 20,000 rows per lease.
         await noopFloor({
           ...base,
@@ -231,6 +233,12 @@ async function main() {
       console.log(
         `| ${r.queued_groups} | ${n(r.lease_p50_ms)} | **${n(r.lease_p99_ms)}** | ${r.rounds_p99_ms} | ${r.over_10ms} of ${r.leases} | ${n(r.lease_max_ms)} | ${n(r.ack_p50_ms)} / ${n(r.ack_p99_ms)} | ${r.server_ms} |`,
       );
+    for (const { queued_groups, leases: count, wal } of leases) {
+      if (!wal) continue;
+      console.log(
+        `\nD1 writes at ${queued_groups} queued (--wal; strace slows the runtime, so times here compare only with each other): ${n(wal.pages_per_cycle)} WAL pages per lease + ack; ${wal.checkpoints} checkpoints in ${count} cycles, ${wal.leases_with_checkpoint} of them inside a lease; of the ${wal.leases_with_checkpoint} slowest leases, ${wal.slowest_with_checkpoint} ran one; lease p50 ${n(wal.with_checkpoint_p50_ms)} ms with a checkpoint, ${n(wal.without_checkpoint_p50_ms)} without.`,
+      );
+    }
   }
   if (empty) {
     console.log(

@@ -4,8 +4,11 @@
  * polling: the client counts its requests and fails the run otherwise. Each measurement is taken
  * `rounds` times on the same server; the median of the rounds' percentiles is reported.
  */
+import { mkdtempSync } from "node:fs";
+import { join } from "node:path";
 import { Client, median, percentile } from "./http";
 import { startTarget, type TargetOptions } from "./targets";
+import { WalTrace } from "./wal-trace";
 import { registerTrainer } from "./workloads";
 
 const LEASE = "/v1/runs/default/batches/lease";
@@ -65,9 +68,46 @@ export interface LeaseRow {
   ack_p99_ms: number;
   /** Server-Timing phases, p50/p99 ms each (src/api/delivery.ts `timedLease`). */
   server_ms: string;
+  /** With `--wal` (wal-trace.ts): D1 WAL pages and checkpoints, and the slow leases beside them. */
+  wal?: WalRow;
+}
+
+export interface WalRow {
+  pages_per_cycle: number;
+  checkpoints: number;
+  /** Leases during which a checkpoint ran. */
+  leases_with_checkpoint: number;
+  /** Of as many of the slowest leases, those that ran a checkpoint. */
+  slowest_with_checkpoint: number;
+  /** Median lease with and without a checkpoint (ms, under strace). */
+  with_checkpoint_p50_ms: number;
+  without_checkpoint_p50_ms: number;
 }
 
 const SLOW_MS = 10;
+
+function walRow(
+  wal: { pages: number; checkpoints: number; leases: { ms: number; during: boolean }[] },
+  cycles: number,
+): WalRow {
+  const during = wal.leases.filter((l) => l.during);
+  const slowest = [...wal.leases].sort((a, b) => b.ms - a.ms).slice(0, during.length);
+  const p50 = (leases: { ms: number }[]) =>
+    leases.length
+      ? percentile(
+          leases.map((l) => l.ms),
+          50,
+        )
+      : Number.NaN;
+  return {
+    pages_per_cycle: wal.pages / cycles,
+    checkpoints: wal.checkpoints,
+    leases_with_checkpoint: during.length,
+    slowest_with_checkpoint: slowest.filter((l) => l.during).length,
+    with_checkpoint_p50_ms: p50(during),
+    without_checkpoint_p50_ms: p50(wal.leases.filter((l) => !l.during)),
+  };
+}
 
 /**
  * Lease + ack round trips at each depth (mixed group sizes 1..16, 32-token sequences); `gapMs`
@@ -76,7 +116,7 @@ const SLOW_MS = 10;
  */
 export async function leaseDepthScan(
   depths: number[],
-  options: TargetOptions & { rounds: number; leases: number; gapMs: number },
+  options: TargetOptions & { rounds: number; leases: number; gapMs: number; wal: boolean },
 ): Promise<LeaseRow[]> {
   const target = await startTarget("edge", options);
   const client = new Client(target.url, target.headers, 2);
@@ -90,13 +130,22 @@ export async function leaseDepthScan(
       const all: number[] = [];
       const acks: number[] = [];
       const stages = new Stages();
+      const wal = { pages: 0, checkpoints: 0, leases: [] as { ms: number; during: boolean }[] };
       for (let round = 0; round < options.rounds; round++) {
         // Topped up before each round, so every round leases from `depth` queued groups.
         await fillQueue(client, queued, depth, serial);
         const latencies: number[] = [];
+        const startedAt: number[] = [];
+        const trace = options.wal
+          ? await WalTrace.start(
+              target.persistDir!,
+              join(mkdtempSync(join(options.stateRoot, "bench-wal-")), "strace.txt"),
+            )
+          : null;
         for (let i = 0; i < options.leases; i++) {
           if (options.gapMs > 0) await new Promise((r) => setTimeout(r, options.gapMs));
           const t0 = performance.now();
+          startedAt.push(performance.timeOrigin + t0);
           const res = await client.request("POST", LEASE, "{}");
           latencies.push(performance.now() - t0);
           if (res.status !== 200) throw new Error(`lease → ${res.status}: ${res.text}`);
@@ -106,6 +155,16 @@ export async function leaseDepthScan(
           // post() throws on a 4xx or 5xx answer.
           await client.post(`/v1/runs/default/batches/${body.batch_id}/ack`, "{}");
           acks.push(performance.now() - ackStarted);
+        }
+        if (trace) {
+          const counts = await trace.stop();
+          wal.pages += counts.walPages;
+          wal.checkpoints += counts.checkpoints.length;
+          latencies.forEach((ms, i) => {
+            const from = startedAt[i]!;
+            const during = counts.checkpoints.some((at) => at >= from && at <= from + ms);
+            wal.leases.push({ ms, during });
+          });
         }
         const stats = JSON.parse((await client.get("/v1/runs/default/stats")).text) as {
           queue: { groups: number };
@@ -125,6 +184,7 @@ export async function leaseDepthScan(
         ack_p50_ms: percentile(acks, 50),
         ack_p99_ms: percentile(acks, 99),
         server_ms: stages.summary(),
+        ...(options.wal ? { wal: walRow(wal, options.rounds * options.leases) } : {}),
       });
     }
     return rows;

@@ -22,6 +22,8 @@ export interface Target {
   heap: IsolateHeapSampler | null;
   /** The original's event loop and HTTP protocol, as its own process reported them. */
   runtime: string | null;
+  /** Where the server keeps its local state (this API only: its D1 database is under it). */
+  persistDir: string | null;
   /** CPU time (user + system) the server's processes have used so far, ms (Linux /proc). */
   cpuMs(): number;
   stop(): Promise<void>;
@@ -87,9 +89,10 @@ let profiles = 0;
 async function startEdge(o: TargetOptions): Promise<Target> {
   const p = port();
   const inspect = o.sampleHeap || o.cpuProfileDir !== undefined;
+  const persistDir = mkdtempSync(join(o.stateRoot, "bench-api-"));
   const dev = await startDevProcess({
     port: p,
-    persistTo: mkdtempSync(join(o.stateRoot, "bench-api-")),
+    persistTo: persistDir,
     inspectorPort: inspect ? p + 1 : undefined,
     vars: { API_TOKEN: o.token },
   });
@@ -101,6 +104,7 @@ async function startEdge(o: TargetOptions): Promise<Target> {
     headers: { authorization: `Bearer ${o.token}` },
     heap,
     runtime: null,
+    persistDir,
     cpuMs: () => treeCpuMs(dev.child.pid!),
     stop: async () => {
       heap?.stop();
@@ -192,6 +196,7 @@ async function startAtropos(o: TargetOptions): Promise<Target> {
     headers: {},
     heap: null,
     runtime,
+    persistDir: null,
     cpuMs: () => treeCpuMs(child.pid!),
     stop,
   };
@@ -240,6 +245,7 @@ async function startFloor(o: TargetOptions): Promise<Target> {
   const url = (await mf.unsafeGetDirectURL("floor")).origin;
   return {
     kind: "floor",
+    persistDir: null,
     url,
     headers: {},
     heap: null,

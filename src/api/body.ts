@@ -182,8 +182,12 @@ export function isGzipEncoded(request: Request): boolean {
   return (request.headers.get("content-encoding") ?? "").toLowerCase().includes("gzip");
 }
 
-/** The body length the client declared (Content-Length), or null when it sent none. */
+/**
+ * The body length the client declared (Content-Length), or null when it sent none, or sent the
+ * body chunked (which then frames it, whatever Content-Length says).
+ */
 export function declaredLength(request: Request): number | null {
+  if (request.headers.has("transfer-encoding")) return null;
   const declared = Number(request.headers.get("content-length") ?? Number.NaN);
   return Number.isFinite(declared) ? declared : null;
 }

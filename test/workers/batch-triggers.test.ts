@@ -66,6 +66,22 @@ describe("batch triggers", () => {
     expect(await statuses(run)).toEqual(["leased"]);
   });
 
+  it("refuse to lease without batch_statistics (migration 0020), writing nothing", async () => {
+    const run = uniqueRun("nostats");
+    const { base, envIds } = await setupRun(run, 2, [2]);
+    await post(`${base}/scored_data`, group(0, 2, envIds[0]!));
+    await env.DB.exec("ALTER TABLE batch_statistics RENAME TO batch_statistics_away");
+    try {
+      expect((await post(`/v1/runs/${run}/batches/lease`, {})).status).toBe(500);
+      expect(await statuses(run)).toEqual(["queued"]);
+      expect(await batchStatuses(run)).toEqual([]);
+    } finally {
+      await env.DB.exec("ALTER TABLE batch_statistics_away RENAME TO batch_statistics");
+    }
+    expect((await post(`/v1/runs/${run}/batches/lease`, {})).status).toBe(200);
+    expect(await statuses(run)).toEqual(["leased"]);
+  });
+
   it("refuse an ack and GET /batch's acknowledgement without it, writing nothing", async () => {
     const run = uniqueRun("noack");
     const { base, envIds } = await setupRun(run, 2, [2]);

@@ -282,10 +282,12 @@ describe("batch statistics stored before migration 0020", () => {
       ["train/score_mean", 0, 1, 0.25],
       ["train/sequences", 0, 1, 4],
       ["train/score_hist/00", 0, 1, 3],
-      ["train/score_mean", 0, 2, 0.5],
+      // Every bit of a real survives the move (SQLite's own JSON would keep 15 digits).
+      ["train/score_mean", 0, 2, 1 / 3],
       ["train/sequences_per_s", -1, 2, 12.5],
-      // Reported by a trainer: not a batch statistic, it stays where it is.
+      // Reported by a trainer: not batch statistics (the histogram's `_` is no wildcard).
       ["train/loss", -1, 2, 0.75],
+      ["train/score_histX00", 0, 2, 1],
     ];
     await bindings.DB.batch(
       rows.map(([name, envId, step, value]) =>
@@ -309,18 +311,18 @@ describe("batch statistics stored before migration 0020", () => {
     expect(stored.results.map((r) => [r.step, r.env_id, JSON.parse(r.statistics)])).toEqual([
       [1, 0, { "train/score_mean": 0.25, "train/sequences": 4, "train/score_hist/00": 3 }],
       [2, -1, { "train/sequences_per_s": 12.5 }],
-      [2, 0, { "train/score_mean": 0.5 }],
+      [2, 0, { "train/score_mean": 1 / 3 }],
     ]);
-    const left = await bindings.DB.prepare("SELECT name FROM metrics WHERE run = ?1")
+    const left = await bindings.DB.prepare("SELECT name FROM metrics WHERE run = ?1 ORDER BY name")
       .bind(run)
       .all<{ name: string }>();
-    expect(left.results.map((r) => r.name)).toEqual(["train/loss"]);
+    expect(left.results.map((r) => r.name)).toEqual(["train/loss", "train/score_histX00"]);
 
     const { series } = await metrics(run, "?kind=train");
     expect(find(series, "train/score_mean", 0).steps).toEqual([1, 2]);
-    expect(find(series, "train/score_mean", 0).values).toEqual([0.25, 0.5]);
+    expect(find(series, "train/score_mean", 0).values).toEqual([0.25, 1 / 3]);
     expect(find(series, "train/sequences_per_s", null).values).toEqual([12.5]);
     expect(find(series, "train/loss", null).values).toEqual([0.75]);
-    expect(series).toHaveLength(5);
+    expect(series).toHaveLength(6);
   });
 });

@@ -172,8 +172,11 @@ export const recordBatchStatistics = compiledSql(() => {
            FROM s JOIN score USING (env_id)
          ) GROUP BY env_id, bucket
        )
-       SELECT ${b.run}, ${b.step}, env_id, ${b.policyVersion}, ${b.now}, json_group_object(name, value)
-       FROM v WHERE value IS NOT NULL GROUP BY env_id`;
+       -- Reals as 17 significant digits (SQLite's JSON writes 15, which loses the last bits);
+       -- infinities left out, as recordMetrics leaves them: a chart cannot draw them.
+       SELECT ${b.run}, ${b.step}, env_id, ${b.policyVersion}, ${b.now}, json_group_object(name,
+         CASE WHEN typeof(value) = 'integer' THEN value ELSE json(printf('%!.17g', value)) END)
+       FROM v WHERE abs(value) <= 1.7976931348623157e308 GROUP BY env_id`;
 });
 
 export interface MetricFilter {

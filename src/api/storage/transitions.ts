@@ -1,9 +1,10 @@
 /**
  * The batch triggers (drizzle/0019_batch_transitions.sql) lease a new batch's groups and deliver
  * an acked batch's groups: the lease and ack writes rely on them, and a database without them
- * would leave those groups queued (to go out again) or leased for good. Every fresh read that a
- * lease or an ack writes after starts with a guard that aborts its D1 batch, a transaction,
- * unless both exist, so nothing is written without them.
+ * would leave those groups queued (to go out again) or leased for good. A lease also writes its
+ * step's statistics into `batch_statistics` (drizzle/0020). Every fresh read that a lease or an
+ * ack writes after starts with a guard that aborts its D1 batch, a transaction, unless all of
+ * these exist, so nothing is written without them and the answer names what to apply.
  */
 import { sql } from "drizzle-orm";
 import { compiledSql } from "./compiled";
@@ -12,17 +13,23 @@ import { leasePlanChecks } from "./schema";
 /** The message of lease_plan_checks' trigger when its value is false (drizzle/0018). */
 export const CHECK_FAILED = "lease plan is stale";
 
-const TRIGGERS = ["batch_leases_groups", "batch_acked_delivers"] as const;
+/** The schema objects leases and acks rely on, by type and name. */
+const REQUIRED = [
+  ["trigger", "batch_leases_groups"],
+  ["trigger", "batch_acked_delivers"],
+  ["table", "batch_statistics"],
+] as const;
 
 // lease_plan_checks' trigger aborts the batch unless the inserted value is true.
 const guard = compiledSql(
   () => sql`INSERT INTO ${leasePlanChecks} (${sql.identifier(leasePlanChecks.current.name)})
-    SELECT (SELECT COUNT(*) FROM sqlite_master WHERE type = 'trigger'
-      AND name IN (${sql.raw(TRIGGERS.map((t) => `'${t}'`).join(", "))})) = ${TRIGGERS.length}`,
+    SELECT (SELECT COUNT(*) FROM sqlite_master WHERE (type, name) IN (VALUES ${sql.raw(
+      REQUIRED.map(([type, name]) => `('${type}', '${name}')`).join(", "),
+    )})) = ${REQUIRED.length}`,
 );
 
 export const MISSING_MIGRATION =
-  "the D1 database lacks migration 0019_batch_transitions, which leases and acks rely on: apply the migrations (npx wrangler d1 migrations apply DB, with --remote for a deployment)";
+  "the D1 database lacks migration 0019_batch_transitions or 0020_batch_statistics, which leases and acks rely on: apply the migrations (npx wrangler d1 migrations apply DB, with --remote for a deployment)";
 
 /** `statements` in one D1 batch after the guard; their results. */
 export async function guardedBatch(
