@@ -4,7 +4,8 @@
  * would leave those groups queued (to go out again) or leased for good. A lease also writes its
  * step's statistics into `batch_statistics` (drizzle/0020). Every fresh read that a lease or an
  * ack writes after starts with a guard that aborts its D1 batch, a transaction, unless all of
- * these exist, so nothing is written without them and the answer names what to apply.
+ * these exist, so nothing is written without them (the request answers 500 and logs which
+ * migrations to apply).
  */
 import { sql } from "drizzle-orm";
 import { compiledSql } from "./compiled";
