@@ -1,3 +1,4 @@
+import { availableParallelism } from "node:os";
 import path from "node:path";
 import { cloudflareTest, readD1Migrations } from "@cloudflare/vitest-pool-workers";
 import { defineConfig } from "vitest/config";
@@ -44,6 +45,8 @@ export default defineConfig(async () => {
       include: ["test/workers/**/*.test.ts"],
       setupFiles: ["./test/workers/apply-migrations.ts"],
       testTimeout: 60_000,
+      // One worker per core, not vitest's cores − 1: each file's start-up waits on workerd.
+      maxWorkers: availableParallelism(),
     },
   };
 });

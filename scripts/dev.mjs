@@ -12,8 +12,9 @@
  * documented vars and secrets: `API_TOKEN=… npm run dev`), then `--var`, each overriding the one
  * before. Without API_TOKEN the server answers everyone: it says so, loudly, on start.
  *
- * Applies the D1 migrations to the local state, then serves the Worker (API, queues, DOs,
- * dashboard) on workerd with local D1/R2/Queues/DOs persisted across restarts. Works offline.
+ * Applies the pending D1 migrations to the local state (scripts/local-migrations.mjs), then
+ * serves the Worker (API, queues, DOs, dashboard) on workerd with local D1/R2/Queues/DOs persisted
+ * across restarts. Works offline.
  *
  * Default: the Worker is bundled exactly as `wrangler deploy` would bundle it and served by one
  * Miniflare instance, configured from wrangler.jsonc. `wrangler dev` puts a proxy Worker, an
@@ -22,12 +23,13 @@
  * what benchmarks and `npm start` use. `--watch` runs `wrangler dev` instead, for live reload
  * while editing; both share the same state directory layout.
  */
-import { spawn, spawnSync } from "node:child_process";
+import { spawn } from "node:child_process";
 import { existsSync, readdirSync, readFileSync, rmSync } from "node:fs";
 import { createRequire } from "node:module";
 import { createServer } from "node:net";
 import { dirname, join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
+import { applyLocalMigrations, migrationSettings } from "./local-migrations.mjs";
 import { seedBucket } from "./tokenizers-r2.mjs";
 
 const packageRoot = join(dirname(fileURLToPath(import.meta.url)), "..");
@@ -143,21 +145,7 @@ function wranglerBin() {
 }
 const wrangler = wranglerBin();
 
-function run(argv, what) {
-  const result = spawnSync(process.execPath, [wrangler, ...argv], {
-    cwd: root,
-    env: childEnv,
-    stdio: ["ignore", "pipe", "pipe"],
-    encoding: "utf8",
-  });
-  if (result.status !== 0) {
-    process.stderr.write(result.stdout + result.stderr);
-    process.stderr.write(`\n${what} failed (see above).\n`);
-    process.exit(result.status ?? 1);
-  }
-}
-
-/** run() without blocking, so other start-up work overlaps with it. */
+/** Runs wrangler without blocking, so other start-up work overlaps with it. */
 function runInBackground(argv, what) {
   return new Promise((done) => {
     const child = spawn(process.execPath, [wrangler, ...argv], {
@@ -192,11 +180,6 @@ if (port !== 0 && !(await portIsFree(port, ip))) {
 // First thing, before the slow start-up, so it is not missed.
 announceAuth(vars.API_TOKEN || devVarsSetToken());
 
-run(
-  ["d1", "migrations", "apply", "DB", "--local", "--persist-to", persistTo],
-  "Applying the D1 migrations to the local state",
-);
-
 if (watch) await serveWithWranglerDev();
 else await serveWithMiniflare();
 
@@ -211,13 +194,13 @@ async function serveWithMiniflare() {
   rmSync(bundleDir, { recursive: true, force: true });
   process.stdout.write("dev: bundling the Worker (as wrangler deploy does)…\n");
   const config = unstable_readConfig({ config: configPath });
-  // The tokenizer upload (seconds on a fresh state) overlaps with the bundling.
+  // The migrations and the tokenizer upload (seconds on a fresh state) overlap with the bundling.
   await Promise.all([
     runInBackground(
       ["deploy", ...(entry ? [resolve(entry)] : []), "--dry-run", "--outdir", bundleDir],
       "Bundling the Worker",
     ),
-    seedTokenizersBeforeStart(Miniflare, config),
+    prepareLocalState(Miniflare, config),
   ]);
   // wrangler names the bundle after the entry file.
   const script = readdirSync(bundleDir).find((f) => f.endsWith(".js"));
@@ -294,37 +277,67 @@ async function serveWithMiniflare() {
 }
 
 /**
- * Bundled tokenizer families into the local R2 bucket (tokenizers/<family>/) when missing or
- * stale: a Worker reads them from there (docs/INFERENCE.md, "Tokenizers in Workers"). Runs a
- * short-lived Miniflare on the same R2 state (as `wrangler r2 object put --local` does), done
- * before the server starts on it. A failure is reported, not fatal: only a Worker that needs a
- * missing family fails, saying how to upload it.
+ * The state the Worker starts on: its pending D1 migrations applied, then the bundled tokenizer
+ * families put into the local R2 bucket (tokenizers/<family>/) when missing or stale, where a
+ * Worker reads them (docs/INFERENCE.md, "Tokenizers in Workers"). One short-lived Miniflare on
+ * the same state folders, done before the server starts on them. A failed migration stops the
+ * start; a failed upload is reported, not fatal: only a Worker that needs a missing family fails,
+ * saying how to upload it.
  */
-async function seedTokenizersBeforeStart(Miniflare, config) {
+async function prepareLocalState(Miniflare, config) {
+  const { unstable_getMiniflareWorkerOptions, unstable_splitSqlQuery } = await import("wrangler");
+  const migrations = migrationSettings(config);
+  const database = unstable_getMiniflareWorkerOptions(config).workerOptions.d1Databases?.DB;
   const bucket = config.r2_buckets?.find((b) => b.binding === "PAYLOADS");
-  if (!bucket) {
-    process.stdout.write("dev: no PAYLOADS R2 binding: bundled tokenizers not uploaded\n");
-    return;
-  }
-  const started = Date.now();
-  const seeder = new Miniflare({
+  const setup = new Miniflare({
     modules: true,
     script: "export default {}",
-    r2Buckets: { PAYLOADS: bucket.bucket_name },
+    d1Databases: migrations && database ? { DB: database } : {},
+    d1Persist: join(persistTo, "v3", "d1"),
+    r2Buckets: bucket ? { PAYLOADS: bucket.bucket_name } : {},
     r2Persist: join(persistTo, "v3", "r2"),
     cf: false,
   });
   try {
-    const uploaded = await seedBucket(await seeder.getR2Bucket("PAYLOADS"));
-    if (uploaded.length > 0) {
-      process.stdout.write(
-        `dev: bundled tokenizers put into local R2 (${uploaded.join(", ")}) in ${Date.now() - started} ms\n`,
-      );
+    if (migrations && database) {
+      const started = Date.now();
+      let applied;
+      try {
+        applied = await applyLocalMigrations(
+          await setup.getD1Database("DB"),
+          migrations,
+          unstable_splitSqlQuery,
+        );
+      } catch (error) {
+        await setup.dispose();
+        fail(
+          `${error instanceof Error ? error.message : error}\n(the local state is ${persistTo})`,
+        );
+      }
+      if (applied.length > 0) {
+        const names = applied.length > 2 ? `${applied[0]} … ${applied.at(-1)}` : applied.join(", ");
+        process.stdout.write(
+          `dev: D1 migrations applied: ${names} (${applied.length}) in ${Date.now() - started} ms\n`,
+        );
+      }
     }
-  } catch (error) {
-    process.stderr.write(`dev: could not put the bundled tokenizers into local R2: ${error}\n`);
+    if (!bucket) {
+      process.stdout.write("dev: no PAYLOADS R2 binding: bundled tokenizers not uploaded\n");
+      return;
+    }
+    const started = Date.now();
+    try {
+      const uploaded = await seedBucket(await setup.getR2Bucket("PAYLOADS"));
+      if (uploaded.length > 0) {
+        process.stdout.write(
+          `dev: bundled tokenizers put into local R2 (${uploaded.join(", ")}) in ${Date.now() - started} ms\n`,
+        );
+      }
+    } catch (error) {
+      process.stderr.write(`dev: could not put the bundled tokenizers into local R2: ${error}\n`);
+    }
   } finally {
-    await seeder.dispose();
+    await setup.dispose();
   }
 }
 
@@ -353,7 +366,7 @@ async function serveWithWranglerDev() {
     import("miniflare"),
     import("wrangler"),
   ]);
-  await seedTokenizersBeforeStart(Miniflare, unstable_readConfig({ config: configPath }));
+  await prepareLocalState(Miniflare, unstable_readConfig({ config: configPath }));
   // A free port unless given: several dev servers (tests, `npm start`) must not fight over 9229.
   const inspector = inspectorPort ?? String(await freePort());
   const child = spawn(

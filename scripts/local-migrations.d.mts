@@ -1,0 +1,21 @@
+/** Types of local-migrations.mjs (a plain Node script, run without a TypeScript loader). */
+export interface MigrationSettings {
+  /** The migrations folder, absolute. */
+  dir: string;
+  /** The bookkeeping table (wrangler's `d1_migrations` unless the config names another). */
+  table: string;
+}
+
+export declare function migrationSettings(
+  config: {
+    configPath?: string;
+    d1_databases?: { binding: string; migrations_dir?: string; migrations_table?: string }[];
+  },
+  binding?: string,
+): MigrationSettings | null;
+export declare function migrationFiles(dir: string): string[];
+export declare function applyLocalMigrations(
+  db: D1Database,
+  settings: MigrationSettings,
+  splitSqlQuery: (sql: string) => string[],
+): Promise<string[]>;

@@ -1,0 +1,117 @@
+/**
+ * The dev server's D1 migrations (scripts/local-migrations.mjs) against a real local D1: the
+ * package's migrations on a fresh state, nothing twice, the state wrangler itself then finds
+ * up to date, a failing migration that changes nothing, and wrangler's file order.
+ */
+import { spawnSync } from "node:child_process";
+import { mkdtempSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { Miniflare } from "miniflare";
+import { afterEach, describe, expect, it } from "vitest";
+import { unstable_readConfig, unstable_splitSqlQuery } from "wrangler";
+import {
+  applyLocalMigrations,
+  migrationFiles,
+  migrationSettings,
+} from "../../../scripts/local-migrations.mjs";
+
+const ROOT = join(import.meta.dirname, "..", "..", "..");
+// The id wrangler.jsonc gives the DB binding: wrangler keys the local database file by it.
+const DATABASE_ID = "00000000-0000-0000-0000-000000000000";
+
+const instances: Miniflare[] = [];
+afterEach(async () => {
+  await Promise.all(instances.splice(0).map((mf) => mf.dispose()));
+});
+
+async function localDatabase(persistTo: string) {
+  const mf = new Miniflare({
+    modules: true,
+    script: "export default {}",
+    d1Databases: { DB: DATABASE_ID },
+    d1Persist: join(persistTo, "v3", "d1"),
+  });
+  instances.push(mf);
+  return mf.getD1Database("DB");
+}
+
+describe("applyLocalMigrations", () => {
+  it("applies the package's migrations once, as wrangler records them, so wrangler finds none pending", async () => {
+    const persistTo = mkdtempSync(join(tmpdir(), "local-migrations-"));
+    const settings = migrationSettings(
+      unstable_readConfig({ config: join(ROOT, "wrangler.jsonc") }),
+    );
+    expect(settings).toEqual({ dir: join(ROOT, "drizzle"), table: "d1_migrations" });
+    const db = await localDatabase(persistTo);
+
+    const applied = await applyLocalMigrations(db, settings!, unstable_splitSqlQuery);
+    expect(applied).toEqual(migrationFiles(join(ROOT, "drizzle")));
+    expect(applied[0]).toBe("0000_init.sql");
+    const recorded = await db.prepare("SELECT id, name FROM d1_migrations ORDER BY id").all();
+    expect(recorded.results.map((r) => r.name)).toEqual(applied);
+    // The last migration's objects exist (a statement left out by the splitting would not).
+    const view = await db
+      .prepare("SELECT name FROM sqlite_master WHERE type = 'view' AND name = 'metric_values'")
+      .all();
+    expect(view.results).toHaveLength(1);
+    expect(await applyLocalMigrations(db, settings!, unstable_splitSqlQuery)).toEqual([]);
+
+    await Promise.all(instances.splice(0).map((mf) => mf.dispose()));
+    const wrangler = spawnSync(
+      process.execPath,
+      [
+        join(ROOT, "node_modules", "wrangler", "bin", "wrangler.js"),
+        "d1",
+        "migrations",
+        "apply",
+        "DB",
+        "--local",
+        "--persist-to",
+        persistTo,
+      ],
+      {
+        cwd: ROOT,
+        encoding: "utf8",
+        env: { ...process.env, CI: "true", WRANGLER_SEND_METRICS: "false" },
+      },
+    );
+    expect(wrangler.status, wrangler.stderr).toBe(0);
+    expect(wrangler.stdout).toContain("No migrations to apply");
+  }, 60_000);
+
+  it("stops at a failing migration: it changes nothing and is not recorded, the ones before stay", async () => {
+    const dir = mkdtempSync(join(tmpdir(), "migrations-"));
+    writeFileSync(join(dir, "0000_first.sql"), "CREATE TABLE first (id INTEGER PRIMARY KEY);");
+    writeFileSync(
+      join(dir, "0001_broken.sql"),
+      "CREATE TABLE second (id INTEGER PRIMARY KEY);\n--> statement-breakpoint\nINSERT INTO missing VALUES (1);",
+    );
+    const db = await localDatabase(mkdtempSync(join(tmpdir(), "local-migrations-")));
+    const settings = { dir, table: "d1_migrations" };
+
+    await expect(applyLocalMigrations(db, settings, unstable_splitSqlQuery)).rejects.toThrow(
+      /D1 migration 0001_broken\.sql failed: .*no such table: missing/,
+    );
+    const tables = await db
+      .prepare("SELECT name FROM sqlite_master WHERE name IN ('first', 'second') ORDER BY name")
+      .all();
+    expect(tables.results.map((r) => r.name)).toEqual(["first"]);
+    const recorded = await db.prepare("SELECT name FROM d1_migrations").all();
+    expect(recorded.results.map((r) => r.name)).toEqual(["0000_first.sql"]);
+  });
+
+  it("says which folder is missing, and orders files by their number as wrangler does", async () => {
+    const db = await localDatabase(mkdtempSync(join(tmpdir(), "local-migrations-")));
+    const missing = join(tmpdir(), "no-such-migrations-folder");
+    await expect(
+      applyLocalMigrations(db, { dir: missing, table: "d1_migrations" }, unstable_splitSqlQuery),
+    ).rejects.toThrow(`the D1 migrations folder ${missing} does not exist`);
+
+    const dir = mkdtempSync(join(tmpdir(), "migrations-"));
+    for (const name of ["10_ten.sql", "9_nine.sql", "0011_b.sql", "0011_a.sql", "notes.md"]) {
+      writeFileSync(join(dir, name), "");
+    }
+    expect(migrationFiles(dir)).toEqual(["9_nine.sql", "10_ten.sql", "0011_a.sql", "0011_b.sql"]);
+  });
+});
