@@ -118,8 +118,12 @@ function devVarsSetToken() {
   return existsSync(file) && /^\s*API_TOKEN\s*=\s*["']?\S/m.test(readFileSync(file, "utf8"));
 }
 
+/** wrangler children still running (the bundling): stopped when the start fails. */
+const background = new Set();
+
 function fail(message) {
   process.stderr.write(`dev: ${message}\n`);
+  for (const child of background) child.kill("SIGTERM");
   process.exit(2);
 }
 
@@ -153,6 +157,7 @@ function runInBackground(argv, what) {
       env: childEnv,
       stdio: ["ignore", "pipe", "pipe"],
     });
+    background.add(child);
     let output = "";
     child.stdout.on("data", (chunk) => {
       output += chunk;
@@ -161,6 +166,7 @@ function runInBackground(argv, what) {
       output += chunk;
     });
     child.on("close", (status) => {
+      background.delete(child);
       if (status === 0) return done();
       process.stderr.write(output);
       process.stderr.write(`\n${what} failed (see above).\n`);
@@ -287,24 +293,26 @@ async function serveWithMiniflare() {
 async function prepareLocalState(Miniflare, config) {
   const { unstable_getMiniflareWorkerOptions, unstable_splitSqlQuery } = await import("wrangler");
   const migrations = migrationSettings(config);
-  const database = unstable_getMiniflareWorkerOptions(config).workerOptions.d1Databases?.DB;
+  const database =
+    migrations &&
+    unstable_getMiniflareWorkerOptions(config).workerOptions.d1Databases?.[migrations.binding];
   const bucket = config.r2_buckets?.find((b) => b.binding === "PAYLOADS");
   const setup = new Miniflare({
     modules: true,
     script: "export default {}",
-    d1Databases: migrations && database ? { DB: database } : {},
+    d1Databases: database ? { [migrations.binding]: database } : {},
     d1Persist: join(persistTo, "v3", "d1"),
     r2Buckets: bucket ? { PAYLOADS: bucket.bucket_name } : {},
     r2Persist: join(persistTo, "v3", "r2"),
     cf: false,
   });
   try {
-    if (migrations && database) {
+    if (database) {
       const started = Date.now();
       let applied;
       try {
         applied = await applyLocalMigrations(
-          await setup.getD1Database("DB"),
+          await setup.getD1Database(migrations.binding),
           migrations,
           unstable_splitSqlQuery,
         );

@@ -1,5 +1,7 @@
 /** Types of local-migrations.mjs (a plain Node script, run without a TypeScript loader). */
 export interface MigrationSettings {
+  /** The binding of the database (the config's entry found by binding or database_name). */
+  binding: string;
   /** The migrations folder, absolute. */
   dir: string;
   /** The bookkeeping table (wrangler's `d1_migrations` unless the config names another). */
@@ -9,13 +11,18 @@ export interface MigrationSettings {
 export declare function migrationSettings(
   config: {
     configPath?: string;
-    d1_databases?: { binding: string; migrations_dir?: string; migrations_table?: string }[];
+    d1_databases?: {
+      binding: string;
+      database_name?: string;
+      migrations_dir?: string;
+      migrations_table?: string;
+    }[];
   },
-  binding?: string,
+  name?: string,
 ): MigrationSettings | null;
 export declare function migrationFiles(dir: string): string[];
 export declare function applyLocalMigrations(
   db: D1Database,
-  settings: MigrationSettings,
+  settings: Pick<MigrationSettings, "dir" | "table">,
   splitSqlQuery: (sql: string) => string[],
 ): Promise<string[]>;

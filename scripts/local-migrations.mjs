@@ -1,9 +1,10 @@
 /**
  * Applies a project's pending D1 migrations to a local D1 database the way
  * `wrangler d1 migrations apply DB --local` does: the same bookkeeping table (`d1_migrations`, or
- * the config's `migrations_table`), the same file order and statement splitting (wrangler's own
- * `unstable_splitSqlQuery`), each migration and its bookkeeping row in one transaction. So either
- * can apply the next migration to a state the other prepared.
+ * the config's `migrations_table`), the same file order, and the same statements: wrangler appends
+ * its bookkeeping INSERT to the migration's text and splits the whole with its own splitter
+ * (`unstable_splitSqlQuery`), one transaction per migration. So either can apply the next
+ * migration to a state the other prepared, and a migration that fails here fails there.
  *
  * Why not wrangler itself: it starts a Miniflare instance per migration (about 0.6 s each here, 14 s
  * for a fresh state of this package's migrations); scripts/dev.mjs calls this on the one
@@ -12,13 +13,17 @@
 import { existsSync, readdirSync, readFileSync } from "node:fs";
 import { dirname, join, resolve } from "node:path";
 
-/** The D1 database bound as `binding` in a wrangler config, with where its migrations are. */
-export function migrationSettings(config, binding = "DB") {
-  const database = config.d1_databases?.find((d) => d.binding === binding);
+/**
+ * The D1 database a wrangler config names `name` (its binding or its database_name, as
+ * `wrangler d1 migrations apply <name>` finds it), with where its migrations are.
+ */
+export function migrationSettings(config, name = "DB") {
+  const database = config.d1_databases?.find((d) => d.binding === name || d.database_name === name);
   if (!database) return null;
   return {
-    dir: resolve(dirname(config.configPath), database.migrations_dir ?? "migrations"),
-    table: database.migrations_table ?? "d1_migrations",
+    binding: database.binding,
+    dir: resolve(dirname(config.configPath), database.migrations_dir || "migrations"),
+    table: database.migrations_table || "d1_migrations",
   };
 }
 
@@ -43,7 +48,6 @@ export function migrationFiles(dir) {
 export async function applyLocalMigrations(db, settings, splitSqlQuery) {
   const { dir, table } = settings;
   if (!existsSync(dir)) throw new Error(`the D1 migrations folder ${dir} does not exist`);
-  if (!/^\w+$/.test(table)) throw new Error(`migrations_table '${table}' is not a plain name`);
   // wrangler's own definition of the table, character for character in what it stores.
   await db
     .prepare(
@@ -58,12 +62,14 @@ export async function applyLocalMigrations(db, settings, splitSqlQuery) {
   const applied = new Set(results.map((row) => row.name));
   const pending = migrationFiles(dir).filter((name) => !applied.has(name));
   for (const name of pending) {
-    const statements = splitSqlQuery(readFileSync(join(dir, name), "utf8")).map((query) =>
-      db.prepare(query),
-    );
-    statements.push(db.prepare(`INSERT INTO ${table} (name) VALUES (?1)`).bind(name));
+    // wrangler's text exactly: its INSERT joins the migration's last statement when that lacks a
+    // `;`, and a migration of comments only becomes the INSERT's leading comment.
+    const text = `${readFileSync(join(dir, name), "utf8")}
+								INSERT INTO ${table} (name)
+								values ('${name}');
+						`;
     try {
-      await db.batch(statements);
+      await db.batch(splitSqlQuery(text).map((query) => db.prepare(query)));
     } catch (error) {
       const cause = error?.cause ?? error;
       throw new Error(`D1 migration ${name} failed: ${cause?.message ?? cause}`);

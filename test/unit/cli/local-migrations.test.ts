@@ -42,7 +42,7 @@ describe("applyLocalMigrations", () => {
     const settings = migrationSettings(
       unstable_readConfig({ config: join(ROOT, "wrangler.jsonc") }),
     );
-    expect(settings).toEqual({ dir: join(ROOT, "drizzle"), table: "d1_migrations" });
+    expect(settings).toEqual({ binding: "DB", dir: join(ROOT, "drizzle"), table: "d1_migrations" });
     const db = await localDatabase(persistTo);
 
     const applied = await applyLocalMigrations(db, settings!, unstable_splitSqlQuery);
@@ -99,6 +99,42 @@ describe("applyLocalMigrations", () => {
     expect(tables.results.map((r) => r.name)).toEqual(["first"]);
     const recorded = await db.prepare("SELECT name FROM d1_migrations").all();
     expect(recorded.results.map((r) => r.name)).toEqual(["0000_first.sql"]);
+  });
+
+  it("applies what wrangler applies: a migration of comments only; a last statement without ; fails", async () => {
+    const dir = mkdtempSync(join(tmpdir(), "migrations-"));
+    writeFileSync(
+      join(dir, "0000_custom.sql"),
+      "-- Custom SQL migration file, put your code below! --\n",
+    );
+    writeFileSync(join(dir, "0001_unterminated.sql"), "CREATE TABLE t (id INTEGER PRIMARY KEY)");
+    const db = await localDatabase(mkdtempSync(join(tmpdir(), "local-migrations-")));
+    await expect(
+      applyLocalMigrations(db, { dir, table: "d1_migrations" }, unstable_splitSqlQuery),
+    ).rejects.toThrow(/D1 migration 0001_unterminated\.sql failed/);
+    const recorded = await db.prepare("SELECT name FROM d1_migrations").all();
+    expect(recorded.results.map((r) => r.name)).toEqual(["0000_custom.sql"]);
+  });
+
+  it("finds the database by binding or database_name, with wrangler's defaults", () => {
+    const config = {
+      configPath: "/project/wrangler.jsonc",
+      d1_databases: [
+        { binding: "OTHER", database_name: "other", migrations_dir: "node_modules/x/drizzle" },
+        { binding: "STORE", database_name: "DB", migrations_dir: "", migrations_table: "" },
+      ],
+    };
+    expect(migrationSettings(config)).toEqual({
+      binding: "STORE",
+      dir: "/project/migrations",
+      table: "d1_migrations",
+    });
+    expect(migrationSettings(config, "OTHER")).toEqual({
+      binding: "OTHER",
+      dir: "/project/node_modules/x/drizzle",
+      table: "d1_migrations",
+    });
+    expect(migrationSettings(config, "NONE")).toBeNull();
   });
 
   it("says which folder is missing, and orders files by their number as wrangler does", async () => {
