@@ -5,6 +5,7 @@
  * rest when the answer is in. A client that disconnects before then aborts the upstream request
  * and its turn is dropped (nothing recorded); docs/PROXY.md.
  */
+import { errorMessage } from "../core/errors";
 
 export type ProxyCallKind = "chat" | "completion";
 
@@ -107,10 +108,6 @@ export function answerChunks(
   return out;
 }
 
-function messageOf(error: unknown): string {
-  return error instanceof Error ? error.message : String(error);
-}
-
 /** The SSE response of a proxy call; see the file comment for when what is sent. */
 export function streamProxyCall(request: StreamRequest): Response {
   const upstream = new AbortController();
@@ -143,7 +140,7 @@ export function streamProxyCall(request: StreamRequest): Response {
           const failure = await request.fail(error).catch((settling: unknown) => ({
             status: 500,
             type: "proxy_error",
-            message: `${messageOf(error)} (and settling the failed call failed: ${messageOf(settling)})`,
+            message: `${errorMessage(error)} (and settling the failed call failed: ${errorMessage(settling)})`,
           }));
           if (upstream.signal.aborted) return; // the client left: nothing to tell, nothing kept
           send(sse({ error: { ...failure, code: failure.status } }));
@@ -159,7 +156,9 @@ export function streamProxyCall(request: StreamRequest): Response {
         } catch (error) {
           const status = (error as { status?: unknown }).status;
           send(
-            sse({ error: { message: messageOf(error), type: "proxy_error", code: status ?? 500 } }),
+            sse({
+              error: { message: errorMessage(error), type: "proxy_error", code: status ?? 500 },
+            }),
           );
           return;
         }

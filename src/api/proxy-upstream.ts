@@ -4,6 +4,8 @@
  * headers would hand the run's API key to the caller) nor its base_url. The Worker's log keeps
  * the details, with the servers named and every key redacted.
  */
+
+import { errorMessage } from "../core/errors";
 import type { APIServerConfig } from "../core/wire/server-config";
 
 /** The failure in words a contributor may see. */
@@ -31,7 +33,7 @@ export function logUpstreamFailure(
   servers: readonly APIServerConfig[],
   error: unknown,
 ): void {
-  const message = error instanceof Error ? error.message : String(error);
+  const message = errorMessage(error);
   console.log(
     JSON.stringify({
       level: "warn",

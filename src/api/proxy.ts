@@ -4,6 +4,8 @@
  * session lifecycle and expiry, forwarding through the run's servers, and finishing a session
  * into a scored group with its trajectories.
  */
+
+import { errorMessage } from "../core/errors";
 import { openAiRequestSchema } from "../core/wire/api-schemas";
 import {
   emptyTracking,
@@ -163,7 +165,7 @@ export async function forwardProxyCall(
   const inference = await getRunInference(c.env.DB, run, c.env.INFERENCE_KEYS_SECRET).catch(
     (error: unknown) => {
       // Keys sealed with a secret this Worker no longer has (or another one).
-      const message = error instanceof Error ? error.message : String(error);
+      const message = errorMessage(error);
       throw new ApiError("UNAVAILABLE", `cannot read run '${run}' inference keys: ${message}`);
     },
   );

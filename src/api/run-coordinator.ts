@@ -12,6 +12,7 @@ import { type AckedBatchView, decideAck } from "../core/batching/ack-rule";
 import { earliestExactSubset } from "../core/batching/subset-sum";
 import { randomUuid128Digits } from "../core/codecs/uuid128";
 import { now as clockNow } from "../core/concurrency/clock";
+import { errorMessage } from "../core/errors";
 import type { AckAnswer, RegisterEnvAnswer } from "../core/wire/api-schemas";
 import type { RegisterEnv, Registration } from "../core/wire/schemas";
 import type { BaseBindings } from "./base-bindings";
@@ -268,7 +269,7 @@ export class RunCoordinator extends DurableObject<BaseBindings> {
         // (a retry would acknowledge it unseen). Retention is scheduled again by the next ack.
         if (acked > 0) {
           await this.scheduleRetention(run, now).catch((err: unknown) => {
-            const error = err instanceof Error ? err.message : String(err);
+            const error = errorMessage(err);
             console.error(
               JSON.stringify({ level: "error", msg: "retention not scheduled", run, error }),
             );

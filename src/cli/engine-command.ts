@@ -4,6 +4,7 @@
  * docs/INFERENCE.md, "Real models on your machine".
  */
 import type { Command } from "commander";
+import { errorMessage } from "../core/errors";
 
 function positiveInt(name: string) {
   return (value: string): number => {
@@ -84,7 +85,7 @@ export function registerEngineCommand(program: Command): void {
           log: (line) => console.error(`engine convert: ${line}`),
         });
       } catch (error) {
-        console.error(`engine convert: ${error instanceof Error ? error.message : error}`);
+        console.error(`engine convert: ${errorMessage(error)}`);
         process.exitCode = 2;
       }
     });

@@ -5,6 +5,7 @@
 import { existsSync } from "node:fs";
 import { isAbsolute, resolve } from "node:path";
 import { pathToFileURL } from "node:url";
+import { errorMessage } from "../core/errors";
 import type { EnvDefinition } from "../env-sdk/define-env";
 import { getEnvDefinition } from "../envs/index";
 
@@ -35,7 +36,7 @@ function describe(value: unknown): string {
 }
 
 function firstLine(error: unknown): string {
-  const text = error instanceof Error ? error.message : String(error);
+  const text = errorMessage(error);
   return text.split("\n").find((l) => l.trim()) ?? text;
 }
 

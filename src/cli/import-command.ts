@@ -7,6 +7,7 @@
  */
 import type { Command } from "commander";
 import { sha256Hex } from "../core/codecs/sha256";
+import { errorMessage } from "../core/errors";
 import { type HttpAnswer, HttpClient } from "../core/wire/http-client";
 import { type ScoredDataInput, scoredDataSchema } from "../core/wire/schemas";
 import { summarizeDetails, toValidationDetails } from "../core/wire/validation";
@@ -58,7 +59,7 @@ export function parseGroupsJsonl(text: string): Line[] {
     try {
       json = JSON.parse(line);
     } catch (err) {
-      problems.push(`line ${i + 1}: not JSON (${err instanceof Error ? err.message : err})`);
+      problems.push(`line ${i + 1}: not JSON (${errorMessage(err)})`);
       continue;
     }
     const parsed = scoredDataSchema.safeParse(json);

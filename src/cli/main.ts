@@ -5,6 +5,7 @@
  * Atropos' `--env.<field>` / `--openai.<field>` flags (docs/CONFIG.md).
  */
 import { Command } from "commander";
+import { errorMessage } from "../core/errors";
 import { createLocalSandbox } from "../sandbox/node/local-sandbox";
 import { setDefaultSandboxProvider } from "../sandbox/registry";
 import { type DottedFlags, extractDottedFlags } from "./atropos-config";
@@ -64,7 +65,7 @@ if (isEntry || process.env.ATROPOS_EDGE_BIN === "1") {
     const { argv, dotted } = extractDottedFlags(process.argv);
     await buildProgram(dotted).parseAsync(argv);
   } catch (err) {
-    console.error(`error: ${err instanceof Error ? err.message : String(err)}`);
+    console.error(`error: ${errorMessage(err)}`);
     process.exitCode = 1;
   }
   // Keep-alive sockets and timers of finished work must not keep the CLI alive.

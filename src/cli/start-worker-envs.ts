@@ -5,6 +5,7 @@
 import { writeFileSync } from "node:fs";
 import { join, resolve } from "node:path";
 import { AdminApiError, AdminClient, type EnvWorker } from "../client/admin-client";
+import { errorMessage } from "../core/errors";
 import { isServerType, serverTypeError } from "../core/wire/server-config";
 import type { FeederSummary } from "../worker/env-feeder";
 import { PROJECT_ROOT } from "./dev-process";
@@ -129,7 +130,7 @@ export class WorkerEnvs {
       env.summary = asSummary(await this.admin.envWorker(this.run, env.name, WORKER_INSTANCE));
       env.pollError = null;
     } catch (err) {
-      env.pollError = err instanceof Error ? err.message : String(err);
+      env.pollError = errorMessage(err);
     }
   }
 

@@ -10,6 +10,7 @@
 import { mkdtempSync } from "node:fs";
 import { join } from "node:path";
 import { TrainerClient } from "../client/trainer-client";
+import { errorMessage } from "../core/errors";
 import type { EnvDefinition } from "../env-sdk/define-env";
 import { getEnvDefinition } from "../envs/index";
 import { MAX_REGISTRATIONS } from "../sim/policy";
@@ -265,7 +266,7 @@ export async function runStart(
       });
     }
   } catch (err) {
-    failure = err instanceof Error ? err.message : String(err);
+    failure = errorMessage(err);
   } finally {
     if (loopStarted) view.progress.elapsedS = (Date.now() - started) / 1000;
     view.stopTicker();
@@ -283,7 +284,7 @@ export async function runStart(
           policyWeights: policyTrainer?.weights ?? null,
         };
         const lines = await options.onFinished(finished).catch((err: unknown) => {
-          failure ??= `writing the run's outputs: ${err instanceof Error ? err.message : String(err)}`;
+          failure ??= `writing the run's outputs: ${errorMessage(err)}`;
           return [];
         });
         for (const line of lines) out.write(`${line}\n`);

@@ -4,6 +4,7 @@
  * (PATCH /v1/runs/{run}/envs/{id}, …). No retries: a retried create would make a second token.
  */
 import { z } from "zod";
+import { errorMessage } from "../core/errors";
 import {
   type EnvControl,
   type EnvControlRequest,
@@ -96,7 +97,7 @@ export class AdminClient {
       res = await this.http.send(method, `${this.url}${path}`, { json: body });
     } catch (err) {
       throw new Error(
-        `${method} ${this.url}${path} failed (${err instanceof Error ? err.message : String(err)}); is the API running and --api right?`,
+        `${method} ${this.url}${path} failed (${errorMessage(err)}); is the API running and --api right?`,
       );
     }
     return parseAnswer(res, `${method} ${path}`, schema);

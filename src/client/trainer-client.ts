@@ -8,6 +8,7 @@
 
 import type { z } from "zod";
 import { abortableSleep } from "../core/concurrency/abortable-sleep";
+import { errorMessage } from "../core/errors";
 import {
   ackResponseSchema,
   type GroupPage,
@@ -107,7 +108,7 @@ export class TrainerClient {
         headers: { "Accept-Encoding": "gzip" },
       });
     } catch (err) {
-      const detail = err instanceof Error ? err.message : String(err);
+      const detail = errorMessage(err);
       throw new Error(
         `${method} ${url} failed after ${this.http.attempts} attempts (${detail}); is the API running? (npm run dev)`,
       );

@@ -6,6 +6,7 @@
 import { spawn } from "node:child_process";
 import { dirname, join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
+import { errorMessage } from "../core/errors";
 
 const PACKAGE_ROOT = resolve(dirname(fileURLToPath(import.meta.url)), "..", "..");
 export const CONVERTER = join(PACKAGE_ROOT, "src", "engine", "python", "hf_to_gguf.py");
@@ -43,7 +44,7 @@ export async function engineVenvPython(log: (line: string) => void = () => {}): 
     );
   } catch (error) {
     throw new Error(
-      `the converter needs Python 3 with venv and pip (${error instanceof Error ? error.message : error}); ` +
+      `the converter needs Python 3 with venv and pip (${errorMessage(error)}); ` +
         `or run it in your own environment: pip install -r examples/python/requirements-engine.txt && python ${CONVERTER} HF_DIR OUT.gguf`,
     );
   }

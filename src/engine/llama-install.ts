@@ -11,6 +11,7 @@ import { spawn } from "node:child_process";
 import { existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { dirname, join, resolve } from "node:path";
 import { fileURLToPath, pathToFileURL } from "node:url";
+import { errorMessage } from "../core/errors";
 import type { LlamaModule } from "./llama-api";
 
 export const NODE_LLAMA_CPP_VERSION = "3.21.1";
@@ -119,7 +120,7 @@ export async function ensureLlamaEngine(
     try {
       await runNpm(dir, log);
     } catch (error) {
-      const why = error instanceof Error ? error.message : String(error);
+      const why = errorMessage(error);
       throw new Error(
         `the llama.cpp engine could not be installed (${why}). It needs the npm registry once; ` +
           `or install by hand: cd ${dir} && npm install --omit=optional --ignore-scripts`,

@@ -7,6 +7,7 @@
  */
 import { statSync } from "node:fs";
 import type { IncomingMessage, ServerResponse } from "node:http";
+import { errorMessage } from "../core/errors";
 import type { ChatMessage } from "../core/wire/group-types";
 import type { ToolDefinition } from "../inference/types";
 import { errorBody, listenHttp, readBody, send, sendText } from "../sim/http";
@@ -131,7 +132,7 @@ export async function startEngineServer(
         },
       };
     } catch (error) {
-      const message = error instanceof Error ? error.message : String(error);
+      const message = errorMessage(error);
       return { status: 400, body: { success: false, message: `${file}: ${message}` } };
     }
   }

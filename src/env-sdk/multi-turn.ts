@@ -6,6 +6,7 @@
  */
 import { z } from "zod";
 import { hashString } from "../core/codecs/rng";
+import { errorMessage } from "../core/errors";
 import { TOOL_FORMAT_NAMES, type ToolCallFormat } from "../core/tool-calls/format";
 import type { ChatMessage, ToolCall } from "../core/wire/group-types";
 import { toolFormatFor } from "../inference/tool-calls";
@@ -261,7 +262,7 @@ async function runTools(
         ? await toolbox.call(name, args)
         : { result: null, error: "no tools are available here", latency_ms: 0 };
     } catch (err) {
-      out.error = `arguments are not JSON: ${err instanceof Error ? err.message : String(err)}`;
+      out.error = `arguments are not JSON: ${errorMessage(err)}`;
     }
     const observation = out.error ? `${name} error: ${out.error}` : `${name} result: ${out.result}`;
     outcomes.push(outcome(name, args, out.result, out.error, out.latency_ms, observation));

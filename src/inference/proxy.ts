@@ -9,6 +9,7 @@
  * servers only when the session opted into re-tokenization.
  */
 
+import { errorMessage } from "../core/errors";
 import {
   TOOL_FORMAT_NAMES,
   type ToolCallFormat,
@@ -134,7 +135,7 @@ function sessionToolFormat(
     requested = requestedToolFormat(body.tool_format);
   } catch (error) {
     throw new ProxyInputError(
-      `${error instanceof Error ? error.message : String(error)}: send one of ${TOOL_FORMAT_NAMES.join(", ")}, or "auto" for the servers' tokenizer family`,
+      `${errorMessage(error)}: send one of ${TOOL_FORMAT_NAMES.join(", ")}, or "auto" for the servers' tokenizer family`,
     );
   }
   if (requested) tracking.tool_format = requested;
@@ -157,7 +158,7 @@ export function createInferenceProxy(options: InferenceProxyOptions = {}): Infer
   async function runTokenizer(servers: readonly APIServerConfig[]): Promise<Tokenizer> {
     const name = servers[0] ? tokenizerNameOf(servers[0]) : "";
     return managers.loadTokenizer(name).catch((error: unknown) => {
-      const why = error instanceof Error ? error.message : String(error);
+      const why = errorMessage(error);
       throw new ProxyInputError(
         `the run's servers need the proxy to template chats with the tokenizer '${name}', which cannot be loaded (${why}); set tokenizer_name on the run's servers with PUT /v1/runs/{run}/inference`,
       );

@@ -3,6 +3,8 @@
  * that owns the Worker Loader or container binding, or a Node server), and `SandboxServiceClient`
  * is the same `Sandbox` interface over a service binding or URL for env workers.
  */
+
+import { errorMessage } from "../core/errors";
 import { sandboxRunRequestSchema, sandboxRunResultSchema } from "../core/wire/sandbox-schemas";
 import { failedRun, type Sandbox, type SandboxRunInput, type SandboxRunResult } from "./types";
 
@@ -68,7 +70,7 @@ export class SandboxServiceClient implements Sandbox {
       }
       return sandboxRunResultSchema.parse(body);
     } catch (err) {
-      const message = err instanceof Error ? err.message : String(err);
+      const message = errorMessage(err);
       return failedRun(
         "unavailable",
         `sandbox service unreachable: ${message}`,

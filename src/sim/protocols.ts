@@ -1,3 +1,4 @@
+import { errorMessage } from "../core/errors";
 import type { ToolCallFormat, ToolFormatName } from "../core/tool-calls/format";
 import type { ChatMessage } from "../core/wire/group-types";
 import { parseToolCalls, requestedToolFormat, toolFormatFor } from "../inference/tool-calls";
@@ -140,7 +141,7 @@ export async function chatCompletions(ctx: ProtocolContext, body: Body): Promise
   try {
     format = toolFormatFor(ctx.tokenizer.name, requestedToolFormat(body.tool_format));
   } catch (error) {
-    throw new BadRequest(error instanceof Error ? error.message : String(error));
+    throw new BadRequest(errorMessage(error));
   }
   const prompt = ctx.tokenizer.applyChatTemplate(body.messages as ChatMessage[], {
     addGenerationPrompt: true,

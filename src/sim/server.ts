@@ -8,6 +8,7 @@
 import { readFile } from "node:fs/promises";
 import type { IncomingMessage, ServerResponse } from "node:http";
 import { seededRng } from "../core/codecs/rng";
+import { errorMessage } from "../core/errors";
 import { getTokenizer } from "../inference/tokenizers/index";
 import { type Fault, type FaultRates, faultFor } from "./faults";
 import { type GeneratedChoice, generateChoice } from "./generator";
@@ -184,7 +185,7 @@ export async function startSimulator(options: SimulatorOptions = {}): Promise<Si
         },
       };
     } catch (error) {
-      const message = error instanceof Error ? error.message : String(error);
+      const message = errorMessage(error);
       return {
         status: 400,
         body: { success: false, message: `${request.model_path}: ${message}` },

@@ -8,6 +8,7 @@
 import { DurableObject } from "cloudflare:workers";
 import type { Bindings } from "../api/bindings";
 import type { EnvFeederPort, FeederSummary, ItemReport } from "../api/env-feeder-port";
+import { errorMessage } from "../core/errors";
 
 export type { FeederSummary };
 
@@ -185,7 +186,7 @@ export class EnvFeeder extends DurableObject<Bindings> implements EnvFeederPort 
     try {
       await this.tick(state);
     } catch (error) {
-      state.lastError = error instanceof Error ? error.message : String(error);
+      state.lastError = errorMessage(error);
       console.error(
         JSON.stringify({
           level: "error",
@@ -295,7 +296,7 @@ export class EnvFeeder extends DurableObject<Bindings> implements EnvFeederPort 
         const unsent = messages
           .slice(i)
           .map((m) => ({ itemId: m.itemId, item: m.item as JsonValue }));
-        sendFailed(state, unsent, error instanceof Error ? error.message : String(error));
+        sendFailed(state, unsent, errorMessage(error));
         return;
       }
       sent(state, chunk.length);
@@ -333,7 +334,7 @@ export class EnvFeeder extends DurableObject<Bindings> implements EnvFeederPort 
       await this.save();
     })()
       .catch((error) => {
-        state.lastError = `evaluation at step ${step} failed: ${error instanceof Error ? error.message : String(error)}`;
+        state.lastError = `evaluation at step ${step} failed: ${errorMessage(error)}`;
       })
       .finally(() => {
         this.evaluation = null;
@@ -386,7 +387,7 @@ export class EnvFeeder extends DurableObject<Bindings> implements EnvFeederPort 
       });
       clearStepMetrics(state);
     } catch (error) {
-      state.lastError = `metrics of step ${step} not stored: ${error instanceof Error ? error.message : String(error)}`;
+      state.lastError = `metrics of step ${step} not stored: ${errorMessage(error)}`;
     }
   }
 

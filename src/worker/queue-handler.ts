@@ -14,6 +14,7 @@ import { CheckedGroup, submitGroupInProcess } from "../api/ingest-submit";
 import { redactSecrets } from "../api/proxy-upstream";
 import { recordDeadLetterOnce } from "../api/storage/env-workers";
 import { getRun, type RunRow } from "../api/storage/runs";
+import { errorMessage } from "../core/errors";
 import type { RolloutItemMessage } from "../core/wire/queue-messages";
 import type { BaseEnv, JsonValue } from "../env-sdk/base-env";
 import type { BaseEnvConfig } from "../env-sdk/config";
@@ -112,7 +113,7 @@ export async function rollOutItem(
             const json = { ...group, env_id: msg.envId, policy_version: msg.policyVersion };
             return { group: CheckedGroup.of(json), index };
           } catch (error) {
-            throw new InvalidGroupError(error instanceof Error ? error.message : String(error));
+            throw new InvalidGroupError(errorMessage(error));
           }
         });
         const counts: SubmitCounts = { submitted: 0, duplicates: 0 };

@@ -4,6 +4,8 @@
  * format where the chat template does not render `tools`, and the call ids the family's template
  * accepts. One module per format beside this file; the registry is index.ts.
  */
+
+import { errorMessage } from "../errors";
 import type { ToolCall, ToolDefinition } from "../wire/group-types";
 
 export const TOOL_FORMAT_NAMES = [
@@ -119,5 +121,5 @@ export function toolLines(tools: readonly ToolDefinition[]): string {
 }
 
 export function errorText(err: unknown): string {
-  return err instanceof Error ? err.message : String(err);
+  return errorMessage(err);
 }

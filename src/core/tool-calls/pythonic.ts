@@ -4,6 +4,8 @@
  * (Gemma 3, Llama 3.0; DeepSeek V3 may opt in). The tool list and this format go into the system
  * prompt; earlier calls are replayed as the text the model wrote, results come back as a user turn.
  */
+
+import { errorMessage } from "../errors";
 import {
   argumentsValue,
   contentBefore,
@@ -35,7 +37,7 @@ export const pythonicFormat: ToolCallFormat = {
     } catch (err) {
       const truncated = err instanceof PythonSyntaxError && err.truncated;
       result.errors.push(
-        `${truncated ? "truncated" : "bad"} tool call: ${err instanceof Error ? err.message : String(err)} (write calls as [name(arg="value", n=1)])`,
+        `${truncated ? "truncated" : "bad"} tool call: ${errorMessage(err)} (write calls as [name(arg="value", n=1)])`,
       );
     }
     return result;

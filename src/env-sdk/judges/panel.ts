@@ -5,6 +5,8 @@
  * score per answer is the trimmed mean of the judges that answered, and the group's report keeps
  * per-judge scores, failures and the judges' agreement (mean pairwise Kendall's tau).
  */
+
+import { errorMessage } from "../../core/errors";
 import {
   DEFAULT_RUBRIC_WEIGHTS,
   type JudgeCalibration,
@@ -48,7 +50,7 @@ export interface JudgeAsk {
 
 type Outcome = { ok: true; scores: number[] } | { ok: false; reason: string };
 
-const reasonOf = (err: unknown) => (err instanceof Error ? err.message : String(err)).slice(0, 300);
+const reasonOf = (err: unknown) => errorMessage(err).slice(0, 300);
 
 export class JudgePanel {
   readonly judges: PanelJudge[];

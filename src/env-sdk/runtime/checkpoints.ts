@@ -2,6 +2,8 @@
  * Where serveEnv keeps an env's checkpoints (its `saveCheckpoint()` state: iterator, curriculum),
  * saved every `checkpoint_interval` trainer steps and read back when the env registers again.
  */
+
+import { errorMessage } from "../../core/errors";
 import type { JsonObject } from "../base-env";
 import type { RolloutApiClient } from "./api-client";
 
@@ -39,7 +41,7 @@ export function checkpointsFor(
 } | null {
   const store = option === "api" ? apiCheckpointStore(api, envId, signal) : option;
   if (!store) return null;
-  const report = (err: unknown) => onError(err instanceof Error ? err.message : String(err));
+  const report = (err: unknown) => onError(errorMessage(err));
   return {
     load: (step) =>
       store.load(step).catch((err: unknown) => {

@@ -12,6 +12,8 @@
  *   Retrying cannot help: the queue records a dead letter at once.
  * Unknown errors are retryable: retries are bounded, and a dead letter still records the item.
  */
+
+import { errorMessage } from "../../core/errors";
 import type { ScoredDataGroup } from "../../core/wire/group-types";
 import { type BaseEnv, DropGroupError, groupsOf, type JsonValue } from "../base-env";
 import type { BaseEnvConfig } from "../config";
@@ -135,7 +137,7 @@ export function rolloutFailure<Item, S>(
   backlog: Item[] = [],
   as?: "retryable" | "permanent",
 ): RolloutItemResult<Item, S> {
-  const message = error instanceof Error ? error.message : String(error);
+  const message = errorMessage(error);
   const kind = as ?? classifyRolloutError(error);
   if (kind === "drop")
     return { kind: "dropped", reason: message, by: "env", drops: [message], scores: [], backlog };

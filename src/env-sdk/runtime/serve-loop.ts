@@ -9,6 +9,7 @@
  * and its item re-queued.
  */
 import { abortableSleep } from "../../core/concurrency/abortable-sleep";
+import { errorMessage } from "../../core/errors";
 import type { BaseEnv, JsonValue } from "../base-env";
 import type { BaseEnvConfig } from "../config";
 import type { RolloutApiClient } from "./api-client";
@@ -269,7 +270,7 @@ export class ServeLoop<Item extends JsonValue, Config extends BaseEnvConfig> {
       if (this.signal?.aborted) return null;
       this.emit({
         type: "status_error",
-        message: err instanceof Error ? err.message : String(err),
+        message: errorMessage(err),
       });
       if (++this.consecutiveErrors >= (this.options.maxConsecutiveErrors ?? 30)) throw err;
       return null;

@@ -3,6 +3,8 @@
  * by reason) and evaluations, sent to the rollout API one at a time in step order without holding
  * up the loop. An API without the metrics route (Atropos' own server) stops the reporting.
  */
+
+import { errorMessage } from "../../core/errors";
 import { ApiError, type RolloutApiClient } from "./api-client";
 import { countDrop } from "./rollout-core";
 import type { ServeEvent } from "./serve-types";
@@ -39,7 +41,7 @@ export class ServeMetricReporter {
         }
         this.emit({
           type: "metrics_error",
-          message: err instanceof Error ? err.message : String(err),
+          message: errorMessage(err),
         });
       }
     });

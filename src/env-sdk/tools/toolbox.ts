@@ -2,6 +2,8 @@
  * A whitelist of tools with per-call timeouts. Each call is measured and never throws: errors come
  * back as `{error}` so the episode can continue and the step can be penalised.
  */
+
+import { errorMessage } from "../../core/errors";
 import type { ToolDefinition } from "../../core/wire/group-types";
 
 export interface ToolResult {
@@ -45,7 +47,7 @@ export class Toolbox {
     } catch (err) {
       return {
         result: null,
-        error: err instanceof Error ? err.message : String(err),
+        error: errorMessage(err),
         latency_ms: this.now() - started,
       };
     } finally {

@@ -1,4 +1,5 @@
 import { sha256Hex } from "../../core/codecs/sha256";
+import { errorMessage } from "../../core/errors";
 import type { Tokenizer } from "../types";
 import { HfTokenizer, type TokenizerFiles } from "./hf-tokenizer";
 import {
@@ -153,7 +154,7 @@ async function loadFiles(
  * is not bundled, why the Hub did not answer, and how to pass the files instead.
  */
 function hubError(id: string, endpoint: string, error: unknown): Error {
-  const message = error instanceof Error ? error.message : String(error);
+  const message = errorMessage(error);
   const cause = (error as { cause?: { code?: string; message?: string } }).cause;
   const http = /HTTP (\d+)/.exec(message)?.[1];
   const why = http

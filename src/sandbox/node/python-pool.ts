@@ -12,6 +12,7 @@ import { createRequire } from "node:module";
 import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
+import { errorMessage } from "../../core/errors";
 import { SANDBOX_ANSWER_LIMITS } from "../../core/wire/sandbox-schemas";
 import {
   failedRun,
@@ -265,7 +266,7 @@ export class PythonProcessPool implements Sandbox {
         })
         .catch((err: unknown) => {
           this.startupFailures++;
-          this.lastStartupError = err instanceof Error ? err.message : String(err);
+          this.lastStartupError = errorMessage(err);
         })
         .finally(() => {
           this.starting--;

@@ -11,6 +11,8 @@
  * `enableInternet = false` on its Sandbox class. This adapter cannot run without Docker and an
  * account, so nothing in this repository's test suite executes it; it type-checks here.
  */
+
+import { errorMessage } from "../../core/errors";
 import {
   SANDBOX_COLLECT_MAX_CHARS,
   SANDBOX_COLLECT_MAX_FILES,
@@ -97,7 +99,7 @@ export class CloudflareContainerSandbox implements Sandbox {
         ...(files ? { files } : {}),
       };
     } catch (err) {
-      const message = err instanceof Error ? err.message : String(err);
+      const message = errorMessage(err);
       return failedRun("unavailable", `container sandbox: ${message}`, Date.now() - started);
     }
   }

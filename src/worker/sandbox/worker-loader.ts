@@ -7,6 +7,8 @@
  * workerd does not enforce `cpuMs` or memory locally (a busy child blocks the local runtime), so
  * use this adapter deployed and the Node engines (`createLocalSandbox`) on your machine.
  */
+
+import { errorMessage } from "../../core/errors";
 import {
   SANDBOX_ANSWER_LIMITS,
   SANDBOX_OUTPUT_CAP_CHARS,
@@ -73,7 +75,7 @@ export class WorkerLoaderSandbox implements Sandbox {
       if (!parsed.success) return failedRun("runtime", "the run's answer was malformed", wallMs);
       return { ...parsed.data, wall_ms: wallMs };
     } catch (err) {
-      const message = err instanceof Error ? err.message : String(err);
+      const message = errorMessage(err);
       const kind = /cpu|exceeded.*time/i.test(message)
         ? "timeout"
         : /memory/i.test(message)

@@ -1,4 +1,5 @@
 import { z } from "zod";
+import { errorMessage } from "../../../../core/errors";
 import { envWorkerSchema } from "../../../../core/wire/api-schemas";
 import { APIServerConfigSchema } from "../../../../core/wire/server-config";
 import { type AppContext, runOf } from "../../../context";
@@ -82,7 +83,7 @@ export const startEnvWorker = defineRoute(
     } catch (error) {
       // The feeder checks the env against the envs this Worker registers, then its config,
       // before it stores anything.
-      const message = error instanceof Error ? error.message : String(error);
+      const message = errorMessage(error);
       if (message.startsWith("unknown env")) {
         throw new ApiError("VALIDATION_FAILED", message, [
           { type: "value_error", loc: ["body", "env"], msg: "unknown env" },
