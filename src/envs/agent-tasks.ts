@@ -14,8 +14,6 @@
  * Each episode is kept as a `Trajectory` (steps, final response, success, judge score): judges
  * read it and it is stored beside the group.
  */
-
-import { errorMessage } from "../core/errors";
 import {
   type BaseEnv,
   type ChatMessage,
@@ -253,7 +251,9 @@ export class AgentTasksEnv extends MultiTurnEnv<AgentTaskItem, AgentTasksConfig>
     };
     return async (code, tests) => {
       const sandbox = await this.sandbox().catch((err: unknown) => {
-        throw new DropGroupError(`hidden tests need a sandbox: ${errorMessage(err)}`);
+        throw new DropGroupError(
+          `hidden tests need a sandbox: ${err instanceof Error ? err.message : String(err)}`,
+        );
       });
       const result = await runHiddenTests(sandbox, { code, tests, ...limits });
       if (result.run.error?.kind === "unavailable") {
