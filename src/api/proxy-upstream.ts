@@ -4,7 +4,6 @@
  * headers would hand the run's API key to the caller) nor its base_url. The Worker's log keeps
  * the details, with the servers named and every key redacted.
  */
-
 import { errorMessage } from "../core/errors";
 import type { APIServerConfig } from "../core/wire/server-config";
 

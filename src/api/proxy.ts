@@ -4,7 +4,6 @@
  * session lifecycle and expiry, forwarding through the run's servers, and finishing a session
  * into a scored group with its trajectories.
  */
-
 import { errorMessage } from "../core/errors";
 import { openAiRequestSchema } from "../core/wire/api-schemas";
 import {

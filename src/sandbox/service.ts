@@ -3,7 +3,6 @@
  * that owns the Worker Loader or container binding, or a Node server), and `SandboxServiceClient`
  * is the same `Sandbox` interface over a service binding or URL for env workers.
  */
-
 import { errorMessage } from "../core/errors";
 import { sandboxRunRequestSchema, sandboxRunResultSchema } from "../core/wire/sandbox-schemas";
 import { failedRun, type Sandbox, type SandboxRunInput, type SandboxRunResult } from "./types";

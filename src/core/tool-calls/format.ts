@@ -4,7 +4,6 @@
  * format where the chat template does not render `tools`, and the call ids the family's template
  * accepts. One module per format beside this file; the registry is index.ts.
  */
-
 import { errorMessage } from "../errors";
 import type { ToolCall, ToolDefinition } from "../wire/group-types";
 

@@ -4,7 +4,6 @@
  * (Gemma 3, Llama 3.0; DeepSeek V3 may opt in). The tool list and this format go into the system
  * prompt; earlier calls are replayed as the text the model wrote, results come back as a user turn.
  */
-
 import { errorMessage } from "../errors";
 import {
   argumentsValue,

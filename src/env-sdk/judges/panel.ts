@@ -5,7 +5,6 @@
  * score per answer is the trimmed mean of the judges that answered, and the group's report keeps
  * per-judge scores, failures and the judges' agreement (mean pairwise Kendall's tau).
  */
-
 import { errorMessage } from "../../core/errors";
 import {
   DEFAULT_RUBRIC_WEIGHTS,

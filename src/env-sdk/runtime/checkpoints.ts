@@ -2,7 +2,6 @@
  * Where serveEnv keeps an env's checkpoints (its `saveCheckpoint()` state: iterator, curriculum),
  * saved every `checkpoint_interval` trainer steps and read back when the env registers again.
  */
-
 import { errorMessage } from "../../core/errors";
 import type { JsonObject } from "../base-env";
 import type { RolloutApiClient } from "./api-client";

@@ -12,7 +12,6 @@
  *   Retrying cannot help: the queue records a dead letter at once.
  * Unknown errors are retryable: retries are bounded, and a dead letter still records the item.
  */
-
 import { errorMessage } from "../../core/errors";
 import type { ScoredDataGroup } from "../../core/wire/group-types";
 import { type BaseEnv, DropGroupError, groupsOf, type JsonValue } from "../base-env";

@@ -3,7 +3,6 @@
  * by reason) and evaluations, sent to the rollout API one at a time in step order without holding
  * up the loop. An API without the metrics route (Atropos' own server) stops the reporting.
  */
-
 import { errorMessage } from "../../core/errors";
 import { ApiError, type RolloutApiClient } from "./api-client";
 import { countDrop } from "./rollout-core";

@@ -2,7 +2,6 @@
  * A whitelist of tools with per-call timeouts. Each call is measured and never throws: errors come
  * back as `{error}` so the episode can continue and the step can be penalised.
  */
-
 import { errorMessage } from "../../core/errors";
 import type { ToolDefinition } from "../../core/wire/group-types";
 

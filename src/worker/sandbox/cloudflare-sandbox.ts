@@ -11,7 +11,6 @@
  * `enableInternet = false` on its Sandbox class. This adapter cannot run without Docker and an
  * account, so nothing in this repository's test suite executes it; it type-checks here.
  */
-
 import { errorMessage } from "../../core/errors";
 import {
   SANDBOX_COLLECT_MAX_CHARS,

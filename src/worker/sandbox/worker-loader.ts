@@ -7,7 +7,6 @@
  * workerd does not enforce `cpuMs` or memory locally (a busy child blocks the local runtime), so
  * use this adapter deployed and the Node engines (`createLocalSandbox`) on your machine.
  */
-
 import { errorMessage } from "../../core/errors";
 import {
   SANDBOX_ANSWER_LIMITS,
