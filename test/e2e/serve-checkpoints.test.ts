@@ -41,14 +41,30 @@ function serve(config: string) {
   );
   children.push(child);
   let output = "";
-  child.stdout?.on("data", (d) => {
+  // Lines the test waits for: serve prints after its request returns, so the API can show a
+  // checkpoint before the line that reports it has arrived through the pipe.
+  const waiting: { pattern: RegExp; found: () => void }[] = [];
+  const read = (d: Buffer) => {
     output += String(d);
-  });
-  child.stderr?.on("data", (d) => {
-    output += String(d);
-  });
+    for (const w of [...waiting]) {
+      if (w.pattern.test(output)) {
+        waiting.splice(waiting.indexOf(w), 1);
+        w.found();
+      }
+    }
+  };
+  child.stdout?.on("data", read);
+  child.stderr?.on("data", read);
   const exited = new Promise<number | null>((resolve) => child.on("exit", resolve));
-  return { child, output: () => output, exited };
+  /** Resolves once serve has printed a match of `pattern`; rejects if it exits first. */
+  const printed = (pattern: RegExp) =>
+    pattern.test(output)
+      ? Promise.resolve()
+      : new Promise<void>((found, reject) => {
+          waiting.push({ pattern, found });
+          void exited.then(() => reject(new Error(`serve exited without ${pattern}:\n${output}`)));
+        });
+  return { child, output: () => output, exited, printed };
 }
 
 interface Checkpoint {
@@ -105,7 +121,7 @@ describe("serve: env checkpoints in the rollout API", () => {
       checkpoints: { step: number }[];
     };
     expect(list.checkpoints.length).toBeGreaterThan(0);
-    expect(first.output()).toMatch(/checkpoint saved at step \d+/);
+    await first.printed(/checkpoint saved at step \d+/);
     process.kill(-first.child.pid!, "SIGINT");
     expect(await first.exited, first.output()).toBe(0);
     const saved = (await latest())!;
@@ -115,10 +131,8 @@ describe("serve: env checkpoints in the rollout API", () => {
       async () => ((await latest())?.step ?? 0) > saved.step,
       "a checkpoint of the restarted serve",
     );
-    expect(second.output()).toMatch(/registered as env_id 0/);
-    expect(second.output()).toMatch(
-      /resumed the env's state from its checkpoint at or before step \d+/,
-    );
+    await second.printed(/registered as env_id 0/);
+    await second.printed(/resumed the env's state from its checkpoint at or before step \d+/);
     const after = (await latest())!;
     expect(after.state.level).toBe(2);
     expect(after.state.next).toBeGreaterThanOrEqual(saved.state.next);
