@@ -27,6 +27,24 @@ export interface DevProcess {
   stop(): Promise<void>;
 }
 
+/**
+ * Whether the server answers `/` (it printed that it is ready, so it listens): a few tries, in
+ * case the first request races the socket.
+ */
+async function answers(url: string, deadline: number): Promise<boolean> {
+  for (let attempt = 0; attempt < 8 && Date.now() < deadline; attempt++) {
+    try {
+      const res = await fetch(`${url}/`, { signal: AbortSignal.timeout(1000) });
+      await res.arrayBuffer();
+      if (res.ok) return true;
+    } catch {
+      // not answering yet
+    }
+    await new Promise((r) => setTimeout(r, 250));
+  }
+  return false;
+}
+
 function killGroup(child: ChildProcess, signal: NodeJS.Signals): void {
   if (child.pid === undefined) return;
   try {
@@ -50,6 +68,8 @@ export async function startDevProcess(options: {
   projectRoot?: string;
   /** A Worker entry to serve instead of the config's `main` (its bindings stay the config's). */
   entry?: string;
+  /** Each start-up line the server prints on stdout (bundling, migrations, tokenizers), as it comes. */
+  onProgress?: (line: string) => void;
 }): Promise<DevProcess> {
   const varArgs = Object.entries(options.vars ?? {}).flatMap(([k, v]) => ["--var", `${k}:${v}`]);
   if (options.inspectorPort) varArgs.push("--inspector-port", String(options.inspectorPort));
@@ -73,11 +93,26 @@ export async function startDevProcess(options: {
     },
   );
   let output = "";
+  // Wakes the start-up wait below on every chunk of output and on exit.
+  let wake: () => void = () => {};
   const keep = (d: Buffer) => {
     output = (output + String(d)).slice(-20_000);
+    wake();
   };
-  child.stdout?.on("data", keep);
+  let ready = false;
+  let partial = "";
+  child.stdout?.on("data", (d: Buffer) => {
+    keep(d);
+    if (!options.onProgress) return;
+    const lines = (partial + String(d)).split("\n");
+    partial = lines.pop() ?? "";
+    for (const line of lines) {
+      if (line.startsWith("dev: ready on")) ready = true;
+      if (!ready && line.startsWith("dev: ")) options.onProgress(line);
+    }
+  });
   child.stderr?.on("data", keep);
+  child.once("exit", () => wake());
   const url = `http://127.0.0.1:${options.port}`;
   const stop = async () => {
     if (child.exitCode !== null || child.signalCode !== null) return;
@@ -89,28 +124,34 @@ export async function startDevProcess(options: {
     // workerd may outlive its parent briefly; make sure the whole group is gone.
     killGroup(child, "SIGKILL");
   };
-  const deadline = Date.now() + (options.startTimeoutMs ?? 90_000);
-  for (;;) {
-    if (child.exitCode !== null) {
-      throw new Error(
-        `the dev server exited early (is port ${options.port} in use? try --port N):\n${output.slice(-4000)}`,
-      );
-    }
-    // Only our own server counts: another one answering on the port must not pass for it.
-    if (output.includes("dev: ready on")) {
-      try {
-        const res = await fetch(`${url}/`, { signal: AbortSignal.timeout(1000) });
-        await res.arrayBuffer();
-        if (res.ok) break;
-      } catch {
-        // not up yet
+  const startTimeoutMs = options.startTimeoutMs ?? 90_000;
+  const deadline = Date.now() + startTimeoutMs;
+  let timedOut = false;
+  const timer = setTimeout(() => {
+    timedOut = true;
+    wake();
+  }, startTimeoutMs);
+  try {
+    for (;;) {
+      if (child.exitCode !== null || child.signalCode !== null) {
+        throw new Error(
+          `the dev server exited early (is port ${options.port} in use? try --port N):\n${output.slice(-4000)}`,
+        );
       }
+      // Only our own server counts: another one answering on the port must not pass for it.
+      if (output.includes("dev: ready on")) {
+        ready = true;
+        if (await answers(url, deadline)) break;
+      }
+      if (timedOut || Date.now() > deadline) {
+        await stop();
+        throw new Error(`the dev server did not answer on ${url} in time:\n${output.slice(-4000)}`);
+      }
+      if (!ready) await new Promise<void>((resolve) => (wake = resolve));
     }
-    if (Date.now() > deadline) {
-      await stop();
-      throw new Error(`the dev server did not answer on ${url} in time:\n${output.slice(-4000)}`);
-    }
-    await new Promise((r) => setTimeout(r, 250));
+  } finally {
+    clearTimeout(timer);
+    wake = () => {};
   }
   return { url, child, logs: () => output, stop };
 }

@@ -175,7 +175,13 @@ export async function runStart(
     // API_TOKEN the shell exports (dev.mjs would otherwise read it).
     const devEnv = { ...process.env };
     delete devEnv.API_TOKEN;
-    dev = await startDevProcess({ port: options.port, persistTo: stateDir, entry, env: devEnv });
+    dev = await startDevProcess({
+      port: options.port,
+      persistTo: stateDir,
+      entry,
+      env: devEnv,
+      onProgress: (line) => out.write(`  ${line}\n`),
+    });
     out.write(
       `API ${dev.url} (dashboard ${dev.url}/dashboard/) · ${inference.describe} · envs ${envNames.join(", ")}${workersMode ? " on the Worker's queue path" : " in Node"}\n`,
     );

@@ -51,6 +51,15 @@ describe("atropos-edge start", () => {
     expect(code, output).toBe(0);
     expect(output).toContain("atropos-edge start: summary");
     expect(output).toContain(`(dashboard http://127.0.0.1:${port}/dashboard/)`);
+    // The dev server's start-up shown as it happens (a fresh state: every migration), before
+    // the API line and without its own "ready" line.
+    const apiLine = output.indexOf("API http://");
+    const migrated = output.search(
+      / {2}dev: D1 migrations applied: 0000_init\.sql … \S+ \(\d+\) in \d+ ms/,
+    );
+    expect(migrated, output).toBeGreaterThan(output.indexOf("  dev: bundling the Worker"));
+    expect(apiLine).toBeGreaterThan(migrated);
+    expect(output).not.toContain("dev: ready on");
     expect(output).toMatch(/steps trained\s+3\/3/);
     expect(output).toMatch(/shape problems\s+0/);
     expect(output).toMatch(/env gsm8k_lite\s+\S+\s+submitted [1-9]\d* groups/);
