@@ -212,6 +212,34 @@ describe("replay buffer and mixing", () => {
     expect(await json(call(`/runs/${run}/status`))).toMatchObject({ queue_size: 0 });
   });
 
+  it("does not bring back an imported group the buffer trimmed when the import is sent again", async () => {
+    const run = uniqueRun("replay-import-again");
+    await setupRun(run, 2, []);
+    expect((await putReplay(run, { capacity: 1 })).status).toBe(200);
+    const offline = [0.2, 0.9].map((score, i) => ({
+      ...group(i + 1, 2, null),
+      scores: [score, score],
+    }));
+    // No Idempotency-Key: the body names the submission, so sending it again is a retry.
+    const send = () =>
+      call(`/v1/runs/${run}/replay/groups`, {
+        method: "POST",
+        headers: { "content-type": "application/json" },
+        body: JSON.stringify(offline),
+      });
+    expect(await (await send()).json()).toMatchObject({ groups_processed: 2, kept_for_replay: 1 });
+    // Room for both now: the retry's groups are duplicates, and the trimmed one stays out.
+    expect((await putReplay(run, { capacity: 10 })).status).toBe(200);
+    const again = await send();
+    expect(again.status).toBe(200);
+    expect(await again.json()).toMatchObject({
+      groups_processed: 0,
+      duplicates: 2,
+      kept_for_replay: 1,
+    });
+    expect(await json(call(`/v1/runs/${run}/replay`))).toMatchObject({ buffered_groups: 1 });
+  });
+
   it("adds an import's groups to the buffer on the retry after a failure between insert and buffer", async () => {
     const run = uniqueRun("replay-import-retry");
     await setupRun(run, 2, []);
@@ -252,5 +280,44 @@ describe("replay buffer and mixing", () => {
       kept_for_replay: 2,
     });
     expect(await json(call(`/v1/runs/${run}/replay`))).toMatchObject({ buffered_groups: 2 });
+  });
+});
+
+describe("imported groups in the buffer before migration 0021", () => {
+  it("count as adopted; others do not", async () => {
+    const run = uniqueRun("replay-adopted-backfill");
+    await setupRun(run, 2, []);
+    const offline = [1, 2].map((seed) => ({ ...group(seed, 2, null), scores: [1, 1] }));
+    const res = await call(`/v1/runs/${run}/replay/groups`, {
+      method: "POST",
+      headers: { "content-type": "application/json" },
+      body: JSON.stringify(offline),
+    });
+    expect(res.status).toBe(200);
+    const db = env.DB;
+    const ids = (
+      await db
+        .prepare("SELECT id FROM groups WHERE run = ?1 ORDER BY id")
+        .bind(run)
+        .all<{ id: number }>()
+    ).results.map((r) => r.id);
+    // As a database migrated from 0020 holds them: the first one in the buffer, neither marked.
+    await db.batch([
+      db.prepare("UPDATE groups SET replay_adopted_at = NULL WHERE run = ?1").bind(run),
+      db.prepare("DELETE FROM replay_groups WHERE run = ?1 AND group_id = ?2").bind(run, ids[1]),
+      db.prepare("UPDATE replay_groups SET added_at = 1234 WHERE run = ?1").bind(run),
+    ]);
+    const migration = env.TEST_MIGRATIONS.find((m) => m.name.startsWith("0021_"));
+    const backfill = migration!.queries.filter((q) => /^\s*UPDATE/m.test(q.replace(/--.*$/gm, "")));
+    expect(backfill).toHaveLength(1);
+    await db.prepare(backfill[0]!).run();
+    const marked = await db
+      .prepare("SELECT id, replay_adopted_at AS at FROM groups WHERE run = ?1 ORDER BY id")
+      .bind(run)
+      .all<{ id: number; at: number | null }>();
+    expect(marked.results).toEqual([
+      { id: ids[0], at: 1234 },
+      { id: ids[1], at: null },
+    ]);
   });
 });

@@ -126,7 +126,8 @@ function trimStatement(d1: D1Database, run: string): D1PreparedStatement {
 /**
  * Adds imported groups (stored as delivered: the online queue never holds them) to the replay
  * buffer, priority = mean score (0 when unscored); returns how many of `ids` the buffer holds
- * after trimming to capacity. Groups that went out in a batch (online data) are not added.
+ * after trimming to capacity. Groups that went out in a batch (online data) are not added, nor
+ * ones adopted before (a retried import: the buffer may have trimmed or used them up since).
  */
 export async function adoptIntoReplay(
   d1: D1Database,
@@ -135,15 +136,23 @@ export async function adoptIntoReplay(
 ): Promise<number> {
   if (ids.length === 0) return 0;
   const list = JSON.stringify(ids);
+  const now = Date.now();
   const results = await d1.batch([
     d1
       .prepare(
         `INSERT OR IGNORE INTO replay_groups (run, group_id, priority, replays, added_at)
          SELECT run, id, COALESCE(score_mean, 0), 0, ?3 FROM groups
          WHERE run = ?1 AND id IN (SELECT value FROM json_each(?2)) AND status = 'delivered'
-           AND batch_id IS NULL`,
+           AND batch_id IS NULL AND replay_adopted_at IS NULL`,
       )
-      .bind(run, list, Date.now()),
+      .bind(run, list, now),
+    d1
+      .prepare(
+        `UPDATE groups SET replay_adopted_at = ?3
+         WHERE run = ?1 AND id IN (SELECT value FROM json_each(?2)) AND status = 'delivered'
+           AND batch_id IS NULL AND replay_adopted_at IS NULL`,
+      )
+      .bind(run, list, now),
     trimStatement(d1, run),
     d1
       .prepare(
@@ -152,5 +161,5 @@ export async function adoptIntoReplay(
       )
       .bind(run, list),
   ]);
-  return rowsOf(results[2]!, z.object({ n: z.number() }))[0]?.n ?? 0;
+  return rowsOf(results[3]!, z.object({ n: z.number() }))[0]?.n ?? 0;
 }

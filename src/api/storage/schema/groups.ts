@@ -56,6 +56,11 @@ export const groups = sqliteTable(
     queuedAt: integer("queued_at"),
     /** The API token that submitted it (api_tokens.id); null for API_TOKEN and open local dev. */
     tokenId: text("token_id"),
+    /**
+     * When an imported (offline) group joined the replay buffer: it joins once, so a retried
+     * import does not bring back a group the buffer trimmed or replayed to its limit since.
+     */
+    replayAdoptedAt: integer("replay_adopted_at"),
   },
   (t) => [
     index("groups_queue").on(t.run, t.status, t.id),
