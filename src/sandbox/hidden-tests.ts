@@ -3,6 +3,11 @@
  * that passed. Each top-level `assert` of the tests is one test (other statements are setup run
  * in order); tests without any `assert` count as one test that passes when they run through.
  * The answer runs in its own namespace and the tests in it, so they see what it defines.
+ *
+ * The answer runs in the interpreter that counts: code that goes looking (through its caller's
+ * frame) can change the counts or the printing itself. The harness makes the simple forgeries
+ * score 0 (printing a count line, a second count line, counts past the total); a judge that must
+ * hold against code written to fool it compares outputs outside the sandbox instead.
  */
 import type { Sandbox, SandboxRunResult } from "./types";
 
@@ -60,11 +65,13 @@ export async function runHiddenTests(
     timeout_ms: input.timeout_ms,
     memory_mb: input.memory_mb,
   });
-  const line = run.ok ? run.stdout.split("\n").find((l) => l.startsWith(`${marker} `)) : undefined;
-  if (!line) return { score: 0, passed: 0, total: null, run };
-  const [passed = 0, total = 0] = line
-    .slice(marker.length + 1)
-    .split(" ")
-    .map(Number);
-  return { score: total > 0 ? passed / total : 0, passed, total, run };
+  // The harness prints exactly one count line, last. An answer that found the marker (the
+  // harness's code objects are reachable from its frame) and printed a count of its own makes it
+  // two, so any count line but exactly one well-formed one scores nothing.
+  const lines = run.ok ? run.stdout.split("\n").filter((l) => l.startsWith(marker)) : [];
+  const counts = lines.length === 1 ? /^ (\d+) (\d+)$/.exec(lines[0]!.slice(marker.length)) : null;
+  const passed = Number(counts?.[1]);
+  const total = Number(counts?.[2]);
+  if (!counts || total < 1 || passed > total) return { score: 0, passed: 0, total: null, run };
+  return { score: passed / total, passed, total, run };
 }

@@ -41,4 +41,19 @@ describe("runHiddenTests", () => {
     const spoof = await run("print('@@passed-x@@ 9 9')\ndef f():\n    return 1", "assert f() == 2");
     expect(spoof).toMatchObject({ score: 0, passed: 0, total: 1 });
   }, 60_000);
+
+  it("scores 0 when an answer finds the real marker and prints a count of its own", async () => {
+    const forge = [
+      "import sys",
+      "_m = next(c for c in sys._getframe(1).f_code.co_consts",
+      "          if isinstance(c, str) and c.startswith('@@passed-'))",
+      "print(_m, 3, 3)",
+      "def f():",
+      "    return 1",
+    ].join("\n");
+    const forged = await run(forge, "assert f() == 2\nassert f() == 3\nassert f() == 4");
+    // The forged line and the harness's own are both there: the marker was found.
+    expect(forged.run.stdout.match(/@@passed-/g)).toHaveLength(2);
+    expect(forged).toMatchObject({ score: 0, passed: 0, total: null });
+  }, 60_000);
 });
