@@ -15,68 +15,92 @@ interface Recorded {
   headers: [string, string][];
 }
 
-/** The answers of one rollout's inference requests, in order per request. */
+/** An answer as it is recorded: in flight, then the answer, or null when it failed. */
+type Slot = Promise<Recorded | null>;
+
+/**
+ * The answers of one rollout's inference requests, in order per request. A request is recorded
+ * when it is sent, so an attempt that runs while an earlier attempt's request is still out waits
+ * for that answer instead of sampling again.
+ */
 export class SamplingRecord {
-  private readonly answers = new Map<string, Recorded[]>();
-  /** Answers handed out so far per request, by the attempt now running. */
-  private used = new Map<string, number>();
+  readonly answers = new Map<string, Slot[]>();
+}
 
-  /** Starts an attempt: recorded answers are handed out again from the first. */
-  rewind(): void {
-    this.used = new Map();
+/**
+ * One run of the attempt: which recorded answers it has been handed. Its own, so a first attempt
+ * still running after it failed (a request of a `Promise.all` that rejected) does not move the
+ * next attempt's place.
+ */
+class Attempt {
+  private readonly used = new Map<string, number>();
+
+  constructor(private readonly record: SamplingRecord) {}
+
+  /** The next recorded answer to `key` for this attempt, skipping failed ones; null when none. */
+  async take(key: string): Promise<Recorded | null> {
+    const list = this.record.answers.get(key) ?? [];
+    for (let n = this.used.get(key) ?? 0; n < list.length; n = this.used.get(key) ?? 0) {
+      this.used.set(key, n + 1);
+      const answer = await list[n]!;
+      if (answer) return answer;
+    }
+    return null;
   }
 
-  take(key: string): Recorded | undefined {
-    const n = this.used.get(key) ?? 0;
-    const answer = this.answers.get(key)?.[n];
-    if (answer) this.used.set(key, n + 1);
-    return answer;
-  }
-
-  add(key: string, answer: Recorded): void {
-    const list = this.answers.get(key) ?? [];
+  /** Records a request this attempt sends now; it is past every answer recorded so far. */
+  add(key: string, answer: Slot): void {
+    const list = this.record.answers.get(key) ?? [];
     list.push(answer);
-    this.answers.set(key, list);
-    this.used.set(key, (this.used.get(key) ?? 0) + 1);
+    this.record.answers.set(key, list);
+    this.used.set(key, list.length);
   }
 }
 
-const scope = new AsyncLocalStorage<SamplingRecord>();
+const scope = new AsyncLocalStorage<Attempt>();
 
 /** Runs `attempt` recording (and replaying) its inference answers in `record`. */
 export function withSamplingRecord<T>(
   record: SamplingRecord,
   attempt: () => Promise<T>,
 ): Promise<T> {
-  record.rewind();
-  return scope.run(record, attempt);
+  return scope.run(new Attempt(record), attempt);
 }
 
 /** `fetchFn`, recording and replaying answers inside a `withSamplingRecord` scope. */
 export function recordingFetch(fetchFn: FetchLike): FetchLike {
   return async (input, init) => {
-    const record = scope.getStore();
+    const attempt = scope.getStore();
     // Only requests whose body can be compared (JSON text) are recorded.
-    if (!record || (init?.body !== undefined && typeof init.body !== "string")) {
+    if (!attempt || (init?.body !== undefined && typeof init.body !== "string")) {
       return fetchFn(input, init);
     }
     const key = JSON.stringify([init?.method ?? "GET", input, init?.body ?? ""]);
-    const recorded = record.take(key);
-    if (recorded) {
-      return new Response(recorded.body.slice(0), {
-        status: recorded.status,
-        headers: recorded.headers,
-      });
+    const recorded = await attempt.take(key);
+    if (recorded) return replayed(recorded);
+    let settle: (answer: Recorded | null) => void = () => {};
+    attempt.add(key, new Promise((resolve) => (settle = resolve)));
+    try {
+      const response = await fetchFn(input, init);
+      // A failed request is made again (the backend's retry decides): it records no answer.
+      if (!response.ok) {
+        settle(null);
+        return response;
+      }
+      const answer: Recorded = {
+        body: await response.arrayBuffer(),
+        status: response.status,
+        headers: [...response.headers],
+      };
+      settle(answer);
+      return replayed(answer);
+    } catch (error) {
+      settle(null);
+      throw error;
     }
-    const response = await fetchFn(input, init);
-    // A failed request is made again (the backend's retry decides).
-    if (!response.ok) return response;
-    const answer: Recorded = {
-      body: await response.arrayBuffer(),
-      status: response.status,
-      headers: [...response.headers],
-    };
-    record.add(key, answer);
-    return new Response(answer.body.slice(0), { status: answer.status, headers: answer.headers });
   };
+}
+
+function replayed(answer: Recorded): Response {
+  return new Response(answer.body.slice(0), { status: answer.status, headers: answer.headers });
 }
