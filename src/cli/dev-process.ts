@@ -31,8 +31,8 @@ export interface DevProcess {
  * Whether the server answers `/` (it printed that it is ready, so it listens): a few tries, in
  * case the first request races the socket.
  */
-async function answers(url: string, deadline: number): Promise<boolean> {
-  for (let attempt = 0; attempt < 8 && Date.now() < deadline; attempt++) {
+async function answers(url: string, deadline: number, alive: () => boolean): Promise<boolean> {
+  for (let attempt = 0; attempt < 8 && Date.now() < deadline && alive(); attempt++) {
     try {
       const res = await fetch(`${url}/`, { signal: AbortSignal.timeout(1000) });
       await res.arrayBuffer();
@@ -112,14 +112,27 @@ export async function startDevProcess(options: {
     }
   });
   child.stderr?.on("data", keep);
-  child.once("exit", () => wake());
+  // Its last lines (why it stopped) can come after the exit: reported once its output has
+  // closed, or a second after the exit when something it started still holds the pipes.
+  let exited = false;
+  child.once("exit", () => {
+    const late = setTimeout(reportExit, 1000).unref();
+    child.once("close", () => {
+      clearTimeout(late);
+      reportExit();
+    });
+  });
+  function reportExit() {
+    exited = true;
+    wake();
+  }
   const url = `http://127.0.0.1:${options.port}`;
   const stop = async () => {
     if (child.exitCode !== null || child.signalCode !== null) return;
-    const exited = new Promise<void>((resolve) => child.once("exit", () => resolve()));
+    const gone = new Promise<void>((resolve) => child.once("exit", () => resolve()));
     killGroup(child, "SIGTERM");
     const timer = setTimeout(() => killGroup(child, "SIGKILL"), 5000);
-    await exited;
+    await gone;
     clearTimeout(timer);
     // workerd may outlive its parent briefly; make sure the whole group is gone.
     killGroup(child, "SIGKILL");
@@ -133,15 +146,15 @@ export async function startDevProcess(options: {
   }, startTimeoutMs);
   try {
     for (;;) {
-      if (child.exitCode !== null || child.signalCode !== null) {
+      if (exited) {
         throw new Error(
           `the dev server exited early (is port ${options.port} in use? try --port N):\n${output.slice(-4000)}`,
         );
       }
       // Only our own server counts: another one answering on the port must not pass for it.
-      if (output.includes("dev: ready on")) {
+      if (ready || output.includes("dev: ready on")) {
         ready = true;
-        if (await answers(url, deadline)) break;
+        if (await answers(url, deadline, () => !exited)) break;
       }
       if (timedOut || Date.now() > deadline) {
         await stop();

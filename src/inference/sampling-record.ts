@@ -37,12 +37,15 @@ class Attempt {
 
   constructor(private readonly record: SamplingRecord) {}
 
-  /** The next recorded answer to `key` for this attempt, skipping failed ones; null when none. */
-  async take(key: string): Promise<Recorded | null> {
+  /**
+   * The next recorded answer to `key` for this attempt, skipping failed ones; null when none.
+   * Waiting for one still in flight ends with `signal` (this request's own time-out or abort).
+   */
+  async take(key: string, signal?: AbortSignal | null): Promise<Recorded | null> {
     const list = this.record.answers.get(key) ?? [];
     for (let n = this.used.get(key) ?? 0; n < list.length; n = this.used.get(key) ?? 0) {
       this.used.set(key, n + 1);
-      const answer = await list[n]!;
+      const answer = await untilAborted(list[n]!, signal);
       if (answer) return answer;
     }
     return null;
@@ -55,6 +58,17 @@ class Attempt {
     this.record.answers.set(key, list);
     this.used.set(key, list.length);
   }
+}
+
+/** `promise`, or a rejection with `signal`'s reason once it aborts. */
+function untilAborted<T>(promise: Promise<T>, signal?: AbortSignal | null): Promise<T> {
+  if (!signal) return promise;
+  signal.throwIfAborted();
+  return new Promise<T>((resolve, reject) => {
+    const abort = () => reject(signal.reason);
+    signal.addEventListener("abort", abort, { once: true });
+    promise.then(resolve, reject).finally(() => signal.removeEventListener("abort", abort));
+  });
 }
 
 const scope = new AsyncLocalStorage<Attempt>();
@@ -76,7 +90,7 @@ export function recordingFetch(fetchFn: FetchLike): FetchLike {
       return fetchFn(input, init);
     }
     const key = JSON.stringify([init?.method ?? "GET", input, init?.body ?? ""]);
-    const recorded = await attempt.take(key);
+    const recorded = await attempt.take(key, init?.signal);
     if (recorded) return replayed(recorded);
     let settle: (answer: Recorded | null) => void = () => {};
     attempt.add(key, new Promise((resolve) => (settle = resolve)));

@@ -49,7 +49,8 @@ export function hiddenTestHarness(code: string, tests: string, marker: string): 
     "            pass",
     "except BaseException as _e:",
     "    print('solution failed:', type(_e).__name__, _e)",
-    `print(${JSON.stringify(marker)}, _passed, _total)`,
+    // On a line of its own even after output that did not end its last line.
+    `print('\\n' + ${JSON.stringify(marker)}, _passed, _total)`,
   ].join("\n");
 }
 
@@ -67,9 +68,12 @@ export async function runHiddenTests(
   });
   // The harness prints exactly one count line, last. An answer that found the marker (the
   // harness's code objects are reachable from its frame) and printed a count of its own makes it
-  // two, so any count line but exactly one well-formed one scores nothing.
-  const lines = run.ok ? run.stdout.split("\n").filter((l) => l.startsWith(marker)) : [];
-  const counts = lines.length === 1 ? /^ (\d+) (\d+)$/.exec(lines[0]!.slice(marker.length)) : null;
+  // two, so any count line but exactly one well-formed one scores nothing. Only whole lines
+  // count: output cut at the sandbox's cap inside the count line ("1 12" cut to "1 1") is none.
+  const whole = run.ok ? run.stdout.split("\n").slice(0, -1) : [];
+  const lines = whole.filter((l) => l.startsWith(marker));
+  const counts =
+    lines.length === 1 ? /^ (\d+) (\d+)\r?$/.exec(lines[0]!.slice(marker.length)) : null;
   const passed = Number(counts?.[1]);
   const total = Number(counts?.[2]);
   if (!counts || total < 1 || passed > total) return { score: 0, passed: 0, total: null, run };

@@ -119,4 +119,25 @@ describe("sampling record", () => {
     expect(await (await again).json()).toEqual({ n: 2 });
     expect(calls).toBe(2);
   });
+
+  it("stops waiting for the first run's answer when the request's own signal aborts", async () => {
+    let calls = 0;
+    let sent: () => void = () => {};
+    const firstSent = new Promise<void>((resolve) => (sent = resolve));
+    const fetch = recordingFetch(async () => {
+      calls++;
+      sent();
+      return new Promise<Response>(() => {});
+    });
+    const record = new SamplingRecord();
+    void withSamplingRecord(record, () => fetch("http://x/generate", post("p")));
+    await firstSent;
+    const controller = new AbortController();
+    const again = withSamplingRecord(record, () =>
+      fetch("http://x/generate", { ...post("p"), signal: controller.signal }),
+    );
+    controller.abort(new DOMException("timed out", "TimeoutError"));
+    await expect(again).rejects.toThrow("timed out");
+    expect(calls).toBe(1);
+  });
 });

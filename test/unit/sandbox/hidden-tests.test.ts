@@ -4,6 +4,7 @@
  * and an answer cannot print its way to a score.
  */
 import { afterAll, describe, expect, it } from "vitest";
+import { SANDBOX_OUTPUT_CAP_CHARS } from "../../../src/core/wire/sandbox-schemas";
 import { runHiddenTests } from "../../../src/sandbox/hidden-tests";
 import { createLocalSandbox } from "../../../src/sandbox/node/local-sandbox";
 
@@ -46,7 +47,7 @@ describe("runHiddenTests", () => {
     const forge = [
       "import sys",
       "_m = next(c for c in sys._getframe(1).f_code.co_consts",
-      "          if isinstance(c, str) and c.startswith('@@passed-'))",
+      "          if isinstance(c, str) and c.startswith('\\n@@passed-')).strip()",
       "print(_m, 3, 3)",
       "def f():",
       "    return 1",
@@ -55,5 +56,22 @@ describe("runHiddenTests", () => {
     // The forged line and the harness's own are both there: the marker was found.
     expect(forged.run.stdout.match(/@@passed-/g)).toHaveLength(2);
     expect(forged).toMatchObject({ score: 0, passed: 0, total: null });
+  }, 60_000);
+
+  it("counts only a whole count line: output cut at the cap inside it scores 0", async () => {
+    const tests = Array.from({ length: 12 }, (_, i) => `assert f() == ${i + 1}`).join("\n");
+    // Stdout is cut at SANDBOX_OUTPUT_CAP_CHARS; this fills it so that the cut falls right after
+    // "1 1" of the count line "1 12" (1 + 1 newlines, the 47-character marker, " 1 1").
+    const fill = `print('x' * (${SANDBOX_OUTPUT_CAP_CHARS} - 53))\ndef f():\n    return 1`;
+    const cut = await run(fill, tests);
+    expect(cut.run.stdout).toHaveLength(SANDBOX_OUTPUT_CAP_CHARS);
+    expect(cut.run.stdout).toMatch(/@@ 1 1$/);
+    expect(cut).toMatchObject({ score: 0, passed: 0, total: null });
+    // An answer whose output does not end its last line still gets its count.
+    const unended = await run(
+      "import sys\nsys.stdout.write('no newline')\ndef f():\n    return 1",
+      tests,
+    );
+    expect(unended).toMatchObject({ passed: 1, total: 12 });
   }, 60_000);
 });
