@@ -240,6 +240,27 @@ describe("replay buffer and mixing", () => {
     expect(await json(call(`/v1/runs/${run}/replay`))).toMatchObject({ buffered_groups: 1 });
   });
 
+  it("does not bring back an imported group replayed max_replays times when the import is sent again", async () => {
+    const run = uniqueRun("replay-import-used");
+    const { base, envIds } = await setupRun(run, 4, [1]);
+    await putReplay(run, { enabled: true, fraction: 0.25, max_replays: 1, capacity: 10 });
+    const offline = [{ ...group(900, 1, null), scores: [0.9] }];
+    const send = () =>
+      call(`/v1/runs/${run}/replay/groups`, {
+        method: "POST",
+        headers: { "content-type": "application/json" },
+        body: JSON.stringify(offline),
+      });
+    expect(await (await send()).json()).toMatchObject({ groups_processed: 1, kept_for_replay: 1 });
+    for (let i = 0; i < 3; i++) await post(`${base}/scored_data`, scored(i, 1, envIds[0]!, 0));
+    const replayed = (await leaseAndAck(run)).groups.filter((g) => g.replayed);
+    expect(replayed).toHaveLength(1);
+    expect(await json(call(`/v1/runs/${run}/replay`))).toMatchObject({ buffered_groups: 0 });
+    // Sent again (a retry: the same body, no key): a duplicate, and it stays used up.
+    expect(await (await send()).json()).toMatchObject({ duplicates: 1, kept_for_replay: 0 });
+    expect(await json(call(`/v1/runs/${run}/replay`))).toMatchObject({ buffered_groups: 0 });
+  });
+
   it("adds an import's groups to the buffer on the retry after a failure between insert and buffer", async () => {
     const run = uniqueRun("replay-import-retry");
     await setupRun(run, 2, []);
