@@ -200,31 +200,37 @@ async function serveWithMiniflare() {
   rmSync(bundleDir, { recursive: true, force: true });
   process.stdout.write("dev: bundling the Worker (as wrangler deploy does)…\n");
   const config = unstable_readConfig({ config: configPath });
+  const { workerOptions } = unstable_getMiniflareWorkerOptions(config);
   // The migrations and the tokenizer upload (seconds on a fresh state) overlap with the bundling.
   await Promise.all([
     runInBackground(
       ["deploy", ...(entry ? [resolve(entry)] : []), "--dry-run", "--outdir", bundleDir],
       "Bundling the Worker",
     ),
-    prepareLocalState(Miniflare, config),
+    prepareLocalState(Miniflare, config, workerOptions),
   ]);
   // wrangler names the bundle after the entry file.
   const script = readdirSync(bundleDir).find((f) => f.endsWith(".js"));
   if (!script) fail(`wrangler wrote no bundle into ${bundleDir}`);
 
-  const { workerOptions } = unstable_getMiniflareWorkerOptions(config);
   const bindings = { ...workerOptions.bindings, ...vars };
   const state = (kind) => join(persistTo, "v3", kind);
   // wrangler.jsonc routes every request to the Worker first (run_worker_first) and the Worker
   // serves /dashboard/* through its ASSETS binding. Locally the same behaviour without Miniflare's
   // asset-router hops in front of every API request (~1.5 ms and ~1 ms of CPU per request here):
-  // the Worker is the entry, and ASSETS is bound to a second, assets-only worker.
+  // the Worker is the entry, and its assets binding is a second, assets-only worker. A config
+  // without assets, or without a binding for them, gets no assets worker: with no asset router
+  // in front here, the Worker answers every request.
   const { assets, ...apiOptions } = workerOptions;
+  const assetsBinding = assets?.directory && assets.binding;
   const mf = new Miniflare({
     workers: [
       {
         ...apiOptions,
-        serviceBindings: { ...apiOptions.serviceBindings, ASSETS: "atropos-edge-assets" },
+        serviceBindings: {
+          ...apiOptions.serviceBindings,
+          ...(assetsBinding ? { [assetsBinding]: "atropos-edge-assets" } : {}),
+        },
         // The name keys Durable Object storage: the same as wrangler dev's, so state is shared.
         name: config.name,
         modules: true,
@@ -239,14 +245,19 @@ async function serveWithMiniflare() {
         // as is; this also saves the entry worker's hop and its per-request log call into Node.
         unsafeDirectSockets: [{ host: ip, port }],
       },
-      {
-        name: "atropos-edge-assets",
-        compatibilityDate: workerOptions.compatibilityDate,
-        modules: true,
-        // Only reached for paths with no asset (the assets router answers everything else).
-        script: "export default { fetch() { return new Response('not found', { status: 404 }); } }",
-        assets: { ...assets, routerConfig: { has_user_worker: false } },
-      },
+      ...(assetsBinding
+        ? [
+            {
+              name: "atropos-edge-assets",
+              compatibilityDate: workerOptions.compatibilityDate,
+              modules: true,
+              // Only reached for paths with no asset (the assets router answers everything else).
+              script:
+                "export default { fetch() { return new Response('not found', { status: 404 }); } }",
+              assets: { ...assets, routerConfig: { has_user_worker: false } },
+            },
+          ]
+        : []),
     ],
     // The entry worker's own socket, unused: a spare loopback port.
     host: "127.0.0.1",
@@ -290,12 +301,10 @@ async function serveWithMiniflare() {
  * start; a failed upload is reported, not fatal: only a Worker that needs a missing family fails,
  * saying how to upload it.
  */
-async function prepareLocalState(Miniflare, config) {
-  const { unstable_getMiniflareWorkerOptions, unstable_splitSqlQuery } = await import("wrangler");
+async function prepareLocalState(Miniflare, config, workerOptions) {
+  const { unstable_splitSqlQuery } = await import("wrangler");
   const migrations = migrationSettings(config);
-  const database =
-    migrations &&
-    unstable_getMiniflareWorkerOptions(config).workerOptions.d1Databases?.[migrations.binding];
+  const database = migrations && workerOptions.d1Databases?.[migrations.binding];
   const bucket = config.r2_buckets?.find((b) => b.binding === "PAYLOADS");
   const setup = new Miniflare({
     modules: true,
@@ -306,46 +315,54 @@ async function prepareLocalState(Miniflare, config) {
     r2Persist: join(persistTo, "v3", "r2"),
     cf: false,
   });
+  let failure = null;
   try {
-    if (database) {
-      const started = Date.now();
-      let applied;
-      try {
-        applied = await applyLocalMigrations(
-          await setup.getD1Database(migrations.binding),
-          migrations,
-          unstable_splitSqlQuery,
-        );
-      } catch (error) {
-        await setup.dispose();
-        fail(
-          `${error instanceof Error ? error.message : error}\n(the local state is ${persistTo})`,
-        );
-      }
-      if (applied.length > 0) {
-        const names = applied.length > 2 ? `${applied[0]} … ${applied.at(-1)}` : applied.join(", ");
-        process.stdout.write(
-          `dev: D1 migrations applied: ${names} (${applied.length}) in ${Date.now() - started} ms\n`,
-        );
-      }
-    }
-    if (!bucket) {
-      process.stdout.write("dev: no PAYLOADS R2 binding: bundled tokenizers not uploaded\n");
-      return;
-    }
-    const started = Date.now();
-    try {
-      const uploaded = await seedBucket(await setup.getR2Bucket("PAYLOADS"));
-      if (uploaded.length > 0) {
-        process.stdout.write(
-          `dev: bundled tokenizers put into local R2 (${uploaded.join(", ")}) in ${Date.now() - started} ms\n`,
-        );
-      }
-    } catch (error) {
-      process.stderr.write(`dev: could not put the bundled tokenizers into local R2: ${error}\n`);
-    }
+    if (database) failure = await migrateLocal(setup, migrations, unstable_splitSqlQuery);
+    if (!failure) await seedTokenizers(setup, bucket);
   } finally {
     await setup.dispose();
+  }
+  if (failure) fail(`${failure}\n(the local state is ${persistTo})`);
+}
+
+/** Applies the pending D1 migrations; the failure's message, or null when all applied. */
+async function migrateLocal(setup, migrations, splitSqlQuery) {
+  const started = Date.now();
+  let applied;
+  try {
+    applied = await applyLocalMigrations(
+      await setup.getD1Database(migrations.binding),
+      migrations,
+      splitSqlQuery,
+    );
+  } catch (error) {
+    return error instanceof Error ? error.message : String(error);
+  }
+  if (applied.length > 0) {
+    const names = applied.length > 2 ? `${applied[0]} … ${applied.at(-1)}` : applied.join(", ");
+    process.stdout.write(
+      `dev: D1 migrations applied: ${names} (${applied.length}) in ${Date.now() - started} ms\n`,
+    );
+  }
+  return null;
+}
+
+/** Puts the bundled tokenizers into the PAYLOADS bucket when missing or stale (never fatal). */
+async function seedTokenizers(setup, bucket) {
+  if (!bucket) {
+    process.stdout.write("dev: no PAYLOADS R2 binding: bundled tokenizers not uploaded\n");
+    return;
+  }
+  const started = Date.now();
+  try {
+    const uploaded = await seedBucket(await setup.getR2Bucket("PAYLOADS"));
+    if (uploaded.length > 0) {
+      process.stdout.write(
+        `dev: bundled tokenizers put into local R2 (${uploaded.join(", ")}) in ${Date.now() - started} ms\n`,
+      );
+    }
+  } catch (error) {
+    process.stderr.write(`dev: could not put the bundled tokenizers into local R2: ${error}\n`);
   }
 }
 
@@ -370,11 +387,14 @@ function freePort() {
 }
 
 async function serveWithWranglerDev() {
-  const [{ Miniflare }, { unstable_readConfig }] = await Promise.all([
-    import("miniflare"),
-    import("wrangler"),
-  ]);
-  await prepareLocalState(Miniflare, unstable_readConfig({ config: configPath }));
+  const [{ Miniflare }, { unstable_getMiniflareWorkerOptions, unstable_readConfig }] =
+    await Promise.all([import("miniflare"), import("wrangler")]);
+  const config = unstable_readConfig({ config: configPath });
+  await prepareLocalState(
+    Miniflare,
+    config,
+    unstable_getMiniflareWorkerOptions(config).workerOptions,
+  );
   // A free port unless given: several dev servers (tests, `npm start`) must not fight over 9229.
   const inspector = inspectorPort ?? String(await freePort());
   const child = spawn(

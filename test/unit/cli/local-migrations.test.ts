@@ -9,7 +9,11 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { Miniflare } from "miniflare";
 import { afterEach, describe, expect, it } from "vitest";
-import { unstable_readConfig, unstable_splitSqlQuery } from "wrangler";
+import {
+  unstable_getMiniflareWorkerOptions,
+  unstable_readConfig,
+  unstable_splitSqlQuery,
+} from "wrangler";
 import {
   applyLocalMigrations,
   migrationFiles,
@@ -17,8 +21,10 @@ import {
 } from "../../../scripts/local-migrations.mjs";
 
 const ROOT = join(import.meta.dirname, "..", "..", "..");
-// The id wrangler.jsonc gives the DB binding: wrangler keys the local database file by it.
-const DATABASE_ID = "00000000-0000-0000-0000-000000000000";
+// The DB binding's database as dev.mjs (and wrangler) key its local file: from wrangler.jsonc.
+const DATABASE_ID = unstable_getMiniflareWorkerOptions(
+  unstable_readConfig({ config: join(ROOT, "wrangler.jsonc") }),
+).workerOptions.d1Databases?.DB;
 
 const instances: Miniflare[] = [];
 afterEach(async () => {
@@ -29,7 +35,7 @@ async function localDatabase(persistTo: string) {
   const mf = new Miniflare({
     modules: true,
     script: "export default {}",
-    d1Databases: { DB: DATABASE_ID },
+    d1Databases: { DB: DATABASE_ID! },
     d1Persist: join(persistTo, "v3", "d1"),
   });
   instances.push(mf);
