@@ -61,9 +61,19 @@ export function createApp(options: AppOptions = {}) {
     );
     const internal = new ApiError(
       "INTERNAL",
-      `internal error (request id ${requestId}); the request may be retried`,
+      missingMigration(err)
+        ? `internal error (request id ${requestId}): this server's D1 database lacks a migration its code needs; its operator must apply them (npx wrangler d1 migrations apply DB, with --remote for a deployment)`
+        : `internal error (request id ${requestId}); the request may be retried`,
     );
     return c.json(errorBody(internal, requestId), 500);
   });
   return app;
+}
+
+/**
+ * Whether D1 refused a statement for a table or column it does not have: code deployed before
+ * its migration. The client is told that much; which table or column goes to the log only.
+ */
+function missingMigration(error: unknown): boolean {
+  return /\bno such (table|column)\b|\bhas no column named\b/.test(String(error));
 }

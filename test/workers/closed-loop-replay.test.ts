@@ -261,6 +261,34 @@ describe("replay buffer and mixing", () => {
     expect(await json(call(`/v1/runs/${run}/replay`))).toMatchObject({ buffered_groups: 0 });
   });
 
+  it("tells the client when the database lacks migration 0021, without naming the column", async () => {
+    const run = uniqueRun("replay-import-unmigrated");
+    await setupRun(run, 2, []);
+    // D1's answer to the adoption statement on a database that never got 0021.
+    const db = new Proxy(env.DB, {
+      get(target, prop) {
+        if (prop !== "batch") return Reflect.get(target, prop, target);
+        return async (statements: D1PreparedStatement[]) => {
+          const results = await target.batch(statements);
+          if (statements.length === 4) {
+            throw new Error("D1_ERROR: no such column: replay_adopted_at: SQLITE_ERROR");
+          }
+          return results;
+        };
+      },
+    });
+    const res = await callWith({ DB: db }, `/v1/runs/${run}/replay/groups`, {
+      method: "POST",
+      headers: { "content-type": "application/json" },
+      body: JSON.stringify([{ ...group(1, 2, null), scores: [1, 1] }]),
+    });
+    expect(res.status).toBe(500);
+    const text = await res.text();
+    expect(text).toContain("lacks a migration its code needs");
+    expect(text).toContain("npx wrangler d1 migrations apply DB");
+    expect(text).not.toContain("replay_adopted_at");
+  });
+
   it("adds an import's groups to the buffer on the retry after a failure between insert and buffer", async () => {
     const run = uniqueRun("replay-import-retry");
     await setupRun(run, 2, []);
@@ -291,7 +319,9 @@ describe("replay buffer and mixing", () => {
         headers: { "content-type": "application/json", "idempotency-key": "chunk-0" },
         body: JSON.stringify(offline),
       });
-    expect((await send({ DB: db })).status).toBe(500);
+    const failedOnce = await send({ DB: db });
+    expect(failedOnce.status).toBe(500);
+    expect(await failedOnce.text()).toContain("the request may be retried");
     expect(failed).toBe(true);
     const retry = await send({});
     expect(retry.status).toBe(200);
