@@ -218,15 +218,15 @@ async function serveWithMiniflare() {
   // wrangler.jsonc routes every request to the Worker first (run_worker_first) and the Worker
   // serves /dashboard/* through its ASSETS binding. Locally the same behaviour without Miniflare's
   // asset-router hops in front of every API request (~1.5 ms and ~1 ms of CPU per request here):
-  // the Worker is the entry, and its assets binding is a second, assets-only worker. A config
-  // without assets, or without a binding for them, gets no assets worker: with no asset router
-  // in front here, the Worker answers every request.
+  // the Worker is the entry, and its assets binding is a second, assets-only worker. Assets
+  // without a binding keep Miniflare's asset router in front of the Worker, as on Cloudflare.
   const { assets, ...apiOptions } = workerOptions;
   const assetsBinding = assets?.directory && assets.binding;
   const mf = new Miniflare({
     workers: [
       {
         ...apiOptions,
+        ...(assets && !assetsBinding ? { assets } : {}),
         serviceBindings: {
           ...apiOptions.serviceBindings,
           ...(assetsBinding ? { [assetsBinding]: "atropos-edge-assets" } : {}),

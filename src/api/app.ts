@@ -12,6 +12,7 @@ import { drainUnreadBody } from "./middleware/drain-body";
 import { gzipResponse } from "./middleware/gzip-response";
 import { requestContext } from "./middleware/request-context";
 import { registerRoutes } from "./routes";
+import { MISSING_MIGRATION } from "./storage/transitions";
 
 export interface AppOptions {
   /** Serves the inference proxy's routes (the Worker factory passes the ManagedServer's). */
@@ -61,9 +62,11 @@ export function createApp(options: AppOptions = {}) {
     );
     const internal = new ApiError(
       "INTERNAL",
-      missingMigration(err)
-        ? `internal error (request id ${requestId}): this server's D1 database lacks a migration its code needs; its operator must apply them (npx wrangler d1 migrations apply DB, with --remote for a deployment)`
-        : `internal error (request id ${requestId}); the request may be retried`,
+      String(err).includes(MISSING_MIGRATION)
+        ? `internal error (request id ${requestId}): ${MISSING_MIGRATION}`
+        : missingMigration(err)
+          ? `internal error (request id ${requestId}): this server's D1 database lacks a migration its code needs; its operator must apply them (npx wrangler d1 migrations apply DB, with --remote for a deployment)`
+          : `internal error (request id ${requestId}); the request may be retried`,
     );
     return c.json(errorBody(internal, requestId), 500);
   });
@@ -73,7 +76,13 @@ export function createApp(options: AppOptions = {}) {
 /**
  * Whether D1 refused a statement for a table or column it does not have: code deployed before
  * its migration. The client is told that much; which table or column goes to the log only.
+ * (The lease and ack guard says which migrations itself: MISSING_MIGRATION, which reaches here
+ * as a plain Error's text when it crossed the coordinator's RPC.)
  */
 function missingMigration(error: unknown): boolean {
-  return /\bno such (table|column)\b|\bhas no column named\b/.test(String(error));
+  const text = String(error);
+  return (
+    /\b(D1_ERROR|SQLITE_ERROR)\b/.test(text) &&
+    /\bno such (table|column)\b|\bhas no column named\b/.test(text)
+  );
 }

@@ -72,7 +72,12 @@ describe("batch triggers", () => {
     await post(`${base}/scored_data`, group(0, 2, envIds[0]!));
     await env.DB.exec("ALTER TABLE batch_statistics RENAME TO batch_statistics_away");
     try {
-      expect((await post(`/v1/runs/${run}/batches/lease`, {})).status).toBe(500);
+      const refused = await post(`/v1/runs/${run}/batches/lease`, {});
+      expect(refused.status).toBe(500);
+      // The guard's own words reach the client across the coordinator's RPC.
+      expect(await refused.text()).toContain(
+        "lacks migration 0019_batch_transitions or 0020_batch_statistics",
+      );
       expect(await statuses(run)).toEqual(["queued"]);
       expect(await batchStatuses(run)).toEqual([]);
     } finally {

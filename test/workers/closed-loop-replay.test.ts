@@ -264,29 +264,29 @@ describe("replay buffer and mixing", () => {
   it("tells the client when the database lacks migration 0021, without naming the column", async () => {
     const run = uniqueRun("replay-import-unmigrated");
     await setupRun(run, 2, []);
-    // D1's answer to the adoption statement on a database that never got 0021.
-    const db = new Proxy(env.DB, {
-      get(target, prop) {
-        if (prop !== "batch") return Reflect.get(target, prop, target);
-        return async (statements: D1PreparedStatement[]) => {
-          const results = await target.batch(statements);
-          if (statements.length === 4) {
-            throw new Error("D1_ERROR: no such column: replay_adopted_at: SQLITE_ERROR");
-          }
-          return results;
-        };
-      },
-    });
-    const res = await callWith({ DB: db }, `/v1/runs/${run}/replay/groups`, {
-      method: "POST",
-      headers: { "content-type": "application/json" },
-      body: JSON.stringify([{ ...group(1, 2, null), scores: [1, 1] }]),
-    });
-    expect(res.status).toBe(500);
-    const text = await res.text();
-    expect(text).toContain("lacks a migration its code needs");
-    expect(text).toContain("npx wrangler d1 migrations apply DB");
-    expect(text).not.toContain("replay_adopted_at");
+    const offline = [{ ...group(1, 2, null), scores: [1, 1] }];
+    const send = () =>
+      call(`/v1/runs/${run}/replay/groups`, {
+        method: "POST",
+        headers: { "content-type": "application/json" },
+        body: JSON.stringify(offline),
+      });
+    // As a database that never got 0021: D1's own error for the missing column.
+    await env.DB.exec("ALTER TABLE groups RENAME COLUMN replay_adopted_at TO replay_adopted_away");
+    try {
+      const res = await send();
+      expect(res.status).toBe(500);
+      const text = await res.text();
+      expect(text).toContain("lacks a migration its code needs");
+      expect(text).toContain("npx wrangler d1 migrations apply DB");
+      expect(text).not.toContain("replay_adopted");
+    } finally {
+      await env.DB.exec(
+        "ALTER TABLE groups RENAME COLUMN replay_adopted_away TO replay_adopted_at",
+      );
+    }
+    // Migrated, the retry adopts the group the failed attempt stored.
+    expect(await (await send()).json()).toMatchObject({ duplicates: 1, kept_for_replay: 1 });
   });
 
   it("adds an import's groups to the buffer on the retry after a failure between insert and buffer", async () => {
