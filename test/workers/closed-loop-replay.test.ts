@@ -27,6 +27,15 @@ function putReplay(run: string, body: unknown) {
   });
 }
 
+/** POST /replay/groups without an Idempotency-Key: the body names the submission. */
+function importReplay(run: string, groups: unknown[]) {
+  return call(`/v1/runs/${run}/replay/groups`, {
+    method: "POST",
+    headers: { "content-type": "application/json" },
+    body: JSON.stringify(groups),
+  });
+}
+
 async function leaseAndAck(run: string, body: unknown = {}): Promise<Leased> {
   const res = await post(`/v1/runs/${run}/batches/lease`, body);
   expect(res.status).toBe(200);
@@ -221,12 +230,7 @@ describe("replay buffer and mixing", () => {
       scores: [score, score],
     }));
     // No Idempotency-Key: the body names the submission, so sending it again is a retry.
-    const send = () =>
-      call(`/v1/runs/${run}/replay/groups`, {
-        method: "POST",
-        headers: { "content-type": "application/json" },
-        body: JSON.stringify(offline),
-      });
+    const send = () => importReplay(run, offline);
     expect(await (await send()).json()).toMatchObject({ groups_processed: 2, kept_for_replay: 1 });
     // Room for both now: the retry's groups are duplicates, and the trimmed one stays out.
     expect((await putReplay(run, { capacity: 10 })).status).toBe(200);
@@ -245,12 +249,7 @@ describe("replay buffer and mixing", () => {
     const { base, envIds } = await setupRun(run, 4, [1]);
     await putReplay(run, { enabled: true, fraction: 0.25, max_replays: 1, capacity: 10 });
     const offline = [{ ...group(900, 1, null), scores: [0.9] }];
-    const send = () =>
-      call(`/v1/runs/${run}/replay/groups`, {
-        method: "POST",
-        headers: { "content-type": "application/json" },
-        body: JSON.stringify(offline),
-      });
+    const send = () => importReplay(run, offline);
     expect(await (await send()).json()).toMatchObject({ groups_processed: 1, kept_for_replay: 1 });
     for (let i = 0; i < 3; i++) await post(`${base}/scored_data`, scored(i, 1, envIds[0]!, 0));
     const replayed = (await leaseAndAck(run)).groups.filter((g) => g.replayed);
@@ -265,12 +264,7 @@ describe("replay buffer and mixing", () => {
     const run = uniqueRun("replay-import-unmigrated");
     await setupRun(run, 2, []);
     const offline = [{ ...group(1, 2, null), scores: [1, 1] }];
-    const send = () =>
-      call(`/v1/runs/${run}/replay/groups`, {
-        method: "POST",
-        headers: { "content-type": "application/json" },
-        body: JSON.stringify(offline),
-      });
+    const send = () => importReplay(run, offline);
     // As a database that never got 0021: D1's own error for the missing column.
     await env.DB.exec("ALTER TABLE groups RENAME COLUMN replay_adopted_at TO replay_adopted_away");
     try {
@@ -339,11 +333,7 @@ describe("imported groups in the buffer before migration 0021", () => {
     const run = uniqueRun("replay-adopted-backfill");
     await setupRun(run, 2, []);
     const offline = [1, 2].map((seed) => ({ ...group(seed, 2, null), scores: [1, 1] }));
-    const res = await call(`/v1/runs/${run}/replay/groups`, {
-      method: "POST",
-      headers: { "content-type": "application/json" },
-      body: JSON.stringify(offline),
-    });
+    const res = await importReplay(run, offline);
     expect(res.status).toBe(200);
     const db = env.DB;
     const ids = (
