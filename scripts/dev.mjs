@@ -334,6 +334,10 @@ async function migrateLocal(setup, migrations, splitSqlQuery) {
       await setup.getD1Database(migrations.binding),
       migrations,
       splitSqlQuery,
+      (name, firstError) =>
+        process.stdout.write(
+          `dev: D1 migration ${name} failed once (${firstError}), applied on retry\n`,
+        ),
     );
   } catch (error) {
     return error instanceof Error ? error.message : String(error);

@@ -25,4 +25,5 @@ export declare function applyLocalMigrations(
   db: D1Database,
   settings: Pick<MigrationSettings, "dir" | "table">,
   splitSqlQuery: (sql: string) => string[],
+  onRetried?: (name: string, firstError: string) => void,
 ): Promise<string[]>;

@@ -42,6 +42,26 @@ async function localDatabase(persistTo: string) {
   return mf.getD1Database("DB");
 }
 
+/**
+ * The database with its batches numbered from 0, those in `failing` rejected before any SQL runs,
+ * as Miniflare's local D1 once rejected a migration with its own assertion ("false == true").
+ */
+function failingBatches(db: D1Database, failing: number[]): D1Database {
+  let calls = 0;
+  return new Proxy(db, {
+    get(target, key) {
+      if (key === "batch") {
+        return async (statements: D1PreparedStatement[]) => {
+          if (failing.includes(calls++)) throw new Error("false == true");
+          return target.batch(statements);
+        };
+      }
+      const value = Reflect.get(target, key);
+      return typeof value === "function" ? value.bind(target) : value;
+    },
+  });
+}
+
 describe("applyLocalMigrations", () => {
   it("applies the package's migrations once, as wrangler records them, so wrangler finds none pending", async () => {
     const persistTo = mkdtempSync(join(tmpdir(), "local-migrations-"));
@@ -105,6 +125,38 @@ describe("applyLocalMigrations", () => {
     expect(tables.results.map((r) => r.name)).toEqual(["first"]);
     const recorded = await db.prepare("SELECT name FROM d1_migrations").all();
     expect(recorded.results.map((r) => r.name)).toEqual(["0000_first.sql"]);
+  });
+
+  it("runs a migration that failed once again, and says so; a second failure names both", async () => {
+    const dir = mkdtempSync(join(tmpdir(), "migrations-"));
+    writeFileSync(join(dir, "0000_first.sql"), "CREATE TABLE first (id INTEGER PRIMARY KEY);");
+    writeFileSync(join(dir, "0001_alter.sql"), "ALTER TABLE first ADD note text;");
+    const db = await localDatabase(mkdtempSync(join(tmpdir(), "local-migrations-")));
+    const retried: string[] = [];
+    const applied = await applyLocalMigrations(
+      failingBatches(db, [1]),
+      { dir, table: "d1_migrations" },
+      unstable_splitSqlQuery,
+      (name, firstError) => retried.push(`${name}: ${firstError}`),
+    );
+    expect(applied).toEqual(["0000_first.sql", "0001_alter.sql"]);
+    expect(retried).toEqual(["0001_alter.sql: false == true"]);
+    const columns = await db.prepare("SELECT name FROM pragma_table_info('first')").all();
+    expect(columns.results.map((r) => r.name)).toEqual(["id", "note"]);
+
+    // The first run failing on its own, the second on the SQL: both are named.
+    writeFileSync(join(dir, "0002_broken.sql"), "INSERT INTO missing VALUES (1);");
+    await expect(
+      applyLocalMigrations(
+        failingBatches(db, [0]),
+        { dir, table: "d1_migrations" },
+        unstable_splitSqlQuery,
+      ),
+    ).rejects.toThrow(
+      /D1 migration 0002_broken\.sql failed: .*no such table: missing.* \(its first run: false == true\)/,
+    );
+    const recorded = await db.prepare("SELECT name FROM d1_migrations ORDER BY id").all();
+    expect(recorded.results.map((r) => r.name)).toEqual(["0000_first.sql", "0001_alter.sql"]);
   });
 
   it("applies what wrangler applies: a migration of comments only; a last statement without ; fails", async () => {
