@@ -14,6 +14,7 @@ import type { GeneratedChoice } from "../sim/generator";
 import type { Sampling } from "../sim/protocols";
 import { GgufTokenizer } from "./gguf-tokenizer";
 import type { Llama, LlamaContext, LlamaContextSequence, LlamaModel } from "./llama-api";
+import { guardOutputReorder, nativeContextOf } from "./sampling-guard";
 
 export interface EngineModelOptions {
   /** Context length per sequence (prompt + completion); default 4096 or the model's. */
@@ -195,6 +196,7 @@ async function loadFile(llama: Llama, path: string, options: EngineModelOptions)
           }
         : {}),
     });
+    guardOutputReorder(nativeContextOf(context));
     const free = Array.from({ length: parallel }, () => context.getSequence());
     return { path, model, context, tokenizer: new GgufTokenizer(basename(path), model), free };
   } catch (error) {
