@@ -80,6 +80,12 @@ export async function applyLocalMigrations(db, settings, splitSqlQuery, onRetrie
       try {
         await apply();
       } catch (error) {
+        // A first run that committed but whose answer was lost: its own bookkeeping row says so.
+        const recorded = await db.prepare(`SELECT 1 FROM ${table} WHERE name = ?`).bind(name).all();
+        if (recorded.results.length > 0) {
+          onRetried?.(name, messageOf(first));
+          continue;
+        }
         const again = messageOf(error);
         const before = messageOf(first) === again ? "" : ` (its first run: ${messageOf(first)})`;
         throw new Error(`D1 migration ${name} failed: ${again}${before}`);

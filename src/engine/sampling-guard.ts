@@ -38,8 +38,10 @@ export function guardOutputReorder(native: NativeContext): void {
     configurable: true,
     value: (...args: unknown[]) => {
       if (sortPending) {
-        sortPending = false;
+        // Cleared only once the native call is under way: one that throws before it starts has
+        // sorted nothing, so the next sampling must still run alone.
         const first = sample(...args);
+        sortPending = false;
         sorted = first.catch(() => undefined);
         return first;
       }

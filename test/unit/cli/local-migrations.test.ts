@@ -42,23 +42,33 @@ async function localDatabase(persistTo: string) {
   return mf.getD1Database("DB");
 }
 
-/**
- * The database with its batches numbered from 0, those in `failing` rejected before any SQL runs,
- * as Miniflare's local D1 once rejected a migration with its own assertion ("false == true").
- */
-function failingBatches(db: D1Database, failing: number[]): D1Database {
+/** The database with `batch` replaced; `call` numbers the batches from 0. */
+function withBatch(
+  db: D1Database,
+  batch: (statements: D1PreparedStatement[], call: number) => Promise<D1Result[]>,
+): D1Database {
   let calls = 0;
   return new Proxy(db, {
     get(target, key) {
-      if (key === "batch") {
-        return async (statements: D1PreparedStatement[]) => {
-          if (failing.includes(calls++)) throw new Error("false == true");
-          return target.batch(statements);
-        };
-      }
+      if (key === "batch") return (statements: D1PreparedStatement[]) => batch(statements, calls++);
       const value = Reflect.get(target, key);
       return typeof value === "function" ? value.bind(target) : value;
     },
+  });
+}
+
+/**
+ * The database with the batches numbered in `failing` run with a failing statement after the
+ * migration's own ones and then rejected as Miniflare's local D1 once rejected a migration, with
+ * its own assertion ("false == true"): a retry must find the batch rolled back.
+ */
+function failingBatches(db: D1Database, failing: number[]): D1Database {
+  return withBatch(db, async (statements, call) => {
+    if (!failing.includes(call)) return db.batch(statements);
+    await expect(db.batch([...statements, db.prepare("SELECT * FROM nope")])).rejects.toThrow(
+      /no such table/,
+    );
+    throw new Error("false == true");
   });
 }
 
@@ -116,8 +126,9 @@ describe("applyLocalMigrations", () => {
     const db = await localDatabase(mkdtempSync(join(tmpdir(), "local-migrations-")));
     const settings = { dir, table: "d1_migrations" };
 
+    // Both runs failing alike: the message says it once.
     await expect(applyLocalMigrations(db, settings, unstable_splitSqlQuery)).rejects.toThrow(
-      /D1 migration 0001_broken\.sql failed: .*no such table: missing/,
+      /D1 migration 0001_broken\.sql failed: [^(]*no such table: missing[^(]*$/,
     );
     const tables = await db
       .prepare("SELECT name FROM sqlite_master WHERE name IN ('first', 'second') ORDER BY name")
@@ -141,6 +152,8 @@ describe("applyLocalMigrations", () => {
     );
     expect(applied).toEqual(["0000_first.sql", "0001_alter.sql"]);
     expect(retried).toEqual(["0001_alter.sql: false == true"]);
+    // The rejected run had added the column and recorded the migration, then rolled back: the
+    // retry (an ALTER that would fail on a second column of that name) applied it once.
     const columns = await db.prepare("SELECT name FROM pragma_table_info('first')").all();
     expect(columns.results.map((r) => r.name)).toEqual(["id", "note"]);
 
@@ -157,6 +170,28 @@ describe("applyLocalMigrations", () => {
     );
     const recorded = await db.prepare("SELECT name FROM d1_migrations ORDER BY id").all();
     expect(recorded.results.map((r) => r.name)).toEqual(["0000_first.sql", "0001_alter.sql"]);
+  });
+
+  it("a first run that committed but failed to answer counts as applied, by its bookkeeping row", async () => {
+    const dir = mkdtempSync(join(tmpdir(), "migrations-"));
+    writeFileSync(join(dir, "0000_first.sql"), "CREATE TABLE first (id INTEGER PRIMARY KEY);");
+    const db = await localDatabase(mkdtempSync(join(tmpdir(), "local-migrations-")));
+    const answerLost = withBatch(db, async (statements, call) => {
+      const result = await db.batch(statements);
+      if (call === 0) throw new Error("the connection closed");
+      return result;
+    });
+    const retried: string[] = [];
+    const applied = await applyLocalMigrations(
+      answerLost,
+      { dir, table: "d1_migrations" },
+      unstable_splitSqlQuery,
+      (name, firstError) => retried.push(`${name}: ${firstError}`),
+    );
+    expect(applied).toEqual(["0000_first.sql"]);
+    expect(retried).toEqual(["0000_first.sql: the connection closed"]);
+    const recorded = await db.prepare("SELECT name FROM d1_migrations").all();
+    expect(recorded.results.map((r) => r.name)).toEqual(["0000_first.sql"]);
   });
 
   it("applies what wrangler applies: a migration of comments only; a last statement without ; fails", async () => {

@@ -82,6 +82,34 @@ describe("guardOutputReorder", () => {
     expect(await b).toBe("b-token");
   });
 
+  it("a first sampling that throws before it starts leaves the next one to run alone", async () => {
+    const { native, overlaps, finish } = recordingContext();
+    const methods = Object.getPrototypeOf(native) as NativeContext;
+    let refuse = true;
+    const refusing = Object.create({
+      decodeBatch: methods.decodeBatch,
+      sampleToken: (name: unknown) => {
+        if (refuse) {
+          refuse = false;
+          throw new TypeError("bad sampler");
+        }
+        return methods.sampleToken(name);
+      },
+    }) as NativeContext;
+    guardOutputReorder(refusing);
+    await refusing.decodeBatch();
+    expect(() => refusing.sampleToken("a")).toThrow("bad sampler");
+    const b = refusing.sampleToken("b");
+    const c = refusing.sampleToken("c");
+    await settle();
+    expect(overlaps).toEqual([["b"]]);
+    finish("b");
+    await settle();
+    expect(overlaps).toEqual([["b"], ["c"]]);
+    finish("c");
+    expect(await Promise.all([b, c])).toEqual(["b-token", "c-token"]);
+  });
+
   it("refuses a context without the native methods it wraps, naming the file to update", () => {
     expect(() => nativeContextOf({})).toThrow(/_ctx\.decodeBatch.*sampling-guard\.ts/);
     const native = { decodeBatch: async () => 1, sampleToken: async () => 2 };
