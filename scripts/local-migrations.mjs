@@ -70,28 +70,29 @@ export async function applyLocalMigrations(db, settings, splitSqlQuery, onRetrie
 								values ('${name}');
 						`;
     const apply = () => db.batch(splitSqlQuery(text).map((query) => db.prepare(query)));
+    let first;
     try {
       await apply();
-    } catch (first) {
-      // A failed migration rolls back whole, so running it again is safe, and a real SQL error
-      // fails the same way again. Miniflare's local D1 has failed a migration once on its own
-      // bookkeeping (its assertion "false == true" after an ALTER TABLE, under a loaded CI
-      // machine) and applied it when run again.
-      try {
-        await apply();
-      } catch (error) {
-        // A first run that committed but whose answer was lost: its own bookkeeping row says so.
-        const recorded = await db.prepare(`SELECT 1 FROM ${table} WHERE name = ?`).bind(name).all();
-        if (recorded.results.length > 0) {
-          onRetried?.(name, messageOf(first));
-          continue;
-        }
+      continue;
+    } catch (error) {
+      first = error;
+    }
+    // A failed migration rolls back whole, so running it again is safe, and a real SQL error
+    // fails the same way again. Miniflare's local D1 has failed a migration once on its own
+    // bookkeeping (its assertion "false == true" after an ALTER TABLE, under a loaded CI machine)
+    // and applied it when run again.
+    try {
+      await apply();
+    } catch (error) {
+      // A first run that committed but whose answer was lost: its own bookkeeping row says so.
+      const recorded = await db.prepare(`SELECT 1 FROM ${table} WHERE name = ?`).bind(name).all();
+      if (recorded.results.length === 0) {
         const again = messageOf(error);
         const before = messageOf(first) === again ? "" : ` (its first run: ${messageOf(first)})`;
         throw new Error(`D1 migration ${name} failed: ${again}${before}`);
       }
-      onRetried?.(name, messageOf(first));
     }
+    onRetried?.(name, messageOf(first));
   }
   return pending;
 }
