@@ -85,6 +85,11 @@ export interface LeaseContext {
   memory: LeaseMemory;
   /** ENV_STALE_SECONDS: envs quiet longer than this lose their batch allocation. */
   envStaleSeconds: number;
+  /**
+   * Given: a new batch's groups are marked leased after the answer (storage/lease-writes.ts,
+   * `deferGroups`), by `work`, which the caller runs before any other transition of the run.
+   */
+  defer?: (work: () => Promise<void>) => void;
 }
 
 /** Oldest queued groups considered per batch: first a batch-sized window, then this many. */
@@ -221,6 +226,7 @@ async function writeNewBatch(
     : 0;
   const evict =
     minVersion !== null && (memory.evictedBelow === null || minVersion > memory.evictedBelow);
+  const defer = cx.defer;
   const writeStarted = performance.now();
   const formed = await formLease(
     db,
@@ -244,21 +250,25 @@ async function writeNewBatch(
     {
       before: planned.before,
       check: planned.check,
-      extra: [
-        ...markReplayedStatements(db, run, replayIds, runRow.replayMaxReplays),
-        // Staleness: set aside what this bound can never deliver, in the same round trip.
-        ...(evict && minVersion !== null ? [evictStaleStatement(db, run, minVersion)] : []),
-      ],
+      extra: markReplayedStatements(db, run, replayIds, runRow.replayMaxReplays),
+      // Staleness: set aside what this bound can never deliver (once this batch's are leased).
+      afterGroups: evict && minVersion !== null ? [evictStaleStatement(db, run, minVersion)] : [],
       next: { maxStaleness: options.maxStaleness, windowLimit: memory.windowHint },
+      deferGroups: defer !== undefined,
     },
   );
   stages.write = performance.now() - writeStarted;
   if (!formed) return null;
-  if (evict) {
-    memory.evictedBelow = minVersion;
-    memory.staleMayExist = true;
-  }
-  memory.next = formed.next && { head: formed.next, maxStaleness: options.maxStaleness };
+  const settled = (head: QueueHead | null) => {
+    if (evict) {
+      memory.evictedBelow = minVersion;
+      memory.staleMayExist = true;
+    }
+    memory.next = head && { head, maxStaleness: options.maxStaleness };
+  };
+  const settle = formed.settle;
+  if (settle && defer) defer(async () => settled(await settle()));
+  else settled(formed.next);
   const groups = formed.groups;
   return {
     outcome: { kind: "batch", batchId, leaseId, step, leaseExpiresAt, redelivered: false, groups },

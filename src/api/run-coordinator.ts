@@ -34,6 +34,7 @@ import { type RpcResult, rpcError } from "./errors";
 import { collectGarbage, nextExpiry, retentionMs } from "./retention";
 import { settingsOf } from "./settings";
 import { ackLease, getLease } from "./storage/acks";
+import { settleLeasedGroups } from "./storage/lease-writes";
 import {
   compatAckedCount,
   compatAckStatement,
@@ -95,9 +96,18 @@ export class RunCoordinator extends DurableObject<BaseBindings> {
    * changed (no transition, no group queued: `noteQueued`), so empty pulls skip D1.
    */
   private empty: { at: number; until: number; reason: string } | null = null;
+  /** The second round trip of the last lease (its groups marked leased), run after its answer. */
+  private deferred: (() => Promise<void>) | null = null;
+  /**
+   * Whether every batch this run leased with deferred groups has them marked leased: unknown
+   * (false) after a restart, and after a deferred write failed. A lease or an ack settles them
+   * first when not (storage/lease-writes.ts, settleLeasedGroups).
+   */
+  private groupsSettled = false;
 
   /**
-   * Runs `fn` after every earlier state transition has finished (awaits open the input gate).
+   * Runs `fn` after every earlier state transition has finished (awaits open the input gate),
+   * and the work `fn` deferred (a lease's groups) after `fn` has answered, before the next one.
    * The queue state the last lease read back is forgotten when `fn` starts, unless `fn` keeps it
    * valid: leases (they use it first) and acks (they change no queued group and no run setting).
    */
@@ -112,8 +122,33 @@ export class RunCoordinator extends DurableObject<BaseBindings> {
       return fn();
     };
     const next = this.tail.then(run, run);
-    this.tail = next.catch(() => undefined);
+    const settle = () => this.runDeferred();
+    this.tail = next.then(settle, settle);
+    // The deferred work outlives the call that answered; keep the object for it.
+    this.ctx.waitUntil(this.tail);
     return next;
+  }
+
+  private async runDeferred(): Promise<void> {
+    const work = this.deferred;
+    if (!work) return;
+    this.deferred = null;
+    try {
+      await work();
+    } catch (err) {
+      // The batch row holds the lease: its groups are marked leased before the next lease or ack.
+      this.groupsSettled = false;
+      this.memory.next = null;
+      const error = errorMessage(err);
+      console.error(JSON.stringify({ level: "error", msg: "lease groups not settled", error }));
+    }
+  }
+
+  /** Marks deferred leases' groups leased unless every one is known to be (one round trip). */
+  private async settleGroups(run: string): Promise<void> {
+    if (this.groupsSettled) return;
+    await settleLeasedGroups(this.db, run);
+    this.groupsSettled = true;
   }
 
   private get db() {
@@ -247,6 +282,7 @@ export class RunCoordinator extends DurableObject<BaseBindings> {
     return this.exclusive(async () => {
       // Its acknowledgements and renewals write batch rows this object does not track.
       this.formed = null;
+      await this.settleGroups(run);
       const at = this.changes;
       const started = performance.now();
       const stages = newStages();
@@ -306,8 +342,16 @@ export class RunCoordinator extends DurableObject<BaseBindings> {
       const timing = { now, started, stages };
       // Set again below: this lease may renew or dissolve the remembered batch.
       this.formed = null;
+      await this.settleGroups(run);
+      // The trainer waits for the lease, not for its groups' rows: those are written after.
+      const cx: LeaseContext = {
+        ...this.leaseContext,
+        defer: (work) => {
+          this.deferred = work;
+        },
+      };
       // One round trip when the queue as the last lease left it still holds.
-      const remembered = await leaseFromMemory(this.leaseContext, run, timing, options);
+      const remembered = await leaseFromMemory(cx, run, timing, options);
       if (remembered) {
         this.rememberFormed(run, remembered.outcome, options);
         return { ...remembered.outcome, stages: withoutRead(stages) };
@@ -320,7 +364,7 @@ export class RunCoordinator extends DurableObject<BaseBindings> {
       });
       stages.read = performance.now() - started;
       if (!state.run?.registered) return { kind: "not_registered", stages };
-      const outcome = await leaseLocked(this.leaseContext, run, state.run, state, timing, options);
+      const outcome = await leaseLocked(cx, run, state.run, state, timing, options);
       if (options.maxStaleness === null) this.rememberEmpty(seen, state, outcome);
       this.rememberFormed(run, outcome, options);
       return { ...outcome, stages };
@@ -389,6 +433,8 @@ export class RunCoordinator extends DurableObject<BaseBindings> {
     caller: string | null,
   ): Promise<{ result: RpcResult<AckAnswer>; readRow: boolean }> {
     return this.exclusive(async () => {
+      // Its trigger delivers the groups marked with the batch's id.
+      await this.settleGroups(run);
       const formed = this.formed?.id === batchId && this.formed.run === run ? this.formed : null;
       // Forgotten before the write: if its outcome is unknown (an error), the next ack reads it.
       if (formed) this.formed = null;

@@ -3,6 +3,13 @@
  * an expired one, dissolving one. Each is one D1 round trip; forming a lease also reads the next
  * lease's state in that round trip, so the RunCoordinator can plan the next batch without a read
  * and write it under a plan check (`lease_plan_checks`) that aborts the write if the state changed.
+ *
+ * A lease may defer its groups (`deferGroups`): its round trip then writes only the batch row,
+ * which holds the group list and is the lease, and the step; marking the groups leased, the
+ * step's statistics and the next queue head follow in a second round trip (`settle`) that the
+ * coordinator runs after answering and before any other transition of the run. A restarted
+ * coordinator, or one whose `settle` failed, runs `settleLeasedGroups` before its next lease or
+ * ack, so no transition ever sees a leased batch's groups queued.
  */
 import { and, asc, eq, sql } from "drizzle-orm";
 import { compiled, compiledSql } from "./compiled";
@@ -34,6 +41,7 @@ const p = {
   now: sql.placeholder("now"),
   ids: sql.placeholder("ids"),
   batchId: sql.placeholder("batchId"),
+  replayIds: sql.placeholder("replayIds"),
 };
 
 export interface NewLease {
@@ -76,6 +84,7 @@ const leaseWrites = {
       formationMs: sql.placeholder("formationMs"),
       createdAt: p.now,
       holder: sql.placeholder("holder"),
+      groupsDeferred: sql.placeholder("groupsDeferred"),
     }),
   ),
   advanceStep: compiled((d) =>
@@ -83,6 +92,20 @@ const leaseWrites = {
       .update(runs)
       .set({ step: sql`${runs.step} + 1`, started: true, updatedAt: sql`${p.now}` })
       .where(eq(runs.name, p.run)),
+  ),
+  // What the insert's trigger does when the groups are not deferred (drizzle/0022).
+  leaseGroups: compiled((d) =>
+    d
+      .update(groups)
+      .set({ status: "leased", batchId: sql`${p.batchId}` })
+      .where(
+        and(
+          eq(groups.run, p.run),
+          eq(groups.status, "queued"),
+          idIn(p.ids),
+          sql`${groups.id} NOT IN (SELECT value FROM json_each(COALESCE(${p.replayIds}, '[]')))`,
+        ),
+      ),
   ),
   leasedRefs: compiled((d) =>
     d
@@ -133,6 +156,10 @@ export interface LeaseWriteOptions {
   before?: readonly D1PreparedStatement[];
   /** Written after the lease, before the leased groups are read back. */
   extra?: readonly D1PreparedStatement[];
+  /** Written once the groups are leased (with `deferGroups`, in `settle`'s transaction). */
+  afterGroups?: readonly D1PreparedStatement[];
+  /** Write only the batch row and the step now; the rest in `settle` (the module's comment). */
+  deferGroups?: boolean;
   /** The plan came from remembered state: write only if it still holds. */
   check?: PlanCheck | null;
   /** Read the queue head the next lease plans from after the writes, in the same round trip. */
@@ -141,10 +168,16 @@ export interface LeaseWriteOptions {
 
 export interface FormedLease {
   groups: LeasedGroupRef[];
-  /** The queue head as this write left it (when `next` was asked). */
+  /** The queue head as this write left it (when `next` was asked and nothing was deferred). */
   next: QueueHead | null;
   /** The results of the `before` statements. */
   before: D1Result[];
+  /**
+   * With `deferGroups`: the second round trip (groups leased, statistics, `afterGroups`), which
+   * resolves to the queue head as it left it (when `next` was asked). Run it before any other
+   * transition of the run.
+   */
+  settle: (() => Promise<QueueHead | null>) | null;
 }
 
 /**
@@ -174,6 +207,7 @@ export async function formLease(
     replaySeqs: lease.replaySeqs,
     formationMs: lease.formationMs,
     holder: lease.holder,
+    groupsDeferred: options.deferGroups ? 1 : 0,
   };
   const before = options.before ?? [];
   const check = options.check
@@ -189,31 +223,61 @@ export async function formLease(
       ]
     : [];
   const next = options.next ? queueHeadReads(d1, run, options.next) : null;
+  const statistics = recordBatchStatistics.bind(d1, values);
+  const afterGroups = options.afterGroups ?? [];
+  const deferred = options.deferGroups
+    ? [leaseWrites.leaseGroups.bind(d1, values), statistics, ...afterGroups]
+    : [];
   const writes = [
-    // Before the batch's own row: its throughput is measured from the previous batch.
-    recordBatchStatistics.bind(d1, values),
-    // Its trigger leases the online groups (drizzle/0019).
+    ...(options.deferGroups ? [] : [statistics]),
+    // Without deferGroups, its trigger leases the online groups (drizzle/0022).
     leaseWrites.insertBatch.bind(d1, values),
     leaseWrites.advanceStep.bind(d1, values),
     ...(options.extra ?? []),
+    ...(options.deferGroups ? [] : afterGroups),
     leaseWrites.leasedRefs.bind(d1, values),
   ];
+  const nextNow = options.deferGroups ? [] : (next?.statements ?? []);
   let results: D1Result[];
   try {
-    results = await d1.batch([...before, ...check, ...writes, ...(next?.statements ?? [])]);
+    results = await d1.batch([...before, ...check, ...writes, ...nextNow]);
   } catch (err) {
     if (check.length > 0 && err instanceof Error && err.message.includes(CHECK_FAILED)) return null;
     throw err;
   }
   const refsAt = before.length + check.length + writes.length - 1;
+  const settle = async () => {
+    const settled = await d1.batch([...deferred, ...(next?.statements ?? [])]);
+    return next ? next.parse(settled.slice(deferred.length)) : null;
+  };
   return {
     groups: markReplayed(
       leaseWrites.leasedRefs.rows(results[refsAt]!).map(groupRef),
       lease.replayIds,
     ),
-    next: next ? next.parse(results.slice(refsAt + 1)) : null,
+    next: next && !options.deferGroups ? next.parse(results.slice(refsAt + 1)) : null,
     before: results.slice(0, before.length),
+    settle: options.deferGroups ? settle : null,
   };
+}
+
+/**
+ * Marks the groups of the run's deferred leases leased where they are still queued: after a
+ * coordinator restarted, or its `settle` failed, before its next lease or ack. One statement; a
+ * no-op when every deferred lease settled.
+ */
+const settleStatement = compiledSql(
+  () => sql`UPDATE ${groups} SET ${sql.identifier(groups.status.name)} = 'leased', ${sql.identifier(groups.batchId.name)} = (
+      SELECT b.id FROM ${batches} AS b, json_each(b.group_ids) AS j
+      WHERE b.run = ${p.run} AND b.status = 'leased' AND b.groups_deferred = 1 AND j.value = ${groups.id} LIMIT 1)
+    WHERE ${groups.run} = ${p.run} AND ${groups.status} = 'queued' AND ${groups.id} IN (
+      SELECT j.value FROM ${batches} AS b, json_each(b.group_ids) AS j
+      WHERE b.run = ${p.run} AND b.status = 'leased' AND b.groups_deferred = 1
+        AND j.value NOT IN (SELECT value FROM json_each(COALESCE(b.replay_ids, '[]'))))`,
+);
+
+export async function settleLeasedGroups(d1: D1Database, run: string): Promise<void> {
+  await settleStatement.bind(d1, { run }).run();
 }
 
 /** Hands an expired lease's batch out again under a new lease id; the lapsed id is kept. */

@@ -98,6 +98,8 @@ export interface BatchStatistics {
   ids: string;
   sequences: number;
   now: number;
+  /** The batch's id: "the previous batch" is the latest other one. */
+  batchId: string;
 }
 
 const b = {
@@ -107,6 +109,7 @@ const b = {
   groupIdsJson: sql.placeholder("ids"),
   sequences: sql.placeholder("sequences"),
   now: sql.placeholder("now"),
+  batchId: sql.placeholder("batchId"),
 };
 
 /**
@@ -114,8 +117,8 @@ const b = {
  * sequences, percent_correct (share of sequences scoring above 0), completion length, groups,
  * sequences, staleness and the score histogram (SCORE_HISTOGRAM_BUCKETS); run-wide: sequences per
  * second since the previous batch, and the groups and sequences stored since then (ingest).
- * One statement, so it joins the batch-forming D1 batch (put it before the batch's own INSERT,
- * so "the previous batch" is the latest one). It writes one `batch_statistics` row per env (and
+ * One statement, so it joins a batch-forming D1 batch (before or after the batch's own INSERT:
+ * "the previous batch" is the latest other one). It writes one `batch_statistics` row per env (and
  * one run-wide), each value under its name in a JSON object. Bound with `BatchStatistics`.
  */
 export const recordBatchStatistics = compiledSql(() => {
@@ -163,7 +166,9 @@ export const recordBatchStatistics = compiledSql(() => {
              WHERE run = ${b.run} AND created_at > COALESCE(p.latest, 0) AND created_at <= ${b.now})
            WHEN 'train/ingest_sequences' THEN (SELECT COALESCE(SUM(num_seqs), 0) FROM groups
              WHERE run = ${b.run} AND created_at > COALESCE(p.latest, 0) AND created_at <= ${b.now}) END
-           FROM (SELECT MAX(created_at) AS latest FROM batches WHERE run = ${b.run}) AS p,
+           -- The batch itself is left out: with a deferred lease (lease-writes.ts) its row is there already.
+           FROM (SELECT MAX(created_at) AS latest FROM (SELECT created_at FROM batches
+             WHERE run = ${b.run} AND id <> ${b.batchId} ORDER BY created_at DESC LIMIT 1)) AS p,
              json_each(${runWideNames}) AS n
          UNION ALL SELECT env_id, ${histogramPrefix} || printf('%02d', bucket), COUNT(*) FROM (
            SELECT s.env_id, CASE WHEN score.hi > score.lo

@@ -104,6 +104,12 @@ export const batches = sqliteTable(
      * `lease_id` is the lease that completed the batch.
      */
     priorLeaseIds: text("prior_lease_ids"),
+    /**
+     * 1: whoever inserted the row leases its groups itself, in a later transaction (the lease API
+     * answers first; src/api/coordinator-lease.ts); 0: the insert's trigger leases them
+     * (drizzle/0022_deferred_lease_groups.sql).
+     */
+    groupsDeferred: integer("groups_deferred").notNull().default(0),
   },
   (t) => [
     index("batches_by_status").on(t.run, t.status, t.leaseExpiresAt),
