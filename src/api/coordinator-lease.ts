@@ -72,11 +72,20 @@ export interface LeaseMemory {
    */
   staleMayExist: boolean;
   /**
-   * The queue as the last new lease's write left it (read in that write's round trip), for the
-   * bound it was read under. The next lease plans from it and writes under a plan check, with no
+   * The queue as the last new lease's write left it (read in that write's round trip, or in the
+   * round trip after it when its groups were deferred), for the bound it was read under. The next lease plans from it and writes under a plan check, with no
    * read first. The coordinator forgets it when any other transition that may change it runs.
    */
-  next: { head: QueueHead; maxStaleness: number | null } | null;
+  next: {
+    head: QueueHead;
+    maxStaleness: number | null;
+    /**
+     * The head's oldest groups that fit the batch, with their payload references (read with the
+     * head after a deferred lease; kept only while their inline payloads are small): a lease
+     * that plans exactly these groups does not read them again.
+     */
+    prefix?: LeasedGroupRef[];
+  } | null;
 }
 
 /** What a lease transition reads besides its arguments. */
@@ -90,6 +99,13 @@ export interface LeaseContext {
    * `deferGroups`), by `work`, which the caller runs before any other transition of the run.
    */
   defer?: (work: () => Promise<void>) => void;
+}
+
+/** The most inline payload text the coordinator keeps for the next lease (`LeaseMemory.next`). */
+const PREFIX_MAX_CHARS = 1 << 20;
+
+function inlineChars(groups: readonly LeasedGroupRef[]): number {
+  return groups.reduce((n, g) => n + (g.payload.inline?.length ?? 0), 0);
 }
 
 /** Oldest queued groups considered per batch: first a batch-sized window, then this many. */
@@ -199,8 +215,8 @@ export interface LeaseTiming {
 
 /**
  * Writes a new batch of `packed` (and the replays chosen), reading the next lease's state in the
- * same round trip. With `check`, only if the plan's state still holds: null when it did not
- * (nothing written, `before` included).
+ * same round trip (with `cx.defer`, in the deferred one that marks its groups). With `check`,
+ * only if the plan's state still holds: null when it did not (nothing written, `before` included).
  */
 async function writeNewBatch(
   cx: LeaseContext,
@@ -211,7 +227,11 @@ async function writeNewBatch(
   minVersion: number | null,
   { now, started, stages }: LeaseTiming,
   options: LeaseOptions,
-  planned: { check?: PlanCheck; before?: readonly D1PreparedStatement[] } = {},
+  planned: {
+    check?: PlanCheck;
+    before?: readonly D1PreparedStatement[];
+    groups?: readonly LeasedGroupRef[];
+  } = {},
 ): Promise<{ outcome: LeaseOutcome; before: D1Result[] } | null> {
   const { db, memory } = cx;
   // Time-ordered: a new batch's id lands at the end of the indexes keyed by it (the batch table's
@@ -255,20 +275,26 @@ async function writeNewBatch(
       afterGroups: evict && minVersion !== null ? [evictStaleStatement(db, run, minVersion)] : [],
       next: { maxStaleness: options.maxStaleness, windowLimit: memory.windowHint },
       deferGroups: defer !== undefined,
+      groups: planned.groups,
     },
   );
   stages.write = performance.now() - writeStarted;
   if (!formed) return null;
-  const settled = (head: QueueHead | null) => {
+  const settled = (head: QueueHead | null, prefix?: LeasedGroupRef[]) => {
     if (evict) {
       memory.evictedBelow = minVersion;
       memory.staleMayExist = true;
     }
-    memory.next = head && { head, maxStaleness: options.maxStaleness };
+    const keep = prefix && inlineChars(prefix) <= PREFIX_MAX_CHARS ? { prefix } : {};
+    memory.next = head && { head, maxStaleness: options.maxStaleness, ...keep };
   };
   const settle = formed.settle;
-  if (settle && defer) defer(async () => settled(await settle()));
-  else settled(formed.next);
+  if (settle && defer) {
+    defer(async () => {
+      const read = await settle();
+      settled(read?.head ?? null, read?.prefix);
+    });
+  } else settled(formed.next);
   const groups = formed.groups;
   return {
     outcome: { kind: "batch", batchId, leaseId, step, leaseExpiresAt, redelivered: false, groups },
@@ -318,9 +344,16 @@ export async function leaseFromMemory(
     queuedAfter:
       head.windowComplete && !prefix && last ? { id: last.id, minVersion: minVersion ?? -1 } : null,
   };
+  // The plan's groups as read with the head, when it took exactly those (the common case).
+  const read = remembered.prefix;
+  const known =
+    read?.length === packed.ids.length && read.every((g, i) => g.id === packed.ids[i])
+      ? read
+      : undefined;
   return writeNewBatch(cx, run, runRow, packed, null, minVersion, timing, options, {
     check,
     before,
+    groups: known,
   });
 }
 

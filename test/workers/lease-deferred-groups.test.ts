@@ -146,4 +146,34 @@ describe("a lease's groups, marked after its answer", () => {
     expect(ack.status).toBe(200);
     expect((await groupRows(run))[0]).toMatchObject({ status: "delivered" });
   });
+
+  it("serve each batch's own payloads when they were read with the queue head before", async () => {
+    const run = uniqueRun("defer-prefix");
+    const { base, envIds } = await setupRun(run, 4, [1, 2]);
+    // Sizes whose oldest groups sometimes fill the batch exactly (read with the head) and
+    // sometimes not (a later group is taken: read by the lease).
+    const sizes = [2, 2, 2, 2, 2, 1, 2, 1, 1, 1, 2, 2];
+    for (const [seed, size] of sizes.entries()) {
+      const res = await post(`${base}/scored_data`, group(seed, size, envIds[size - 1]!));
+      expect(res.status).toBe(200);
+    }
+    const seedOf = new Map((await groupRows(run)).map((r, seed) => [r.id, seed]));
+    for (let i = 0; i < 4; i++) {
+      const res = await post(`/v1/runs/${run}/batches/lease`, {});
+      expect(res.status).toBe(200);
+      const leased = await res.json<Leased & { batch: { tokens: number[][] }[] }>();
+      const ids = leased.groups.map((g) => g.group_id);
+      const row = await env.DB.prepare("SELECT group_ids FROM batches WHERE id = ?")
+        .bind(leased.batch_id)
+        .first<{ group_ids: string }>();
+      expect(JSON.parse(row!.group_ids)).toEqual(ids);
+      expect(leased.batch.map((g) => g.tokens)).toEqual(
+        ids.map((id) => group(seedOf.get(id)!, sizes[seedOf.get(id)!]!, null).tokens),
+      );
+      const ack = await post(`/v1/runs/${run}/batches/${leased.batch_id}/ack`, {
+        lease_id: leased.lease_id,
+      });
+      expect(ack.status).toBe(200);
+    }
+  });
 });

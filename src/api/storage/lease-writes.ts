@@ -14,6 +14,7 @@
 import { and, asc, eq, sql } from "drizzle-orm";
 import { compiled, compiledSql } from "./compiled";
 import {
+  headPrefixReads,
   idIn,
   type LeaseStateQuery,
   markReplayed,
@@ -160,6 +161,11 @@ export interface LeaseWriteOptions {
   afterGroups?: readonly D1PreparedStatement[];
   /** Write only the batch row and the step now; the rest in `settle` (the module's comment). */
   deferGroups?: boolean;
+  /**
+   * The leased groups' references, when the caller has them (read before, with the queue head):
+   * not read again. Only for groups every one of which the write leases (a plan check holds it).
+   */
+  groups?: readonly LeasedGroupRef[];
   /** The plan came from remembered state: write only if it still holds. */
   check?: PlanCheck | null;
   /** Read the queue head the next lease plans from after the writes, in the same round trip. */
@@ -174,10 +180,18 @@ export interface FormedLease {
   before: D1Result[];
   /**
    * With `deferGroups`: the second round trip (groups leased, statistics, `afterGroups`), which
-   * resolves to the queue head as it left it (when `next` was asked). Run it before any other
-   * transition of the run.
+   * resolves to the queue head as it left it, with the references of its prefix that fits the
+   * batch (`headPrefixReads`), when `next` was asked. Run it before any other transition of the
+   * run.
    */
-  settle: (() => Promise<QueueHead | null>) | null;
+  settle: (() => Promise<SettledHead | null>) | null;
+}
+
+/** The queue head a deferred lease's second round trip read back. */
+export interface SettledHead {
+  head: QueueHead;
+  /** The oldest queued groups that fit the batch, with their payload references. */
+  prefix: LeasedGroupRef[];
 }
 
 /**
@@ -223,6 +237,9 @@ export async function formLease(
       ]
     : [];
   const next = options.next ? queueHeadReads(d1, run, options.next) : null;
+  const prefix =
+    options.next && options.deferGroups ? headPrefixReads(d1, run, options.next) : null;
+  const known = options.groups;
   const statistics = recordBatchStatistics.bind(d1, values);
   const afterGroups = options.afterGroups ?? [];
   const deferred = options.deferGroups
@@ -235,7 +252,7 @@ export async function formLease(
     leaseWrites.advanceStep.bind(d1, values),
     ...(options.extra ?? []),
     ...(options.deferGroups ? [] : afterGroups),
-    leaseWrites.leasedRefs.bind(d1, values),
+    ...(known ? [] : [leaseWrites.leasedRefs.bind(d1, values)]),
   ];
   const nextNow = options.deferGroups ? [] : (next?.statements ?? []);
   let results: D1Result[];
@@ -245,17 +262,21 @@ export async function formLease(
     if (check.length > 0 && err instanceof Error && err.message.includes(CHECK_FAILED)) return null;
     throw err;
   }
-  const refsAt = before.length + check.length + writes.length - 1;
-  const settle = async () => {
-    const settled = await d1.batch([...deferred, ...(next?.statements ?? [])]);
-    return next ? next.parse(settled.slice(deferred.length)) : null;
+  // The reads of the next queue head follow the writes (leasedRefs, when sent, is the last).
+  const readsAt = before.length + check.length + writes.length;
+  const settle = async (): Promise<SettledHead | null> => {
+    const reads = [...(next?.statements ?? []), ...(prefix?.statements ?? [])];
+    const settled = (await d1.batch([...deferred, ...reads])).slice(deferred.length);
+    if (!next || !prefix) return null;
+    const at = next.statements.length;
+    return { head: next.parse(settled.slice(0, at)), prefix: prefix.parse(settled.slice(at)) };
   };
+  const refs = known
+    ? [...known]
+    : leaseWrites.leasedRefs.rows(results[readsAt - 1]!).map(groupRef);
   return {
-    groups: markReplayed(
-      leaseWrites.leasedRefs.rows(results[refsAt]!).map(groupRef),
-      lease.replayIds,
-    ),
-    next: next && !options.deferGroups ? next.parse(results.slice(refsAt + 1)) : null,
+    groups: markReplayed(refs, lease.replayIds),
+    next: next && !options.deferGroups ? next.parse(results.slice(readsAt)) : null,
     before: results.slice(0, before.length),
     settle: options.deferGroups ? settle : null,
   };

@@ -1,7 +1,8 @@
 /**
  * The queue reads and writes of batch formation (acknowledgement: acks.ts). Each function is one
  * D1 round trip: what a lease decides from is read in one `batch()`, and forming or renewing a
- * lease is written in one. Only the RunCoordinator calls these, under its run's
+ * lease is written in one (a lease API lease marks its groups in a second, after its answer:
+ * lease-writes.ts). Only the RunCoordinator calls these, under its run's
  * lock, so a read and the write that follows it see the same queue.
  */
 import {
@@ -20,7 +21,13 @@ import {
 import type { DrizzleD1Database } from "drizzle-orm/d1";
 import type { QueuedGroupRef } from "../../core/batching/packing";
 import { compiled } from "./compiled";
-import { groupRef, type LeasedGroupRef } from "./payloads";
+import {
+  GROUP_PAYLOAD_JOIN,
+  GROUP_REF_COLUMNS,
+  type GroupRefRow,
+  groupRef,
+  type LeasedGroupRef,
+} from "./payloads";
 import { db, type EnvRow, type RunRow } from "./runs";
 import { batches, envs, groupPayloads, groups, runs } from "./schema";
 import { guardedBatch } from "./transitions";
@@ -200,7 +207,7 @@ export function compatAckedCount(result: D1Result): number {
   return leaseReads.ackBatches.rows(result).length;
 }
 
-interface Reads<T> {
+export interface Reads<T> {
   /** To run in one D1 batch, alone or after a lease's writes. */
   statements: D1PreparedStatement[];
   /** The value, from these statements' results (in order). */
@@ -246,6 +253,35 @@ export function queueHeadReads(
   return {
     statements: [leaseReads.head.bind(d1, values)],
     parse: ([result]) => queueHeadOf(leaseReads.head.rows(result!)[0], q.windowLimit),
+  };
+}
+
+/**
+ * The oldest queued groups (as `queueHeadReads` reads the window) whose sizes add up to at most
+ * the run's batch size, with their payload references: the groups a lease planned from that
+ * head takes when they fill the batch exactly, so it need not read them (group payloads never
+ * change once stored). The window is limited before it is summed.
+ */
+const headPrefixRefs = `SELECT ${GROUP_REF_COLUMNS} FROM (
+    SELECT id, SUM(num_seqs) OVER (ORDER BY id) AS cum FROM (
+      SELECT q.id, q.num_seqs FROM groups AS q
+      WHERE q.run = ?1 AND q.status = 'queued'
+        AND q.policy_version >= COALESCE((SELECT policy_version FROM runs WHERE name = ?1) - ?2, -1)
+      ORDER BY q.id LIMIT ?3)) AS w
+  JOIN groups AS g ON g.id = w.id ${GROUP_PAYLOAD_JOIN}
+  WHERE w.cum <= (SELECT batch_size FROM runs WHERE name = ?1)
+  ORDER BY g.id`.replace(/\s+/g, " ");
+
+/** The read of `headPrefixRefs`, one statement (`maxStaleness` null keeps every version). */
+export function headPrefixReads(
+  d1: D1Database,
+  run: string,
+  q: Pick<LeaseStateQuery, "maxStaleness" | "windowLimit">,
+): Reads<LeasedGroupRef[]> {
+  return {
+    statements: [d1.prepare(headPrefixRefs).bind(run, q.maxStaleness, q.windowLimit)],
+    // Our own statement's columns (GROUP_REF_COLUMNS), as the typed reads map them.
+    parse: ([result]) => (result!.results as GroupRefRow[]).map(groupRef),
   };
 }
 
