@@ -81,8 +81,8 @@ export interface LeaseMemory {
     maxStaleness: number | null;
     /**
      * The head's oldest groups that fit the batch, with their payload references (read with the
-     * head after a deferred lease; kept only while their inline payloads are small): a lease
-     * that plans exactly these groups does not read them again.
+     * head after a deferred lease, up to HEAD_PREFIX_MAX_BYTES of inline payloads): a lease that
+     * plans exactly these groups does not read them again.
      */
     prefix?: LeasedGroupRef[];
   } | null;
@@ -99,13 +99,6 @@ export interface LeaseContext {
    * `deferGroups`), by `work`, which the caller runs before any other transition of the run.
    */
   defer?: (work: () => Promise<void>) => void;
-}
-
-/** The most inline payload text the coordinator keeps for the next lease (`LeaseMemory.next`). */
-const PREFIX_MAX_CHARS = 1 << 20;
-
-function inlineChars(groups: readonly LeasedGroupRef[]): number {
-  return groups.reduce((n, g) => n + (g.payload.inline?.length ?? 0), 0);
 }
 
 /** Oldest queued groups considered per batch: first a batch-sized window, then this many. */
@@ -200,7 +193,20 @@ export async function leaseLocked(
     return { kind: "none", reason: reasonWithStaleness(packed.reason, eviction) };
   }
   planned();
-  const written = await writeNewBatch(cx, run, runRow, packed, replay, minVersion, timing, options);
+  const memorable = !queue.envs.some((e) => (e.minBatchAllocation ?? 0) > 0);
+  const written = await writeNewBatch(
+    cx,
+    run,
+    runRow,
+    packed,
+    replay,
+    minVersion,
+    timing,
+    options,
+    {
+      memorable,
+    },
+  );
   // Unreachable: only a plan check makes a write stale, and this plan was read under the lock.
   if (!written) throw new Error("a lease planned from a fresh read was refused as stale");
   return written.outcome;
@@ -231,6 +237,8 @@ async function writeNewBatch(
     check?: PlanCheck;
     before?: readonly D1PreparedStatement[];
     groups?: readonly LeasedGroupRef[];
+    /** Whether the next lease may plan from memory as this one's state stands (no allocations). */
+    memorable?: boolean;
   } = {},
 ): Promise<{ outcome: LeaseOutcome; before: D1Result[] } | null> {
   const { db, memory } = cx;
@@ -275,6 +283,8 @@ async function writeNewBatch(
       afterGroups: evict && minVersion !== null ? [evictStaleStatement(db, run, minVersion)] : [],
       next: { maxStaleness: options.maxStaleness, windowLimit: memory.windowHint },
       deferGroups: defer !== undefined,
+      // Replays and env allocations keep the next lease from planning from memory.
+      readPrefix: (planned.memorable ?? true) && !runRow.replayEnabled,
       groups: planned.groups,
     },
   );
@@ -285,8 +295,7 @@ async function writeNewBatch(
       memory.evictedBelow = minVersion;
       memory.staleMayExist = true;
     }
-    const keep = prefix && inlineChars(prefix) <= PREFIX_MAX_CHARS ? { prefix } : {};
-    memory.next = head && { head, maxStaleness: options.maxStaleness, ...keep };
+    memory.next = head && { head, maxStaleness: options.maxStaleness, prefix };
   };
   const settle = formed.settle;
   if (settle && defer) {

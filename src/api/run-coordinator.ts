@@ -350,24 +350,31 @@ export class RunCoordinator extends DurableObject<BaseBindings> {
           this.deferred = work;
         },
       };
-      // One round trip when the queue as the last lease left it still holds.
-      const remembered = await leaseFromMemory(cx, run, timing, options);
-      if (remembered) {
-        this.rememberFormed(run, remembered.outcome, options);
-        return { ...remembered.outcome, stages: withoutRead(stages) };
+      try {
+        // One round trip when the queue as the last lease left it still holds.
+        const remembered = await leaseFromMemory(cx, run, timing, options);
+        if (remembered) {
+          this.rememberFormed(run, remembered.outcome, options);
+          return { ...remembered.outcome, stages: withoutRead(stages) };
+        }
+        const state = await readLeaseState(this.db, run, {
+          now,
+          maxStaleness: options.maxStaleness,
+          windowLimit: this.memory.windowHint,
+          ackCompat: false,
+        });
+        stages.read = performance.now() - started;
+        if (!state.run?.registered) return { kind: "not_registered", stages };
+        const outcome = await leaseLocked(cx, run, state.run, state, timing, options);
+        if (options.maxStaleness === null) this.rememberEmpty(seen, state, outcome);
+        this.rememberFormed(run, outcome, options);
+        return { ...outcome, stages };
+      } catch (err) {
+        // A write that failed may still have committed (its answer lost): a batch row whose
+        // groups are still queued. The next lease or ack marks them before it reads the queue.
+        this.groupsSettled = false;
+        throw err;
       }
-      const state = await readLeaseState(this.db, run, {
-        now,
-        maxStaleness: options.maxStaleness,
-        windowLimit: this.memory.windowHint,
-        ackCompat: false,
-      });
-      stages.read = performance.now() - started;
-      if (!state.run?.registered) return { kind: "not_registered", stages };
-      const outcome = await leaseLocked(cx, run, state.run, state, timing, options);
-      if (options.maxStaleness === null) this.rememberEmpty(seen, state, outcome);
-      this.rememberFormed(run, outcome, options);
-      return { ...outcome, stages };
     }, true);
   }
 

@@ -9,16 +9,30 @@ import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
 import { call, group, post, setupRun, uniqueRun } from "./helpers";
 
-/** Runs `fn` with the trigger `name` dropped, then creates it again as the migration does. */
-async function withoutTrigger(name: string, fn: () => Promise<void>): Promise<void> {
-  const create = env.TEST_MIGRATIONS.flatMap((m) => m.queries).find((q) =>
+/** The statements that create trigger `name`, in migration order (a later one replaces it). */
+function triggerVersions(name: string): string[] {
+  return env.TEST_MIGRATIONS.flatMap((m) => m.queries).filter((q) =>
     q.includes(`CREATE TRIGGER ${name}`),
   );
+}
+
+/**
+ * Runs `fn` with the trigger `name` dropped (or, given `replacement`, replaced by it), then
+ * creates it again as the last migration does.
+ */
+async function withoutTrigger(
+  name: string,
+  fn: () => Promise<void>,
+  replacement?: string,
+): Promise<void> {
+  const create = triggerVersions(name).at(-1);
   expect(create).toBeDefined();
   await env.DB.exec(`DROP TRIGGER ${name}`);
+  if (replacement) await env.DB.prepare(replacement).run();
   try {
     await fn();
   } finally {
+    if (replacement) await env.DB.exec(`DROP TRIGGER ${name}`);
     await env.DB.prepare(create!).run();
   }
 }
@@ -66,6 +80,27 @@ describe("batch triggers", () => {
     expect(await statuses(run)).toEqual(["leased"]);
   });
 
+  it("refuse to lease with the lease trigger of 0019 (without 0022), writing nothing", async () => {
+    const run = uniqueRun("no0022");
+    const { base, envIds } = await setupRun(run, 2, [2]);
+    await post(`${base}/scored_data`, group(0, 2, envIds[0]!));
+    const [before0022] = triggerVersions("batch_leases_groups");
+    expect(before0022).not.toContain("groups_deferred");
+    await withoutTrigger(
+      "batch_leases_groups",
+      async () => {
+        const refused = await post(`/v1/runs/${run}/batches/lease`, {});
+        expect(refused.status).toBe(500);
+        expect(await refused.text()).toContain("0022_deferred_lease_groups");
+        expect(await statuses(run)).toEqual(["queued"]);
+        expect(await batchStatuses(run)).toEqual([]);
+      },
+      before0022,
+    );
+    expect((await post(`/v1/runs/${run}/batches/lease`, {})).status).toBe(200);
+    expect(await statuses(run)).toEqual(["leased"]);
+  });
+
   it("refuse to lease without batch_statistics (migration 0020), writing nothing", async () => {
     const run = uniqueRun("nostats");
     const { base, envIds } = await setupRun(run, 2, [2]);
@@ -76,7 +111,7 @@ describe("batch triggers", () => {
       expect(refused.status).toBe(500);
       // The guard's own words reach the client across the coordinator's RPC.
       expect(await refused.text()).toContain(
-        "lacks migration 0019_batch_transitions or 0020_batch_statistics",
+        "lacks migration 0019_batch_transitions, 0020_batch_statistics or 0022_deferred_lease_groups",
       );
       expect(await statuses(run)).toEqual(["queued"]);
       expect(await batchStatuses(run)).toEqual([]);

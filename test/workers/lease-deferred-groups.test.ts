@@ -4,8 +4,10 @@
  * next round trip, before any other transition of the run (drizzle/0022). When that round trip
  * fails, the next lease or ack marks them first: no group goes out twice, none stays queued.
  */
+import { runInDurableObject } from "cloudflare:test";
 import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
+import type { Bindings } from "../../src/api/bindings";
 import { group, post, setupRun, uniqueRun } from "./helpers";
 
 interface Leased {
@@ -175,5 +177,46 @@ describe("a lease's groups, marked after its answer", () => {
       });
       expect(ack.status).toBe(200);
     }
+  });
+
+  it("are marked before the next lease when a lease's first write committed but its answer was lost", async () => {
+    const run = uniqueRun("defer-lost");
+    const { base, envIds } = await setupRun(run, 2, [2]);
+    for (let i = 0; i < 4; i++) await post(`${base}/scored_data`, group(i, 2, envIds[0]!));
+    await lease(run);
+    // The next D1 batch the coordinator sends (the next lease's first write) commits, and then
+    // its answer is lost, as a dropped connection loses it.
+    const namespace = (env as unknown as Bindings).RUN_COORDINATOR;
+    const stub = namespace.get(namespace.idFromName(run));
+    await runInDurableObject(stub, (instance) => {
+      const real = env.DB;
+      let lost = false;
+      const lossy = {
+        prepare: (query: string) => real.prepare(query),
+        batch: async (statements: D1PreparedStatement[]) => {
+          const results = await real.batch(statements);
+          if (lost) return results;
+          lost = true;
+          throw new Error("D1_ERROR: Network connection lost.");
+        },
+      };
+      Object.defineProperty(instance, "db", { value: lossy, configurable: true });
+    });
+    const failed = await post(`/v1/runs/${run}/batches/lease`, {});
+    expect(failed.status).toBe(500);
+    const written = await env.DB.prepare(
+      "SELECT id, group_ids FROM batches WHERE run = ? ORDER BY step",
+    )
+      .bind(run)
+      .all<{ id: string; group_ids: string }>();
+    expect(written.results).toHaveLength(2);
+
+    // The retry must not lease the lost lease's group again: it is marked first.
+    const retry = await lease(run);
+    const lostBatch = written.results[1]!;
+    const lostIds = JSON.parse(lostBatch.group_ids) as number[];
+    expect(retry.groups.map((g) => g.group_id)).not.toContain(lostIds[0]);
+    const rows = new Map((await groupRows(run)).map((r) => [r.id, r]));
+    expect(rows.get(lostIds[0]!)).toMatchObject({ status: "leased", batch_id: lostBatch.id });
   });
 });

@@ -34,7 +34,7 @@ import {
   leasePlanChecks,
   runs,
 } from "./schema";
-import { CHECK_FAILED } from "./transitions";
+import { CHECK_FAILED, guardedBatch } from "./transitions";
 
 // Placeholders of the compiled lease writes.
 const p = {
@@ -161,6 +161,8 @@ export interface LeaseWriteOptions {
   afterGroups?: readonly D1PreparedStatement[];
   /** Write only the batch row and the step now; the rest in `settle` (the module's comment). */
   deferGroups?: boolean;
+  /** With `deferGroups` and `next`: `settle` also reads the head's prefix (`SettledHead`). */
+  readPrefix?: boolean;
   /**
    * The leased groups' references, when the caller has them (read before, with the queue head):
    * not read again. Only for groups every one of which the write leases (a plan check holds it).
@@ -238,7 +240,9 @@ export async function formLease(
     : [];
   const next = options.next ? queueHeadReads(d1, run, options.next) : null;
   const prefix =
-    options.next && options.deferGroups ? headPrefixReads(d1, run, options.next) : null;
+    options.next && options.deferGroups && options.readPrefix
+      ? headPrefixReads(d1, run, options.next)
+      : null;
   const known = options.groups;
   const statistics = recordBatchStatistics.bind(d1, values);
   const afterGroups = options.afterGroups ?? [];
@@ -267,9 +271,10 @@ export async function formLease(
   const settle = async (): Promise<SettledHead | null> => {
     const reads = [...(next?.statements ?? []), ...(prefix?.statements ?? [])];
     const settled = (await d1.batch([...deferred, ...reads])).slice(deferred.length);
-    if (!next || !prefix) return null;
+    if (!next) return null;
     const at = next.statements.length;
-    return { head: next.parse(settled.slice(0, at)), prefix: prefix.parse(settled.slice(at)) };
+    const head = next.parse(settled.slice(0, at));
+    return { head, prefix: prefix ? prefix.parse(settled.slice(at)) : [] };
   };
   const refs = known
     ? [...known]
@@ -290,7 +295,8 @@ export async function formLease(
 const settleStatement = compiledSql(
   () => sql`UPDATE ${groups} SET ${sql.identifier(groups.status.name)} = 'leased', ${sql.identifier(groups.batchId.name)} = (
       SELECT b.id FROM ${batches} AS b, json_each(b.group_ids) AS j
-      WHERE b.run = ${p.run} AND b.status = 'leased' AND b.groups_deferred = 1 AND j.value = ${groups.id} LIMIT 1)
+      WHERE b.run = ${p.run} AND b.status = 'leased' AND b.groups_deferred = 1 AND j.value = ${groups.id}
+      ORDER BY b.step LIMIT 1)
     WHERE ${groups.run} = ${p.run} AND ${groups.status} = 'queued' AND ${groups.id} IN (
       SELECT j.value FROM ${batches} AS b, json_each(b.group_ids) AS j
       WHERE b.run = ${p.run} AND b.status = 'leased' AND b.groups_deferred = 1
@@ -298,7 +304,8 @@ const settleStatement = compiledSql(
 );
 
 export async function settleLeasedGroups(d1: D1Database, run: string): Promise<void> {
-  await settleStatement.bind(d1, { run }).run();
+  // Guarded: it is the first statement a restarted coordinator sends.
+  await guardedBatch(d1, [settleStatement.bind(d1, { run })]);
 }
 
 /** Hands an expired lease's batch out again under a new lease id; the lapsed id is kept. */

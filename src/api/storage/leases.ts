@@ -256,20 +256,26 @@ export function queueHeadReads(
   };
 }
 
+/** The most inline payload bytes `headPrefixReads` reads (what the coordinator then keeps). */
+export const HEAD_PREFIX_MAX_BYTES = 1 << 20;
+
 /**
  * The oldest queued groups (as `queueHeadReads` reads the window) whose sizes add up to at most
- * the run's batch size, with their payload references: the groups a lease planned from that
- * head takes when they fill the batch exactly, so it need not read them (group payloads never
- * change once stored). The window is limited before it is summed.
+ * the run's batch size and whose inline payloads to at most ?4 bytes, with their payload
+ * references: the groups a lease planned from that head takes when they fill the batch exactly,
+ * so it need not read them (group payloads never change once stored). The window is limited
+ * before it is summed.
  */
 const headPrefixRefs = `SELECT ${GROUP_REF_COLUMNS} FROM (
-    SELECT id, SUM(num_seqs) OVER (ORDER BY id) AS cum FROM (
-      SELECT q.id, q.num_seqs FROM groups AS q
+    SELECT id, SUM(num_seqs) OVER (ORDER BY id) AS cum, SUM(inline_bytes) OVER (ORDER BY id) AS bytes
+    FROM (
+      SELECT q.id, q.num_seqs, CASE WHEN q.payload_key = '' THEN q.payload_bytes ELSE 0 END AS inline_bytes
+      FROM groups AS q
       WHERE q.run = ?1 AND q.status = 'queued'
         AND q.policy_version >= COALESCE((SELECT policy_version FROM runs WHERE name = ?1) - ?2, -1)
       ORDER BY q.id LIMIT ?3)) AS w
   JOIN groups AS g ON g.id = w.id ${GROUP_PAYLOAD_JOIN}
-  WHERE w.cum <= (SELECT batch_size FROM runs WHERE name = ?1)
+  WHERE w.cum <= (SELECT batch_size FROM runs WHERE name = ?1) AND w.bytes <= ?4
   ORDER BY g.id`.replace(/\s+/g, " ");
 
 /** The read of `headPrefixRefs`, one statement (`maxStaleness` null keeps every version). */
@@ -278,8 +284,9 @@ export function headPrefixReads(
   run: string,
   q: Pick<LeaseStateQuery, "maxStaleness" | "windowLimit">,
 ): Reads<LeasedGroupRef[]> {
+  const sql = d1.prepare(headPrefixRefs);
   return {
-    statements: [d1.prepare(headPrefixRefs).bind(run, q.maxStaleness, q.windowLimit)],
+    statements: [sql.bind(run, q.maxStaleness, q.windowLimit, HEAD_PREFIX_MAX_BYTES)],
     // Our own statement's columns (GROUP_REF_COLUMNS), as the typed reads map them.
     parse: ([result]) => (result!.results as GroupRefRow[]).map(groupRef),
   };
