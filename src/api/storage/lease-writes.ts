@@ -42,7 +42,6 @@ const p = {
   now: sql.placeholder("now"),
   ids: sql.placeholder("ids"),
   batchId: sql.placeholder("batchId"),
-  replayIds: sql.placeholder("replayIds"),
 };
 
 export interface NewLease {
@@ -93,20 +92,6 @@ const leaseWrites = {
       .update(runs)
       .set({ step: sql`${runs.step} + 1`, started: true, updatedAt: sql`${p.now}` })
       .where(eq(runs.name, p.run)),
-  ),
-  // What the insert's trigger does when the groups are not deferred (drizzle/0022).
-  leaseGroups: compiled((d) =>
-    d
-      .update(groups)
-      .set({ status: "leased", batchId: sql`${p.batchId}` })
-      .where(
-        and(
-          eq(groups.run, p.run),
-          eq(groups.status, "queued"),
-          idIn(p.ids),
-          sql`${groups.id} NOT IN (SELECT value FROM json_each(COALESCE(${p.replayIds}, '[]')))`,
-        ),
-      ),
   ),
   leasedRefs: compiled((d) =>
     d
@@ -247,7 +232,7 @@ export async function formLease(
   const statistics = recordBatchStatistics.bind(d1, values);
   const afterGroups = options.afterGroups ?? [];
   const deferred = options.deferGroups
-    ? [leaseWrites.leaseGroups.bind(d1, values), statistics, ...afterGroups]
+    ? [settleStatement.bind(d1, values), statistics, ...afterGroups]
     : [];
   const writes = [
     ...(options.deferGroups ? [] : [statistics]),
@@ -288,9 +273,10 @@ export async function formLease(
 }
 
 /**
- * Marks the groups of the run's deferred leases leased where they are still queued: after a
- * coordinator restarted, or its `settle` failed, before its next lease or ack. One statement; a
- * no-op when every deferred lease settled.
+ * Marks the groups of the run's deferred leases leased where they are still queued: what the
+ * insert's trigger does for a lease that is not deferred (drizzle/0022). The first statement of
+ * each deferred lease's `settle`, and, alone, of a coordinator's first lease or ack after it
+ * restarted or a `settle` failed. A no-op when every deferred lease settled.
  */
 const settleStatement = compiledSql(
   () => sql`UPDATE ${groups} SET ${sql.identifier(groups.status.name)} = 'leased', ${sql.identifier(groups.batchId.name)} = (

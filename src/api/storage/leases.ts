@@ -284,9 +284,9 @@ export function headPrefixReads(
   run: string,
   q: Pick<LeaseStateQuery, "maxStaleness" | "windowLimit">,
 ): Reads<LeasedGroupRef[]> {
-  const sql = d1.prepare(headPrefixRefs);
+  const statement = d1.prepare(headPrefixRefs);
   return {
-    statements: [sql.bind(run, q.maxStaleness, q.windowLimit, HEAD_PREFIX_MAX_BYTES)],
+    statements: [statement.bind(run, q.maxStaleness, q.windowLimit, HEAD_PREFIX_MAX_BYTES)],
     // Our own statement's columns (GROUP_REF_COLUMNS), as the typed reads map them.
     parse: ([result]) => (result!.results as GroupRefRow[]).map(groupRef),
   };
