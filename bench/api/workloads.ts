@@ -22,6 +22,19 @@ export interface Workload {
 export const GROUP_SIZE = 16;
 export const BATCH_SIZE = 64;
 
+/**
+ * A logprob as an engine reports it: a float32 log of a probability, distinct almost everywhere
+ * (a repeating pattern lets V8's number-to-string cache write them for free, which real logprobs
+ * never get). Deterministic in (sequence, position).
+ */
+function logprobOf(seqId: number, position: number): number {
+  let h = Math.imul(seqId + 1, 0x9e3779b1) ^ Math.imul(position + 1, 0x85ebca6b);
+  h = Math.imul(h ^ (h >>> 15), 0x2c1b3c6d);
+  h ^= h >>> 13;
+  const u = ((h >>> 0) + 1) / 2 ** 32;
+  return Math.fround(Math.log(u) / 4);
+}
+
 /** A group whose sequences start with a unique id token (seqId) so delivery can be checked. */
 export function makeGroup(
   groupIndex: number,
@@ -39,8 +52,7 @@ export function makeGroup(
     for (let i = 1; i < w.tokens; i++) seq[i] = (seqId * 31 + i * 7) % 151_000;
     tokens.push(seq);
     masks.push(seq.map((t, i) => (i < prompt ? -100 : t)));
-    if (w.logprobs)
-      logprobs.push(seq.map((_, i) => (i < prompt ? 1.0 : -((i * 7919 + s) % 1000) / 997)));
+    if (w.logprobs) logprobs.push(seq.map((_, i) => (i < prompt ? 1.0 : logprobOf(seqId, i))));
   }
   const group: Record<string, unknown> = {
     tokens,

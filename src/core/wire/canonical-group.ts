@@ -30,17 +30,53 @@ const FLOAT_KEYS = new Set<string>([
 /** JSON for an array (of any depth) of floats, integral values written with a `.0`. */
 export function floatArrayJson(value: unknown): string {
   if (!Array.isArray(value)) return floatJson(value);
-  // One pass building the pieces (cheaper than stringify + a regex over ~1 MB per group).
+  const row = numberRowJson(value);
+  if (row !== null) return row;
   const parts = new Array<string>(value.length);
   for (let i = 0; i < value.length; i++) parts[i] = floatArrayJson(value[i]);
   return `[${parts.join(",")}]`;
 }
 
+/** Python writes floats with a fraction (1.0); JS would write 1. 1e21 and up are exponent form. */
+function needsFraction(value: number): boolean {
+  return Number.isInteger(value) && Math.abs(value) < 1e21;
+}
+
 function floatJson(value: unknown): string {
   if (typeof value !== "number") return JSON.stringify(value) ?? "null";
   if (!Number.isFinite(value)) return "null";
-  // Python writes floats with a fraction (1.0); JS would write 1. 1e21 and up are exponent form.
-  return Number.isInteger(value) && Math.abs(value) < 1e21 ? `${value}.0` : `${value}`;
+  return needsFraction(value) ? `${value}.0` : `${value}`;
+}
+
+/**
+ * A row of numbers in one JSON.stringify call, which writes them in native code (about 3× faster
+ * than a string per number for a row of real logprobs, whose values rarely repeat); then each
+ * integral value gets its `.0`, found by counting commas (a number's JSON has none). Null when an
+ * entry is not a number.
+ */
+function numberRowJson(row: readonly unknown[]): string | null {
+  let integral = 0;
+  for (let i = 0; i < row.length; i++) {
+    const v = row[i];
+    if (typeof v !== "number") return null;
+    if (needsFraction(v)) integral++;
+  }
+  const text = JSON.stringify(row);
+  if (integral === 0) return text;
+  let out = "";
+  let copied = 0;
+  let from = 1;
+  for (let i = 0; integral > 0; i++) {
+    const comma = text.indexOf(",", from);
+    const end = comma < 0 ? text.length - 1 : comma;
+    if (needsFraction(row[i] as number)) {
+      out += `${text.slice(copied, end)}.0`;
+      copied = end;
+      integral--;
+    }
+    from = end + 1;
+  }
+  return out + text.slice(copied);
 }
 
 /**

@@ -107,6 +107,9 @@ describe("wire encodings", () => {
   it("writes integral floats with .0 and leaves other numbers alone", () => {
     expect(floatArrayJson([1, 0.5, -2, 1e21, -0])).toBe("[1.0,0.5,-2.0,1e+21,0.0]");
     expect(floatArrayJson([[1, 2], [3.25]])).toBe("[[1.0,2.0],[3.25]]");
+    expect(floatArrayJson([1, null, "x", 2.5, Number.NaN])).toBe('[1.0,null,"x",2.5,null]');
+    expect(floatArrayJson([])).toBe("[]");
+    expect(floatArrayJson([0.5, 7])).toBe("[0.5,7.0]");
   });
 
   it("writes floats exactly as stringify + 'integral gets .0' would, for random arrays", () => {
