@@ -62,7 +62,7 @@ function canonicalPayloadChunks(env: Bindings, ref: LeasedGroupRef): Promise<Uin
     const chunks: Uint8Array[] = [];
     let pending = "";
     for (const piece of canonicalGroupPieces(await readLegacyGroup(env, ref), ref.envId)) {
-      pending += piece;
+      pending += piece.text;
       if (pending.length >= CHUNK_CHARS) {
         chunks.push(encoder.encode(pending));
         pending = "";

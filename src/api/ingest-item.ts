@@ -5,8 +5,8 @@
  * in-process submission of the queue path and the inference proxy.
  */
 
-import { deflatePiece } from "../core/codecs/gzip-pieces";
-import { canonicalGroupJson } from "../core/wire/canonical-group";
+import { deflatePiece, joinPieces } from "../core/codecs/gzip-pieces";
+import { canonicalGroupPieces } from "../core/wire/canonical-group";
 import { type GroupStats, groupStats } from "../core/wire/group-stats";
 import type { ScoredDataInput } from "../core/wire/schemas";
 import type { Trajectory } from "../core/wire/trajectory";
@@ -29,15 +29,26 @@ export type StoredPayload = Pick<IngestItem, "payload" | "encoding" | "inline" |
 /**
  * The stored form of a validated group (src/api/storage/payloads.ts): small JSON as text, larger
  * JSON as one raw-deflate piece (compressed once here, sent to gzip clients as it is), in D1 while
- * its base64 fits, else in R2.
+ * its base64 fits, else in R2. Float rows are compressed as pieces of their own, by Huffman
+ * coding alone (see deflatePiece); the rest with LZ77, which finds a group's shared prompt.
  */
 export function canonicalPayloadOf(group: ScoredDataInput): StoredPayload {
-  const json = canonicalGroupJson(group, group.env_id ?? null);
-  const bytes = textEncoder.encode(json) as Uint8Array<ArrayBuffer>;
-  if (bytes.byteLength <= PLAIN_MAX_BYTES) {
-    return { payload: bytes, encoding: "canonical", inline: json, raw: null };
+  const segments: { text: string; floats: boolean }[] = [];
+  let chars = 0;
+  for (const piece of canonicalGroupPieces(group, group.env_id ?? null)) {
+    const last = segments.at(-1);
+    if (last?.floats === piece.floats) last.text += piece.text;
+    else segments.push({ ...piece });
+    chars += piece.text.length;
   }
-  const piece = deflatePiece(bytes);
+  if (chars <= PLAIN_MAX_BYTES) {
+    const json = segments.map((s) => s.text).join("");
+    const bytes = textEncoder.encode(json) as Uint8Array<ArrayBuffer>;
+    if (bytes.byteLength <= PLAIN_MAX_BYTES) {
+      return { payload: bytes, encoding: "canonical", inline: json, raw: null };
+    }
+  }
+  const piece = joinPieces(segments.map((s) => deflatePiece(textEncoder.encode(s.text), s.floats)));
   const inline = Math.ceil(piece.data.byteLength / 3) * 4 <= INLINE_MAX_BYTES;
   return {
     payload: piece.data as Uint8Array<ArrayBuffer>,

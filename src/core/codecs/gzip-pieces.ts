@@ -19,13 +19,38 @@ export interface DeflatePiece {
   length: number;
 }
 
-export function deflatePiece(raw: Uint8Array): DeflatePiece {
-  const data = deflateRawSync(raw, { level: LEVEL, finishFlush: constants.Z_SYNC_FLUSH });
+/**
+ * Compresses `raw` into a piece. `repeatsNothing`: text in which LZ77 finds almost nothing to
+ * refer back to (rows of distinct floats, such as logprobs): Huffman coding alone, 2–3× faster
+ * at level 1 for about 4 % more bytes on such text.
+ */
+export function deflatePiece(raw: Uint8Array, repeatsNothing = false): DeflatePiece {
+  const data = deflateRawSync(raw, {
+    level: LEVEL,
+    finishFlush: constants.Z_SYNC_FLUSH,
+    ...(repeatsNothing ? { strategy: constants.Z_HUFFMAN_ONLY } : {}),
+  });
   return {
     data: new Uint8Array(data.buffer, data.byteOffset, data.byteLength),
     crc32: crc32(raw),
     length: raw.byteLength,
   };
+}
+
+/** Pieces one after another, as one piece (each is byte-aligned and refers only into itself). */
+export function joinPieces(pieces: readonly DeflatePiece[]): DeflatePiece {
+  if (pieces.length === 1) return pieces[0]!;
+  const data = new Uint8Array(pieces.reduce((n, p) => n + p.data.byteLength, 0));
+  let offset = 0;
+  let crc = 0;
+  let length = 0;
+  for (const piece of pieces) {
+    data.set(piece.data, offset);
+    offset += piece.data.byteLength;
+    crc = length === 0 ? piece.crc32 : crc32Combine(crc, piece.crc32, piece.length);
+    length += piece.length;
+  }
+  return { data, crc32: crc, length };
 }
 
 /** What a piece's data inflates to (a piece has no final block, so inflation stops at its end). */

@@ -79,34 +79,42 @@ function numberRowJson(row: readonly unknown[]): string | null {
   return out + text.slice(copied);
 }
 
+/** A piece of a group's canonical JSON; `floats` when it is rows of a float field only. */
+export interface CanonicalPiece {
+  text: string;
+  floats: boolean;
+}
+
 /**
  * The canonical JSON of a validated group, in pieces: each top-level key whose value is a list of
  * lists (tokens, masks, logprobs…) yields one piece per row, so a caller can encode and stream a
  * large group without ever holding its whole JSON text (a 16 × 8k-token group with logprobs is
- * ~3.6 MB of text). The pieces concatenated are exactly `canonicalGroupJson`.
+ * ~3.6 MB of text), and can compress float rows (which repeat nothing) differently from the
+ * rest. The pieces concatenated are exactly `canonicalGroupJson`.
  * Extra keys sent by envs (e.g. `seed`) are dropped, as Atropos does; the API's env id is
  * authoritative.
  */
 export function* canonicalGroupPieces(
   group: Partial<Record<(typeof GROUP_KEYS)[number], unknown>>,
   envId: number | null,
-): Generator<string> {
+): Generator<CanonicalPiece> {
   for (const [k, key] of GROUP_KEYS.entries()) {
     const value = key === "env_id" ? envId : (group[key] ?? null);
     const head = `${k === 0 ? "{" : ","}"${key}":`;
     const float = value !== null && FLOAT_KEYS.has(key);
     if (!Array.isArray(value) || !value.some(Array.isArray)) {
-      yield head + (float ? floatArrayJson(value) : (JSON.stringify(value) ?? "null"));
+      const text = float ? floatArrayJson(value) : (JSON.stringify(value) ?? "null");
+      yield { text: head + text, floats: false };
       continue;
     }
-    yield `${head}[`;
+    yield { text: `${head}[`, floats: false };
     for (let i = 0; i < value.length; i++) {
       const row = float ? floatArrayJson(value[i]) : (JSON.stringify(value[i]) ?? "null");
-      yield i === 0 ? row : `,${row}`;
+      yield { text: i === 0 ? row : `,${row}`, floats: float };
     }
-    yield "]";
+    yield { text: "]", floats: false };
   }
-  yield "}";
+  yield { text: "}", floats: false };
 }
 
 /** The served JSON of a validated group (see `canonicalGroupPieces`). */
@@ -114,5 +122,7 @@ export function canonicalGroupJson(
   group: Partial<Record<(typeof GROUP_KEYS)[number], unknown>>,
   envId: number | null,
 ): string {
-  return Array.from(canonicalGroupPieces(group, envId)).join("");
+  const texts: string[] = [];
+  for (const piece of canonicalGroupPieces(group, envId)) texts.push(piece.text);
+  return texts.join("");
 }

@@ -5,6 +5,7 @@ import {
   deflatePiece,
   GzipAssembler,
   inflatePiece,
+  joinPieces,
 } from "../../../src/core/codecs/gzip-pieces";
 
 const encoder = new TextEncoder();
@@ -33,7 +34,7 @@ describe("gzip pieces", () => {
     const groups = [1, 2, 3].map((g) =>
       encoder.encode(JSON.stringify({ tokens: Array.from({ length: 3000 }, (_, i) => i * g) })),
     );
-    const stored = groups.map(deflatePiece);
+    const stored = groups.map((raw) => deflatePiece(raw));
     const gz = new GzipAssembler();
     const parts = [...gz.raw(encoder.encode('{"batch":['))];
     stored.forEach((piece, i) => {
@@ -50,6 +51,25 @@ describe("gzip pieces", () => {
     // One member: the deflate stream ends right before the 8-byte trailer.
     const inner = inflateRawSync(body.subarray(10, body.byteLength - 8));
     expect(new TextDecoder().decode(inner)).toBe(expected);
+  });
+
+  it("joins pieces compressed with different strategies into one piece", () => {
+    const texts = [
+      '{"tokens":',
+      "[1,2,3],".repeat(2000),
+      "",
+      "[-0.1234567,0.5],".repeat(3000),
+      "}",
+    ];
+    const pieces = texts.map((t, i) => deflatePiece(encoder.encode(t), i % 2 === 1));
+    const joined = joinPieces(pieces);
+    const whole = encoder.encode(texts.join(""));
+    expect(new TextDecoder().decode(inflatePiece(joined.data))).toBe(texts.join(""));
+    expect(joined.length).toBe(whole.byteLength);
+    expect(joined.crc32).toBe(crc32(whole));
+    // Huffman coding alone still compresses digits (about 4 bits a character).
+    expect(pieces[3]!.data.byteLength).toBeLessThan(texts[3]!.length * 0.6);
+    expect(joinPieces([pieces[1]!])).toBe(pieces[1]);
   });
 
   it("writes a valid empty stream", () => {
