@@ -8,6 +8,14 @@ import { Pool } from "undici";
 
 export type Body = Uint8Array | string;
 
+/** A server that sends nothing for this long has stopped (not merely slowed): the run fails. */
+const STALL_MS = 60_000;
+
+/** The server under test stopped answering (see STALL_MS): its run is void, not slow. */
+export class ServerStalled extends Error {}
+
+const STALL_CODES = new Set(["UND_ERR_HEADERS_TIMEOUT", "UND_ERR_BODY_TIMEOUT"]);
+
 export class Client {
   private readonly pool: Pool;
   /** Network-level failures retried by `post` (a server may answer early and close). */
@@ -19,8 +27,15 @@ export class Client {
     readonly url: string,
     readonly headers: Record<string, string>,
     connections = 16,
+    private readonly stallMs = STALL_MS,
   ) {
-    this.pool = new Pool(url, { connections, pipelining: 1, keepAliveTimeout: 30_000 });
+    this.pool = new Pool(url, {
+      connections,
+      pipelining: 1,
+      keepAliveTimeout: 30_000,
+      headersTimeout: stallMs,
+      bodyTimeout: stallMs,
+    });
   }
 
   async request(
@@ -30,17 +45,21 @@ export class Client {
     headers: Record<string, string> = {},
   ): Promise<{ status: number; text: string; serverTiming: string }> {
     this.requests++;
-    const res = await this.pool.request({
-      method,
-      path,
-      body,
-      headers: {
-        ...this.headers,
-        ...(body === undefined ? {} : { "content-type": "application/json" }),
-        ...headers,
-      },
-    });
-    const bytes = Buffer.from(await res.body.arrayBuffer());
+    const res = await this.pool
+      .request({
+        method,
+        path,
+        body,
+        headers: {
+          ...this.headers,
+          ...(body === undefined ? {} : { "content-type": "application/json" }),
+          ...headers,
+        },
+      })
+      .catch((error: unknown) => this.stalled(error));
+    const bytes = Buffer.from(
+      await res.body.arrayBuffer().catch((error: unknown) => this.stalled(error)),
+    );
     // undici does not inflate: a gzip answer (the trainer asks for one, as Python's requests does)
     // is inflated here, as the trainer's client would.
     const gzip = String(res.headers["content-encoding"] ?? "").includes("gzip");
@@ -68,7 +87,7 @@ export class Client {
       try {
         res = await this.request("POST", path, body, headers);
       } catch (error) {
-        if (attempt >= 3) throw error;
+        if (attempt >= 3 || error instanceof ServerStalled) throw error;
         this.retries++;
         await new Promise((r) => setTimeout(r, 100 * (attempt + 1)));
         continue;
@@ -78,6 +97,14 @@ export class Client {
       }
       return res.text;
     }
+  }
+
+  private stalled(error: unknown): never {
+    const code = (error as { code?: unknown } | null)?.code;
+    if (typeof code === "string" && STALL_CODES.has(code)) {
+      throw new ServerStalled(`the server sent nothing for ${this.stallMs / 1000} s (${code})`);
+    }
+    throw error;
   }
 
   close(): Promise<void> {
