@@ -61,6 +61,8 @@ function numberRowJson(row: readonly unknown[]): string | null {
     if (typeof v !== "number") return null;
     if (needsFraction(v)) integral++;
   }
+  // Every value integral (zero-filled or whole-number rows): join writes each as String(v) does.
+  if (integral === row.length && integral > 0) return `[${row.join(".0,")}.0]`;
   const text = JSON.stringify(row);
   if (integral === 0) return text;
   let out = "";
