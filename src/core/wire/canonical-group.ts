@@ -49,39 +49,47 @@ function floatJson(value: unknown): string {
 }
 
 /**
- * A row of numbers in one JSON.stringify call, which writes them in native code (about 3× faster
- * than a string per number for a row of real logprobs, whose values rarely repeat); then each
- * integral value gets its `.0`, found by counting commas (a number's JSON has none). Null when an
- * entry is not a number.
+ * A row of numbers written by native calls: a run of non-integral values by JSON.stringify (about
+ * 3× faster than a string per number for real logprobs, whose values rarely repeat), a run of
+ * integral ones by join with ".0," (a prompt's 1.0s, zero-filled rows). A row that alternates
+ * often is written value by value. Null when an entry is not a number.
  */
 function numberRowJson(row: readonly unknown[]): string | null {
-  let integral = 0;
+  let runs = 0;
   for (let i = 0; i < row.length; i++) {
     const v = row[i];
     if (typeof v !== "number") return null;
-    if (needsFraction(v)) integral++;
+    if (i === 0 || needsFraction(v) !== needsFraction(row[i - 1] as number)) runs++;
   }
-  // Every value integral (zero-filled or whole-number rows): join writes each as String(v) does.
-  if (integral === row.length && integral > 0) return `[${row.join(".0,")}.0]`;
-  const text = JSON.stringify(row);
-  if (integral === 0) return text;
-  let out = "";
-  let copied = 0;
-  let from = 1;
-  for (let i = 0; integral > 0; i++) {
-    const comma = text.indexOf(",", from);
-    const end = comma < 0 ? text.length - 1 : comma;
-    if (needsFraction(row[i] as number)) {
-      out += `${text.slice(copied, end)}.0`;
-      copied = end;
-      integral--;
-    }
-    from = end + 1;
+  if (runs > 1 + row.length / 16) return null;
+  const parts = new Array<string>(runs);
+  for (let start = 0, k = 0; start < row.length; k++) {
+    const whole = needsFraction(row[start] as number);
+    let end = start + 1;
+    while (end < row.length && needsFraction(row[end] as number) === whole) end++;
+    const run = start === 0 && end === row.length ? row : row.slice(start, end);
+    parts[k] = whole ? `${run.join(".0,")}.0` : JSON.stringify(run).slice(1, -1);
+    start = end;
   }
-  return out + text.slice(copied);
+  return `[${parts.join(",")}]`;
 }
 
-/** A piece of a group's canonical JSON; `floats` when it is rows of a float field only. */
+/**
+ * Whether a row's JSON is mostly values LZ77 cannot shorten (distinct non-integral numbers),
+ * rather than runs such as a prompt's 1.0s: the first compress faster by Huffman coding alone.
+ */
+function mostlyDistinct(row: unknown, json: string): boolean {
+  if (!Array.isArray(row)) return false;
+  let whole = 0;
+  for (const v of row) if (typeof v === "number" && needsFraction(v)) whole++;
+  // An integral value's JSON is about 4 characters ("1.0,"); at most a quarter of the text.
+  return whole * 4 * 4 <= json.length;
+}
+
+/**
+ * A piece of a group's canonical JSON; `floats` when it is a row of a float field whose values
+ * are mostly distinct (see mostlyDistinct).
+ */
 export interface CanonicalPiece {
   text: string;
   floats: boolean;
@@ -112,7 +120,7 @@ export function* canonicalGroupPieces(
     yield { text: `${head}[`, floats: false };
     for (let i = 0; i < value.length; i++) {
       const row = float ? floatArrayJson(value[i]) : (JSON.stringify(value[i]) ?? "null");
-      yield { text: i === 0 ? row : `,${row}`, floats: float };
+      yield { text: i === 0 ? row : `,${row}`, floats: float && mostlyDistinct(value[i], row) };
     }
     yield { text: "]", floats: false };
   }

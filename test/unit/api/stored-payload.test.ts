@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { canonicalPayloadOf } from "../../../src/api/ingest-item";
-import { inflatePiece } from "../../../src/core/codecs/gzip-pieces";
+import { deflatePiece, inflatePiece } from "../../../src/core/codecs/gzip-pieces";
 import { canonicalGroupJson } from "../../../src/core/wire/canonical-group";
 import type { ScoredDataInput } from "../../../src/core/wire/schemas";
 
@@ -38,5 +38,14 @@ describe("a group's stored form", () => {
         expect(new Uint8Array(Buffer.from(stored.inline, "base64"))).toEqual(stored.payload);
       }
     }
+  });
+
+  it("keeps LZ77 for float rows that are mostly a prompt's 1.0s", () => {
+    const g = group(2100, false);
+    g.inference_logprobs = g.tokens.map((row, s) =>
+      row.map((_, i) => (i < 2000 ? 1 : -((i * 7919 + s) % 997) / 991)),
+    );
+    const lz77 = deflatePiece(new TextEncoder().encode(canonicalGroupJson(g, 3)));
+    expect(canonicalPayloadOf(g).payload.byteLength).toBeLessThanOrEqual(lz77.data.byteLength);
   });
 });
