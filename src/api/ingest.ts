@@ -21,6 +21,7 @@ import type { Bindings } from "./bindings";
 import { fail } from "./group-validation";
 import type { IngestItem } from "./ingest-item";
 import { settingsOf } from "./settings";
+import { emptyEpochOf, emptyEpochStatement } from "./storage/empty-epoch";
 import {
   groupInsertStatements,
   type InsertedGroup,
@@ -114,20 +115,45 @@ async function writeCommit(env: Bindings, run: string, items: IngestItem[]) {
   }
   const touched = new Set(items.map((it) => it.summary.envId).filter((e) => e !== null));
   for (const envId of touched) statements.push(touchEnvStatement(env.DB, run, envId, now));
+  statements.push(emptyEpochStatement(env.DB, run));
   const d1Started = performance.now();
   const results = await env.DB.batch(statements);
   const d1Ms = performance.now() - d1Started;
   const rows = items.map((_, i) => insertedGroupOf(results[insertAt[i]!]));
+  const epoch = emptyEpochOf(results.at(-1));
   // Duplicates and unknown envs insert nothing; an object nobody references is removed.
   if (toR2.length > 0 && rows.every((row, i) => row === null || items[i]!.inline !== null)) {
     await env.PAYLOADS.delete(key);
   }
   // Before anyone is answered: the coordinator must not repeat an empty lease answer now (a
   // duplicate too: the copy it retries may have been stored by a commit that failed to say so).
-  if (rows.some((row) => row === null || row.status === "queued")) {
+  // It may keep one only under an epoch this isolate has not told it about (storage/empty-epoch.ts).
+  if (rows.some((row) => row === null || row.status === "queued") && mustTell(env, run, epoch)) {
     await env.RUN_COORDINATOR.get(env.RUN_COORDINATOR.idFromName(run)).noteQueued();
+    toldOf(env, run, epoch!);
   }
   return rows.map((row): CommittedItem => ({ row, r2Ms, d1Ms }));
+}
+
+/**
+ * The empty epoch this isolate last told each run's coordinator about, per D1 binding (separate
+ * test environments never share one). Another isolate's telling is not known here: at worst each
+ * isolate tells once per epoch.
+ */
+const told = new WeakMap<object, Map<string, number>>();
+
+/** Whether a commit that read `epoch` must tell the coordinator (not yet told of it here). */
+function mustTell(env: Bindings, run: string, epoch: number | null): boolean {
+  return epoch !== null && told.get(env.DB)?.get(run) !== epoch;
+}
+
+function toldOf(env: Bindings, run: string, epoch: number): void {
+  let byRun = told.get(env.DB);
+  if (!byRun) {
+    byRun = new Map();
+    told.set(env.DB, byRun);
+  }
+  byRun.set(run, epoch);
 }
 
 /**
@@ -196,7 +222,9 @@ export async function ingestGroups(
       ]);
     }
   }
-  await requireRunLimits(env, run, items);
+  // A list is all-or-nothing, so it is checked before anything is written; a lone group's insert
+  // checks the same limits itself (storage/groups.ts), and a refusal is explained below.
+  if (items.length > 1) await requireRunLimits(env, run, items);
   const { results, info } = await timings.measure("commit", () =>
     groupCommitFor(env, run).submit(
       items,
@@ -239,6 +267,11 @@ export async function ingestGroups(
       });
       continue;
     }
+    // Neither stored nor a retry: the run's limits refused it (read again to say which).
+    const { maxTokenLen } = await runIngestLimits(env.DB, run, []);
+    const loc = items.length > 1 ? ["body", i] : ["body"];
+    const tooLong = checkSequenceLength(item.summary.stats, maxTokenLen, loc);
+    if (tooLong) fail([tooLong]);
     fail([
       {
         type: "value_error",
@@ -252,8 +285,8 @@ export async function ingestGroups(
 }
 
 /**
- * Checks what needs the run before anything is written: every sequence within the trainer's
- * registered max_token_len, and (lists are all-or-nothing) every env id registered. One read.
+ * A list's check before anything is written (lists are all-or-nothing): every sequence within the
+ * trainer's registered max_token_len, and every env id registered. One read.
  */
 async function requireRunLimits(env: Bindings, run: string, items: IngestItem[]) {
   const loc = (i: number) => (items.length > 1 ? ["body", i] : ["body"]);

@@ -34,6 +34,7 @@ import { type RpcResult, rpcError } from "./errors";
 import { collectGarbage, nextExpiry, retentionMs } from "./retention";
 import { settingsOf } from "./settings";
 import { ackLease, getLease } from "./storage/acks";
+import { renewEmptyEpoch } from "./storage/empty-epoch";
 import { settleLeasedGroups } from "./storage/lease-writes";
 import {
   compatAckedCount,
@@ -250,8 +251,9 @@ export class RunCoordinator extends DurableObject<BaseBindings> {
   }
 
   /**
-   * Ingest calls this once groups it stored are queued, before it answers: an empty answer
-   * remembered before then is not given again.
+   * Ingest calls this once groups it stored are queued, before it answers, when it read an empty
+   * epoch it had not told this object of: an empty answer remembered before then is not given
+   * again.
    */
   noteQueued(): void {
     this.changes++;
@@ -266,13 +268,16 @@ export class RunCoordinator extends DurableObject<BaseBindings> {
 
   /**
    * Remembers an empty answer read under `at` when it holds for every trainer until something
-   * changes: no lease out (none can expire meanwhile), no replay buffer to draw from, no stale
-   * groups to queue again, and no transition or queued group since the read began.
+   * changes: no group queued, no lease out (none can expire meanwhile), no replay buffer to draw
+   * from, no stale groups to queue again, and no transition or queued group since the read
+   * began. Ingest tells this object about queued groups only under a new empty epoch, so one is
+   * drawn first (storage/empty-epoch.ts); it is not when a group was queued meanwhile.
    */
-  private rememberEmpty(at: number, state: LeaseState, outcome: LeaseOutcome): void {
+  private async rememberEmpty(at: number, run: string, state: LeaseState, outcome: LeaseOutcome) {
     if (outcome.kind !== "none" || at !== this.changes) return;
     if (state.window.length > 0 || state.leased > 0 || state.run?.replayEnabled) return;
     if (this.memory.staleMayExist) return;
+    if (!(await renewEmptyEpoch(this.db, run)) || at !== this.changes) return;
     this.empty = { at, until: clockNow() + EMPTY_TTL_MS, reason: outcome.reason };
   }
 
@@ -325,7 +330,7 @@ export class RunCoordinator extends DurableObject<BaseBindings> {
       if (state.compatAcked > 0) await this.scheduleRetention(run, now);
       if (!state.run?.registered) return { kind: "not_registered", stages };
       const outcome = await leaseLocked(this.leaseContext, run, state.run, state, timing, options);
-      this.rememberEmpty(at, state, outcome);
+      await this.rememberEmpty(at, run, state, outcome);
       return { ...outcome, stages };
     }, true);
   }
@@ -366,7 +371,7 @@ export class RunCoordinator extends DurableObject<BaseBindings> {
         stages.read = performance.now() - started;
         if (!state.run?.registered) return { kind: "not_registered", stages };
         const outcome = await leaseLocked(cx, run, state.run, state, timing, options);
-        if (options.maxStaleness === null) this.rememberEmpty(seen, state, outcome);
+        if (options.maxStaleness === null) await this.rememberEmpty(seen, run, state, outcome);
         this.rememberFormed(run, outcome, options);
         return { ...outcome, stages };
       } catch (err) {

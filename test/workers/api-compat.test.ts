@@ -1,4 +1,6 @@
+import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
+import { renewEmptyEpoch } from "../../src/api/storage/empty-epoch";
 import { call, group, gzip, json, post, REGISTRATION, setupRun, uniqueRun } from "./helpers";
 
 const LEASE_STAGES = ["lease", "lease-read", "lease-plan", "lease-write"];
@@ -313,6 +315,48 @@ describe("Atropos wire compatibility", () => {
       expect(empty.status).toBe(204);
       expect(phasesOf(empty)).toEqual(LEASE_STAGES);
     }
+  });
+
+  it("drops its empty answer for a group stored in every idle period, across a reset too", async () => {
+    const run = uniqueRun();
+    let { base, envIds } = await setupRun(run, 4, [4]);
+    const pull = () => call(`${base}/batch`);
+    const epoch = async () =>
+      (await env.DB.prepare("SELECT empty_epoch AS e FROM runs WHERE name = ?1")
+        .bind(run)
+        .first<{ e: number }>())!.e;
+    const epochs = new Set<number>();
+    for (let period = 0; period < 4; period++) {
+      if (period === 1) {
+        expect((await call(`${base}/reset_data`)).status).toBe(200);
+        ({ base, envIds } = await setupRun(run, 4, [4]));
+      }
+      // The pull that finds the queue empty keeps its answer under a new epoch…
+      expect(await (await pull()).json()).toEqual({ batch: null });
+      const remembered = await pull();
+      expect(remembered.headers.get("server-timing")).toMatch(/desc="from memory"/);
+      epochs.add(await epoch());
+      // …and two groups stored in turn (the second under an epoch already told) are delivered.
+      for (const seed of [1, 2]) {
+        const stored = await post(`${base}/scored_data`, group(100 * period + seed, 4, envIds[0]!));
+        expect(stored.status).toBe(200);
+        const { batch } = await json<{ batch: unknown[] | null }>(pull());
+        expect(batch).toHaveLength(1);
+      }
+    }
+    expect(epochs.size).toBe(4);
+  });
+
+  it("draws no empty epoch while a group is queued", async () => {
+    const run = uniqueRun();
+    const { base, envIds } = await setupRun(run, 8, [4]);
+    expect(await renewEmptyEpoch(env.DB, run)).toBe(true);
+    expect((await post(`${base}/scored_data`, group(7, 4, envIds[0]!))).status).toBe(200);
+    expect(await renewEmptyEpoch(env.DB, run)).toBe(false);
+    // Not enough for a batch of 8: empty, and not kept (the next pull reads D1 again).
+    expect(await (await call(`${base}/batch`)).json()).toEqual({ batch: null });
+    const again = await call(`${base}/batch`);
+    expect(again.headers.get("server-timing")).not.toMatch(/from memory/);
   });
 
   it("gzips large responses when the client accepts gzip", async () => {

@@ -2,6 +2,7 @@
  * Bad groups are refused, not stored: each rule a group breaks gets a 422 that names the field and
  * the rule, and nothing is stored (the run's queue stays empty). Atropos stored all of these.
  */
+import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
 import { call, group, json, post, REGISTRATION, setupRun, uniqueRun } from "./helpers";
 
@@ -118,6 +119,21 @@ describe("group rules", () => {
       "max_token_len (16",
     );
     expect((await post(`/runs/${run}/scored_data`, fits)).status).toBe(200);
+  });
+
+  it("keeps a refused group's env heartbeat as it was; a stored group renews it", async () => {
+    const run = uniqueRun("rules-beat");
+    const { envIds } = await setupRun(run, 8, [2], { maxTokenLen: 16 });
+    const lastSeen = async () =>
+      (await env.DB.prepare("SELECT last_seen_at AS t FROM envs WHERE run = ?1 AND env_id = ?2")
+        .bind(run, envIds[0]!)
+        .first<{ t: number }>())!.t;
+    await env.DB.prepare("UPDATE envs SET last_seen_at = 0 WHERE run = ?1").bind(run).run();
+    const long = group(5, 2, envIds[0]!, 17);
+    await expectRefused(run, "/scored_data", long, ["body", "tokens", 0], "max_token_len (16");
+    expect(await lastSeen()).toBe(0);
+    expect((await post(`/runs/${run}/scored_data`, group(4, 2, envIds[0]!, 16))).status).toBe(200);
+    expect(await lastSeen()).toBeGreaterThan(0);
   });
 
   it("names the group of a list that breaks a rule and stores none of the list", async () => {

@@ -432,4 +432,25 @@ describe("in-process submission", () => {
     expect(results.filter((r) => r.status === "duplicate")).toHaveLength(2);
     expect((await json<{ queue_size: number }>(call(`${base}/status`))).queue_size).toBe(1);
   });
+
+  it("refuses an item the run's limits refuse without using its key, so a fixed redelivery is stored", async () => {
+    const run = uniqueRun("refused-item");
+    const { base, envIds } = await setupRun(run, 8, [GROUP_SIZE], { maxTokenLen: 4 });
+    const sample = (length: number, envId: number) => ({
+      tokens: Array.from({ length: GROUP_SIZE }, (_, s) => Array.from({ length }, (_, i) => s + i)),
+      masks: Array.from({ length: GROUP_SIZE }, (_, s) => Array.from({ length }, (_, i) => s + i)),
+      scores: [1, 0, 1, 0],
+      env_id: envId,
+    });
+    await expect(
+      submitGroupInProcess(bindings, run, sample(5, envIds[0]!), "item:y:0"),
+    ).rejects.toThrow(/max_token_len \(4/);
+    await expect(
+      submitGroupInProcess(bindings, run, sample(4, envIds[0]! + 7), "item:y:0"),
+    ).rejects.toThrow(/is not registered/);
+    expect((await json<{ queue_size: number }>(call(`${base}/status`))).queue_size).toBe(0);
+    const stored = await submitGroupInProcess(bindings, run, sample(4, envIds[0]!), "item:y:0");
+    expect(stored.status).toBe("received");
+    expect((await json<{ queue_size: number }>(call(`${base}/status`))).queue_size).toBe(1);
+  });
 });

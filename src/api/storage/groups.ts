@@ -44,6 +44,7 @@ SELECT ?1, ?2,
   COALESCE(?10, (SELECT policy_version FROM runs WHERE name = ?1), 0),
   ?11, ?19, ?12, ?17, ?13, ?13, ?16, ?18, ?20, ?21
 WHERE (?2 IS NULL OR EXISTS (SELECT 1 FROM envs WHERE run = ?1 AND env_id = ?2))
+  AND COALESCE((SELECT max_token_len < 0 OR ?23 <= max_token_len FROM runs WHERE name = ?1), 1)
   AND NOT EXISTS (SELECT 1 FROM groups WHERE run = ?1 AND dedupe_key = ?17 AND created_at > ?14)
   AND (?15 IS NULL OR NOT EXISTS (SELECT 1 FROM idempotency_keys WHERE run = ?1 AND key = ?15))
 RETURNING id, status`;
@@ -53,16 +54,17 @@ const INSERT_INLINE_PAYLOAD = `
 INSERT INTO group_payloads (group_id, run, body)
 SELECT last_insert_rowid(), ?1, ?2 WHERE changes() = 1`;
 
+// Only for a stored group (this insert's or an earlier copy's): a refused item is not a used key.
 const RECORD_ITEM_KEY = `
 INSERT INTO idempotency_keys (run, key, route, request_hash, status_code, response, created_at)
-VALUES (?1, ?2, 'queue', ?3, 200,
-  json_object('group_id', (SELECT id FROM groups WHERE run = ?1 AND dedupe_key = ?3 ORDER BY id DESC LIMIT 1)),
-  ?4)
+SELECT ?1, ?2, 'queue', ?3, 200, json_object('group_id', id), ?4
+FROM groups WHERE run = ?1 AND dedupe_key = ?3 ORDER BY id DESC LIMIT 1
 ON CONFLICT (run, key) DO NOTHING`;
 
-// Heartbeat: a submission proves the env is alive; written at most every 5 s per env.
-const TOUCH_ENV =
-  "UPDATE envs SET last_seen_at = ?3 WHERE run = ?1 AND env_id = ?2 AND last_seen_at < ?3 - 5000";
+// Heartbeat: a stored submission proves the env is alive; written at most every 5 s per env.
+// A commit's groups are created at its `now`: a commit that stored none of the env's touches nothing.
+const TOUCH_ENV = `UPDATE envs SET last_seen_at = ?3 WHERE run = ?1 AND env_id = ?2 AND last_seen_at < ?3 - 5000
+  AND EXISTS (SELECT 1 FROM groups WHERE run = ?1 AND created_at = ?3 AND env_id = ?2)`;
 
 /**
  * The statements storing one group, in order (the first is the group's insert, which returns
@@ -99,6 +101,7 @@ export function groupInsertStatements(
         g.raw?.length ?? null,
         g.raw?.crc32 ?? null,
         g.offline ? 1 : 0,
+        g.stats.longestSeq,
       ),
   ];
   if (g.inline !== null) statements.push(d1.prepare(INSERT_INLINE_PAYLOAD).bind(run, g.inline));

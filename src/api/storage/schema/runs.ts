@@ -26,6 +26,12 @@ export const runs = sqliteTable("runs", {
   replayMaxReplays: integer("replay_max_replays").notNull().default(1),
   /** Fraction of each batch's sequences taken from the buffer (within one group). */
   replayFraction: real("replay_fraction").notNull().default(0.3),
+  /**
+   * Drawn anew by the run's coordinator each time it starts answering empty leases from memory
+   * (the queue held no group then); ingest reads it to tell the coordinator about a queued group only
+   * while such an answer may be kept (src/api/storage/empty-epoch.ts).
+   */
+  emptyEpoch: integer("empty_epoch").notNull().default(0),
   createdAt: integer("created_at").notNull(),
   updatedAt: integer("updated_at").notNull(),
 });
