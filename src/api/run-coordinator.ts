@@ -277,7 +277,8 @@ export class RunCoordinator extends DurableObject<BaseBindings> {
     if (outcome.kind !== "none" || at !== this.changes) return;
     if (state.window.length > 0 || state.leased > 0 || state.run?.replayEnabled) return;
     if (this.memory.staleMayExist) return;
-    if (!(await renewEmptyEpoch(this.db, run)) || at !== this.changes) return;
+    if (!state.emptyEpochRenewed && !(await renewEmptyEpoch(this.db, run))) return;
+    if (at !== this.changes) return;
     this.empty = { at, until: clockNow() + EMPTY_TTL_MS, reason: outcome.reason };
   }
 
@@ -323,6 +324,8 @@ export class RunCoordinator extends DurableObject<BaseBindings> {
         maxStaleness: null,
         windowLimit: this.memory.windowHint,
         ackCompat: true,
+        // It writes anyway: an empty answer it gives is then kept without a second round trip.
+        renewEmptyEpoch: !this.memory.staleMayExist,
       });
       stages.read = performance.now() - started;
       // Replay: what those batches carried at or above the threshold joined the buffer in the

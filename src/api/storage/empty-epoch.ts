@@ -21,10 +21,19 @@ UPDATE runs SET empty_epoch = random() >> 11
 WHERE name = ?1 AND NOT EXISTS (SELECT 1 FROM groups WHERE run = ?1 AND status = 'queued')
 RETURNING empty_epoch`;
 
-/** A new epoch for the run unless a group is queued; whether it drew one (an empty answer may be kept). */
+/** Draws a new epoch for the run unless a group is queued (in a batch of the caller's). */
+export function renewEmptyEpochStatement(d1: D1Database, run: string): D1PreparedStatement {
+  return d1.prepare(RENEW_EMPTY_EPOCH).bind(run);
+}
+
+/** Whether `renewEmptyEpochStatement` drew a new epoch (then an empty answer may be kept). */
+export function renewedOf(result: D1Result | undefined): boolean {
+  return (result?.results?.length ?? 0) > 0;
+}
+
+/** A new epoch for the run unless a group is queued; whether it drew one. */
 export async function renewEmptyEpoch(d1: D1Database, run: string): Promise<boolean> {
-  const renewed = await d1.prepare(RENEW_EMPTY_EPOCH).bind(run).first();
-  return renewed !== null;
+  return renewedOf(await renewEmptyEpochStatement(d1, run).run());
 }
 
 /** Read in ingest's commit, after its inserts (null: the run has no row yet). */

@@ -21,6 +21,7 @@ import {
 import type { DrizzleD1Database } from "drizzle-orm/d1";
 import type { QueuedGroupRef } from "../../core/batching/packing";
 import { compiled } from "./compiled";
+import { renewEmptyEpochStatement, renewedOf } from "./empty-epoch";
 import {
   GROUP_PAYLOAD_JOIN,
   GROUP_REF_COLUMNS,
@@ -56,6 +57,8 @@ export interface LeaseState extends QueueHead {
   compatAcked: number;
   /** Batches still leased after this read, expired or not (an empty answer lasts while none). */
   leased: number;
+  /** Whether this read drew a new empty epoch (readLeaseState with renewEmptyEpoch). */
+  emptyEpochRenewed: boolean;
 }
 
 export interface LeaseStateQuery {
@@ -68,6 +71,12 @@ export interface LeaseStateQuery {
    * trained on what it pulled before), in the same round trip.
    */
   ackCompat: boolean;
+  /**
+   * Draw a new empty epoch when the run has no queued group (storage/empty-epoch.ts), in the same
+   * round trip: for a read that writes anyway (GET /batch's acknowledgement), so that an empty
+   * answer it gives can be kept without a second one.
+   */
+  renewEmptyEpoch?: boolean;
 }
 
 type Orm = Pick<DrizzleD1Database, "select">;
@@ -321,6 +330,7 @@ function leaseStateReads(
         : null,
       compatAcked: 0,
       leased: leaseReads.leased.rows(leased!)[0]?.n ?? 0,
+      emptyEpochRenewed: false,
     };
   };
   return { statements: [...head.statements, ...more], parse };
@@ -337,9 +347,12 @@ export async function readLeaseState(
 ): Promise<LeaseState> {
   const acks = q.ackCompat ? [compatAckStatement(d1, run, q.now)] : [];
   const reads = leaseStateReads(d1, run, q);
-  const results = await guardedBatch(d1, [...acks, ...reads.statements]);
+  const renew = q.renewEmptyEpoch ? [renewEmptyEpochStatement(d1, run)] : [];
+  const results = await guardedBatch(d1, [...acks, ...reads.statements, ...renew]);
   const compatAcked = q.ackCompat ? compatAckedCount(results[0]!) : 0;
-  return { ...reads.parse(results.slice(acks.length)), compatAcked };
+  const state = reads.parse(results.slice(acks.length, acks.length + reads.statements.length));
+  const emptyEpochRenewed = q.renewEmptyEpoch === true && renewedOf(results.at(-1));
+  return { ...state, compatAcked, emptyEpochRenewed };
 }
 
 /** The oldest `limit` queued groups with policy version ≥ `minVersion`. */
