@@ -23,6 +23,7 @@ import type { IngestItem } from "./ingest-item";
 import { settingsOf } from "./settings";
 import { emptyEpochOf, emptyEpochStatement } from "./storage/empty-epoch";
 import {
+  type GroupInsert,
   groupInsertStatements,
   type InsertedGroup,
   insertedGroupOf,
@@ -42,6 +43,9 @@ export interface IngestOutcome {
   duplicate: boolean;
   envId: number | null;
 }
+
+/** An item as its commit writes it: with the limits its whole submission is checked against. */
+type CommitItem = IngestItem & { submission: GroupInsert["submission"] };
 
 /** One item's fate in a commit: its new row (null: not inserted) and the commit's timings. */
 interface CommittedItem {
@@ -65,7 +69,7 @@ const COMMIT_MAX_BYTES = 16 * 1024 * 1024;
  * (a transaction) with every insert, small payloads beside their rows. Nothing is acknowledged
  * before both writes, so a 200 still means durable.
  */
-async function writeCommit(env: Bindings, run: string, items: IngestItem[]) {
+async function writeCommit(env: Bindings, run: string, items: CommitItem[]) {
   const now = clockNow();
   const cutoff = dedupeCutoff(env, now);
   const toR2 = items.filter((item) => item.inline === null);
@@ -109,6 +113,7 @@ async function writeCommit(env: Bindings, run: string, items: IngestItem[]) {
         now,
         dedupeCutoff: cutoff,
         offline: item.offline === true,
+        submission: item.submission,
       }),
       ...besideStatements(env.DB, run, item, cutoff, now),
     );
@@ -182,9 +187,9 @@ function besideStatements(
 
 // One group commit per run per isolate (keyed by the D1 binding, so separate test environments
 // never share one).
-const commits = new WeakMap<object, Map<string, GroupCommit<IngestItem, CommittedItem>>>();
+const commits = new WeakMap<object, Map<string, GroupCommit<CommitItem, CommittedItem>>>();
 
-function groupCommitFor(env: Bindings, run: string): GroupCommit<IngestItem, CommittedItem> {
+function groupCommitFor(env: Bindings, run: string): GroupCommit<CommitItem, CommittedItem> {
   let byRun = commits.get(env.DB);
   if (!byRun) {
     byRun = new Map();
@@ -192,7 +197,7 @@ function groupCommitFor(env: Bindings, run: string): GroupCommit<IngestItem, Com
   }
   let commit = byRun.get(run);
   if (!commit) {
-    commit = new GroupCommit<IngestItem, CommittedItem>({
+    commit = new GroupCommit<CommitItem, CommittedItem>({
       maxItems: COMMIT_MAX_ITEMS,
       maxBytes: COMMIT_MAX_BYTES,
       sizeOf: (item) => item.payload.byteLength,
@@ -222,12 +227,17 @@ export async function ingestGroups(
       ]);
     }
   }
-  // A list is all-or-nothing, so it is checked before anything is written; a lone group's insert
-  // checks the same limits itself (storage/groups.ts), and a refusal is explained below.
-  if (items.length > 1) await requireRunLimits(env, run, items);
+  // Each insert checks the run's limits for the whole submission (storage/groups.ts): a list's
+  // groups are all stored or none, with no read first; a refusal is explained below.
+  const submission = {
+    longestSeq: items.reduce((most, it) => Math.max(most, it.summary.stats.longestSeq), 0),
+    envIdsJson: JSON.stringify([
+      ...new Set(items.map((it) => it.summary.envId).filter((e) => e !== null)),
+    ]),
+  };
   const { results, info } = await timings.measure("commit", () =>
     groupCommitFor(env, run).submit(
-      items,
+      items.map((item) => ({ ...item, submission })),
       // A leader writes with its own request's bindings: they are bound to its I/O context.
       (all) => writeCommit(env, run, all),
       keepAlive,
@@ -267,11 +277,8 @@ export async function ingestGroups(
       });
       continue;
     }
-    // Neither stored nor a retry: the run's limits refused it (read again to say which).
-    const { maxTokenLen } = await runIngestLimits(env.DB, run, []);
-    const loc = items.length > 1 ? ["body", i] : ["body"];
-    const tooLong = checkSequenceLength(item.summary.stats, maxTokenLen, loc);
-    if (tooLong) fail([tooLong]);
+    // Neither stored nor a retry: the run's limits refused the submission (read to say why).
+    await requireRunLimits(env, run, items);
     fail([
       {
         type: "value_error",
@@ -285,8 +292,8 @@ export async function ingestGroups(
 }
 
 /**
- * A list's check before anything is written (lists are all-or-nothing): every sequence within the
- * trainer's registered max_token_len, and every env id registered. One read.
+ * Why the run's limits refused a submission: a sequence over the trainer's registered
+ * max_token_len, or (a list) an env id not registered. One read.
  */
 async function requireRunLimits(env: Bindings, run: string, items: IngestItem[]) {
   const loc = (i: number) => (items.length > 1 ? ["body", i] : ["body"]);

@@ -30,6 +30,12 @@ export interface GroupInsert {
   dedupeCutoff: number;
   /** Offline data for the replay buffer: stored as delivered, never queued. */
   offline: boolean;
+  /**
+   * The run's limits, checked for the whole submission this group came with, so that the groups
+   * of a list are all stored or none: its longest sequence (within max_token_len) and the env
+   * ids its groups name (all registered), as a JSON array.
+   */
+  submission: { longestSeq: number; envIdsJson: string };
 }
 
 const INSERT_GROUP = `
@@ -45,6 +51,8 @@ SELECT ?1, ?2,
   ?11, ?19, ?12, ?17, ?13, ?13, ?16, ?18, ?20, ?21
 WHERE (?2 IS NULL OR EXISTS (SELECT 1 FROM envs WHERE run = ?1 AND env_id = ?2))
   AND COALESCE((SELECT max_token_len < 0 OR ?23 <= max_token_len FROM runs WHERE name = ?1), 1)
+  AND (SELECT COUNT(*) FROM envs WHERE run = ?1 AND env_id IN (SELECT value FROM json_each(?24)))
+    = json_array_length(?24)
   AND NOT EXISTS (SELECT 1 FROM groups WHERE run = ?1 AND dedupe_key = ?17 AND created_at > ?14)
   AND (?15 IS NULL OR NOT EXISTS (SELECT 1 FROM idempotency_keys WHERE run = ?1 AND key = ?15))
 RETURNING id, status`;
@@ -101,7 +109,8 @@ export function groupInsertStatements(
         g.raw?.length ?? null,
         g.raw?.crc32 ?? null,
         g.offline ? 1 : 0,
-        g.stats.longestSeq,
+        g.submission.longestSeq,
+        g.submission.envIdsJson,
       ),
   ];
   if (g.inline !== null) statements.push(d1.prepare(INSERT_INLINE_PAYLOAD).bind(run, g.inline));
