@@ -5,7 +5,8 @@
  * `--posts` bodies one after another (after 50 of warm-up) and the server's CPU (all its
  * processes, /proc) is divided by the POSTs. `--trainer` pulls GET /batch meanwhile as bench:api's
  * trainer does (gzip, parsed, 20 ms back-off on an empty answer), so the CPU per POST includes
- * delivery; `--drain` then pulls the queue empty alone and reports the CPU per pull. `--floor`
+ * delivery; `--drain` (without `--trainer`) then pulls the queue empty alone and reports the CPU
+ * per pull (a batch of 64 sequences: 4 groups). `--floor`
  * measures the floor Worker (api/floor-worker.ts) instead (it delivers nothing).
  *
  * To judge a change, run it alternately from two checkouts (a `git worktree` of the base beside
@@ -31,6 +32,8 @@ const TOKENS = 512;
 const kind = args.includes("--floor") ? "floor" : "edge";
 const withTrainer = args.includes("--trainer") && kind === "edge";
 const drain = args.includes("--drain") && kind === "edge";
+if (withTrainer && drain)
+  throw new Error("--drain pulls what the POSTs queued: run it without --trainer");
 
 const per = (total: number, n: number) => (n > 0 ? total / n : Number.NaN);
 

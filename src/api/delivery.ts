@@ -15,7 +15,7 @@ import type { TimedLeaseOutcome } from "./coordinator-lease";
 import { memoryCost, withMemory } from "./memory-budget";
 import { acceptsGzip } from "./request";
 import type { LeasedGroupRef } from "./storage/payloads";
-import { getPayloadBytes, getStoredBytes } from "./storage/payloads";
+import { fromBase64, getPayloadBytes, getStoredBytes } from "./storage/payloads";
 
 const encoder = new TextEncoder();
 const decoder = new TextDecoder();
@@ -90,8 +90,9 @@ function groupParts(env: Bindings, ref: LeasedGroupRef, gzip: boolean): Promise<
 
 /**
  * `prefix` + comma-separated canonical groups + `suffix`: one string when every group is stored
- * inline (small, and already in memory), else streamed; `gzip` streams one gzip member made of
- * the groups' stored pieces (src/core/codecs/gzip-pieces.ts), for a client that accepts gzip.
+ * inline uncompressed (small, and already in memory), else streamed; `gzip`, for a client that
+ * accepts gzip, sends one gzip member made of the groups' stored pieces
+ * (src/core/codecs/gzip-pieces.ts), assembled in memory when every piece came with the lease.
  */
 export function batchBody(
   env: Bindings,
@@ -99,19 +100,47 @@ export function batchBody(
   prefix: string,
   suffix: string,
   gzip = false,
-): string | ReadableStream<Uint8Array> {
+): string | Uint8Array<ArrayBuffer> | ReadableStream<Uint8Array> {
   // One join of every part: a template around an inner join would allocate the body twice (the
   // runtime flattens the concatenation again when it takes the string).
   const parts: string[] = [prefix];
   for (const g of groups) {
     if (g.payload.encoding !== "canonical" || g.payload.inline === null) {
-      return streamGroups(env, groups, prefix, suffix, gzip);
+      const inMemory = gzip ? inlineGzipBody(groups, prefix, suffix) : null;
+      return inMemory ?? streamGroups(env, groups, prefix, suffix, gzip);
     }
     if (parts.length > 1) parts.push(",");
     parts.push(g.payload.inline);
   }
   parts.push(suffix);
   return parts.join("");
+}
+
+/**
+ * The gzip member `streamGroups` would send, assembled in memory, when every group's stored piece
+ * is already here (kept in D1, read with the lease): one body of known length, no stream. Null
+ * when one is not (in R2, or stored uncompressed).
+ */
+function inlineGzipBody(
+  groups: LeasedGroupRef[],
+  prefix: string,
+  suffix: string,
+): Uint8Array<ArrayBuffer> | null {
+  const gz = new GzipAssembler();
+  const chunks: Uint8Array[] = [...gz.text(prefix)];
+  for (const [i, { payload }] of groups.entries()) {
+    if (payload.encoding !== "deflate" || payload.inline === null || !payload.raw) return null;
+    if (i > 0) chunks.push(...gz.text(","));
+    chunks.push(...gz.piece({ data: fromBase64(payload.inline), ...payload.raw }));
+  }
+  chunks.push(...gz.text(suffix), ...gz.end());
+  const body = new Uint8Array(chunks.reduce((n, c) => n + c.byteLength, 0));
+  let offset = 0;
+  for (const chunk of chunks) {
+    body.set(chunk, offset);
+    offset += chunk.byteLength;
+  }
+  return body;
 }
 
 /** `prefix` + comma-separated canonical groups + `suffix`, streamed (gzip: one gzip member). */
@@ -186,6 +215,7 @@ export function batchResponse(
   const body = batchBody(env, groups, json.prefix, json.suffix, gzip);
   const all = { "content-type": "application/json", ...headers };
   if (typeof body === "string" || !gzip) return new Response(body, { headers: all });
+  // Already gzip: the streamed member, or the same member assembled in memory.
   return new Response(body, {
     headers: { ...all, "content-encoding": "gzip", vary: "Accept-Encoding" },
     encodeBody: "manual",

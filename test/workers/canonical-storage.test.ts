@@ -5,9 +5,16 @@
  */
 import { env } from "cloudflare:workers";
 import { Buffer } from "node:buffer";
-import { crc32 } from "node:zlib";
+import { crc32, gunzipSync } from "node:zlib";
 import { describe, expect, it } from "vitest";
 import type { Bindings } from "../../src/api/bindings";
+import { batchBody } from "../../src/api/delivery";
+import {
+  GROUP_PAYLOAD_JOIN,
+  GROUP_REF_COLUMNS,
+  groupRef,
+  groupRefRowSchema,
+} from "../../src/api/storage/payloads";
 import { inflatePiece } from "../../src/core/codecs/gzip-pieces";
 import { canonicalGroupJson } from "../../src/core/wire/canonical-group";
 import { call, group, json, post, setupRun, uniqueRun } from "./helpers";
@@ -84,6 +91,32 @@ describe("canonical storage", () => {
     expect(text).toContain(
       `"batch":[${canonicalGroupJson(expected, envId)},${mediumJson},${largeJson}]`,
     );
+  });
+
+  it("sends a gzip client one gzip member of the stored pieces: whole when they came with the lease, else streamed", async () => {
+    const run = uniqueRun("canon-gzip");
+    const { base, envIds } = await setupRun(run, 2, [2], { maxTokenLen: 32_768 });
+    const envId = envIds[0]!;
+    const groups = [group(1, 2, envId, 4000), group(2, 2, envId, 4100), group(3, 2, envId, 20_000)];
+    for (const g of groups) expect((await post(`${base}/scored_data`, g)).status).toBe(200);
+    const { results } = await bindings.DB.prepare(
+      `SELECT ${GROUP_REF_COLUMNS} FROM groups g ${GROUP_PAYLOAD_JOIN} WHERE g.run = ?1 ORDER BY g.id`,
+    )
+      .bind(run)
+      .all();
+    const refs = results.map((row) => groupRef(groupRefRowSchema.parse(row)));
+    const canonical = groups.map((g) => canonicalGroupJson(g, envId));
+    const gunzipped = async (body: ReturnType<typeof batchBody>) =>
+      gunzipSync(new Uint8Array(await new Response(body).arrayBuffer())).toString("utf8");
+
+    // Both pieces are in D1, read with the lease: one body, no stream.
+    const whole = batchBody(bindings, refs.slice(0, 2), '{"batch":[', "]}", true);
+    expect(whole).toBeInstanceOf(Uint8Array);
+    expect(await gunzipped(whole)).toBe(`{"batch":[${canonical[0]},${canonical[1]}]}`);
+    // One in R2: the same member, streamed as the pieces are read.
+    const streamed = batchBody(bindings, refs, '{"batch":[', "]}", true);
+    expect(streamed).toBeInstanceOf(ReadableStream);
+    expect(await gunzipped(streamed)).toBe(`{"batch":[${canonical.join(",")}]}`);
   });
 
   it("stores one payload row per group: a retried submission adds none", async () => {

@@ -117,7 +117,7 @@ export function toBase64(bytes: Uint8Array): string {
   return Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength).toString("base64");
 }
 
-function fromBase64(text: string): Uint8Array {
+export function fromBase64(text: string): Uint8Array {
   const bytes = Buffer.from(text, "base64");
   return new Uint8Array(bytes.buffer, bytes.byteOffset, bytes.byteLength);
 }
