@@ -18,6 +18,7 @@ import { now as clockNow } from "../core/concurrency/clock";
 import { GroupCommit } from "../core/concurrency/group-commit";
 import { checkSequenceLength } from "../core/wire/group-rules";
 import type { Bindings } from "./bindings";
+import { ApiError } from "./errors";
 import { fail } from "./group-validation";
 import type { IngestItem } from "./ingest-item";
 import { settingsOf } from "./settings";
@@ -278,46 +279,41 @@ export async function ingestGroups(
       continue;
     }
     // Neither stored nor a retry: the run's limits refused the submission (read to say why).
-    await requireRunLimits(env, run, items);
-    fail([
-      {
-        type: "value_error",
-        loc: items.length > 1 ? ["body", i, "env_id"] : ["body", "env_id"],
-        msg: `env_id ${envId} is not registered in run '${run}'; call /register-env and use the env_id it returns`,
-        input: envId,
-      },
-    ]);
+    await explainRefusal(env, run, items);
   }
   return outcomes;
 }
 
 /**
- * Why the run's limits refused a submission: a sequence over the trainer's registered
- * max_token_len, or (a list) an env id not registered. One read.
+ * Why the run's limits refused a submission, read after its commit: a sequence over the
+ * trainer's registered max_token_len, or an env id not registered (422). Limits that changed
+ * between the commit and this read (a trainer registered, an env joined) refused nothing that
+ * would be refused now: 503, send it again. One read.
  */
-async function requireRunLimits(env: Bindings, run: string, items: IngestItem[]) {
+async function explainRefusal(env: Bindings, run: string, items: IngestItem[]): Promise<never> {
   const loc = (i: number) => (items.length > 1 ? ["body", i] : ["body"]);
-  const wanted =
-    items.length > 1
-      ? [...new Set(items.map((it) => it.summary.envId).filter((e) => e !== null))]
-      : [];
+  const wanted = [...new Set(items.map((it) => it.summary.envId).filter((e) => e !== null))];
   const limits = await runIngestLimits(env.DB, run, wanted);
   for (const [i, item] of items.entries()) {
     const tooLong = checkSequenceLength(item.summary.stats, limits.maxTokenLen, loc(i));
     if (tooLong) fail([tooLong]);
   }
   const i = items.findIndex(
-    (it) => it.summary.envId !== null && wanted.length > 0 && !limits.envIds.has(it.summary.envId),
+    (it) => it.summary.envId !== null && !limits.envIds.has(it.summary.envId),
   );
   if (i >= 0) {
     const envId = items[i]!.summary.envId;
     fail([
       {
         type: "value_error",
-        loc: ["body", i, "env_id"],
+        loc: [...loc(i), "env_id"],
         msg: `env_id ${envId} is not registered in run '${run}'; call /register-env and use the env_id it returns`,
         input: envId,
       },
     ]);
   }
+  throw new ApiError(
+    "UNAVAILABLE",
+    `run '${run}' changed its limits while this submission was being stored (a trainer registered or an env joined meanwhile); nothing was stored: send it again`,
+  );
 }

@@ -277,7 +277,10 @@ export class RunCoordinator extends DurableObject<BaseBindings> {
     if (outcome.kind !== "none" || at !== this.changes) return;
     if (state.window.length > 0 || state.leased > 0 || state.run?.replayEnabled) return;
     if (this.memory.staleMayExist) return;
-    if (!state.emptyEpochRenewed && !(await renewEmptyEpoch(this.db, run))) return;
+    // Keeping it is an optimisation: a failed draw keeps nothing, and the answer still stands.
+    const drawn =
+      state.emptyEpochRenewed || (await renewEmptyEpoch(this.db, run).catch(() => false));
+    if (!drawn) return;
     if (at !== this.changes) return;
     this.empty = { at, until: clockNow() + EMPTY_TTL_MS, reason: outcome.reason };
   }

@@ -15,10 +15,12 @@
 import { z } from "zod";
 import { rowsOf } from "./rows";
 
-// Empty answers are kept only when the run has no queued group at all (run-coordinator.ts).
+// Empty answers are kept only when the run has no queued group at all and no replay buffer to
+// draw from (run-coordinator.ts).
 const RENEW_EMPTY_EPOCH = `
 UPDATE runs SET empty_epoch = random() >> 11
-WHERE name = ?1 AND NOT EXISTS (SELECT 1 FROM groups WHERE run = ?1 AND status = 'queued')
+WHERE name = ?1 AND NOT replay_enabled
+  AND NOT EXISTS (SELECT 1 FROM groups WHERE run = ?1 AND status = 'queued')
 RETURNING empty_epoch`;
 
 /** Draws a new epoch for the run unless a group is queued (in a batch of the caller's). */
