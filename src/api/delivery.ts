@@ -6,6 +6,7 @@
  * that hold the env's JSON, which is parsed and canonicalised here in chunks of about 64 KB.
  */
 
+import { concatBytes } from "../core/codecs/bytes";
 import { type DeflatePiece, GzipAssembler, inflatePiece } from "../core/codecs/gzip-pieces";
 import { canonicalGroupJson, canonicalGroupPieces } from "../core/wire/canonical-group";
 import { type ScoredDataInput, scoredDataSchema } from "../core/wire/schemas";
@@ -134,13 +135,7 @@ function inlineGzipBody(
     chunks.push(...gz.piece({ data: fromBase64(payload.inline), ...payload.raw }));
   }
   chunks.push(...gz.text(suffix), ...gz.end());
-  const body = new Uint8Array(chunks.reduce((n, c) => n + c.byteLength, 0));
-  let offset = 0;
-  for (const chunk of chunks) {
-    body.set(chunk, offset);
-    offset += chunk.byteLength;
-  }
-  return body;
+  return concatBytes(chunks);
 }
 
 /** `prefix` + comma-separated canonical groups + `suffix`, streamed (gzip: one gzip member). */

@@ -8,6 +8,7 @@
  * is left to send. The memory budget is charged element by element, by the element's text (a gzip
  * body's inflated text).
  */
+import { concatBytes } from "../core/codecs/bytes";
 import { ArraySyntaxError, JsonArraySplitter, NotAnArray } from "../core/codecs/json-array-split";
 import { sha256Hasher } from "../core/codecs/sha256";
 import { chunksOf, inflateBody, isGzipEncoded, parseJson, refuseTooDeep } from "./body";
@@ -154,7 +155,7 @@ export async function readGroupList(
         }
       }
       await chargeBytes(c, arrived);
-      if (notArray.length > 0) notAList(concat(notArray));
+      if (notArray.length > 0) notAList(concatBytes(notArray));
     }
     splitter.end();
   } catch (error) {
@@ -175,16 +176,6 @@ export async function readGroupList(
 
 function startsWithBom(bytes: Uint8Array): boolean {
   return bytes.length >= 3 && bytes[0] === 0xef && bytes[1] === 0xbb && bytes[2] === 0xbf;
-}
-
-function concat(pieces: Uint8Array[]): Uint8Array {
-  const out = new Uint8Array(pieces.reduce((sum, p) => sum + p.byteLength, 0));
-  let offset = 0;
-  for (const p of pieces) {
-    out.set(p, offset);
-    offset += p.byteLength;
-  }
-  return out;
 }
 
 /** A body that is not a JSON array: 422 as the schema says (or json_invalid when not JSON). */

@@ -1,5 +1,6 @@
 import { crc32, gunzipSync, inflateRawSync } from "node:zlib";
 import { describe, expect, it } from "vitest";
+import { concatBytes } from "../../../src/core/codecs/bytes";
 import {
   crc32Combine,
   deflatePiece,
@@ -10,24 +11,14 @@ import {
 
 const encoder = new TextEncoder();
 
-function concat(parts: Uint8Array[]): Uint8Array {
-  const out = new Uint8Array(parts.reduce((n, p) => n + p.byteLength, 0));
-  let at = 0;
-  for (const p of parts) {
-    out.set(p, at);
-    at += p.byteLength;
-  }
-  return out;
-}
-
 describe("gzip pieces", () => {
   it("combines CRC-32s as if computed over the concatenation", () => {
     const a = encoder.encode('{"batch":[');
     const b = encoder.encode("[1,2,3],".repeat(10_000));
-    expect(crc32Combine(crc32(a), crc32(b), b.byteLength)).toBe(crc32(concat([a, b])));
+    expect(crc32Combine(crc32(a), crc32(b), b.byteLength)).toBe(crc32(concatBytes([a, b])));
     expect(crc32Combine(crc32(a), crc32(new Uint8Array(0)), 0)).toBe(crc32(a));
     const one = encoder.encode("x");
-    expect(crc32Combine(crc32(b), crc32(one), 1)).toBe(crc32(concat([b, one])));
+    expect(crc32Combine(crc32(b), crc32(one), 1)).toBe(crc32(concatBytes([b, one])));
   });
 
   it("assembles stored pieces and separators into one gzip member any decoder reads", () => {
@@ -42,7 +33,7 @@ describe("gzip pieces", () => {
       parts.push(...gz.piece(piece));
     });
     parts.push(...gz.raw(encoder.encode("]}")), ...gz.end());
-    const body = concat(parts);
+    const body = concatBytes(parts);
     expect(new TextDecoder().decode(inflatePiece(stored[1]!.data))).toBe(
       new TextDecoder().decode(groups[1]),
     );
@@ -74,6 +65,6 @@ describe("gzip pieces", () => {
 
   it("writes a valid empty stream", () => {
     const gz = new GzipAssembler();
-    expect(gunzipSync(concat(gz.end())).byteLength).toBe(0);
+    expect(gunzipSync(concatBytes(gz.end())).byteLength).toBe(0);
   });
 });
