@@ -134,32 +134,13 @@ async function writeCommit(env: Bindings, run: string, items: CommitItem[]) {
   // Before anyone is answered: the coordinator must not repeat an empty lease answer now (a
   // duplicate too: the copy it retries may have been stored by a commit that failed to say so).
   // It may keep one only under an epoch this isolate has not told it about (storage/empty-epoch.ts).
-  if (rows.some((row) => row === null || row.status === "queued") && mustTell(env, run, epoch)) {
+  const state = runIngest(env, run);
+  const queued = rows.some((row) => row === null || row.status === "queued");
+  if (queued && epoch !== null && state.toldEpoch !== epoch) {
     await env.RUN_COORDINATOR.get(env.RUN_COORDINATOR.idFromName(run)).noteQueued();
-    toldOf(env, run, epoch!);
+    state.toldEpoch = epoch;
   }
   return rows.map((row): CommittedItem => ({ row, r2Ms, d1Ms }));
-}
-
-/**
- * The empty epoch this isolate last told each run's coordinator about, per D1 binding (separate
- * test environments never share one). Another isolate's telling is not known here: at worst each
- * isolate tells once per epoch.
- */
-const told = new WeakMap<object, Map<string, number>>();
-
-/** Whether a commit that read `epoch` must tell the coordinator (not yet told of it here). */
-function mustTell(env: Bindings, run: string, epoch: number | null): boolean {
-  return epoch !== null && told.get(env.DB)?.get(run) !== epoch;
-}
-
-function toldOf(env: Bindings, run: string, epoch: number): void {
-  let byRun = told.get(env.DB);
-  if (!byRun) {
-    byRun = new Map();
-    told.set(env.DB, byRun);
-  }
-  byRun.set(run, epoch);
 }
 
 /**
@@ -186,26 +167,37 @@ function besideStatements(
   return statements;
 }
 
-// One group commit per run per isolate (keyed by the D1 binding, so separate test environments
-// never share one).
-const commits = new WeakMap<object, Map<string, GroupCommit<CommitItem, CommittedItem>>>();
+/** What this isolate keeps per run for ingest. */
+interface RunIngest {
+  /** The run's group commit. */
+  commit: GroupCommit<CommitItem, CommittedItem>;
+  /**
+   * The empty epoch this isolate last told the run's coordinator about. Another isolate's telling
+   * is not known here: at worst each isolate tells once per epoch.
+   */
+  toldEpoch: number | null;
+}
 
-function groupCommitFor(env: Bindings, run: string): GroupCommit<CommitItem, CommittedItem> {
-  let byRun = commits.get(env.DB);
+// Keyed by the D1 binding, so separate test environments never share one.
+const runs = new WeakMap<object, Map<string, RunIngest>>();
+
+function runIngest(env: Bindings, run: string): RunIngest {
+  let byRun = runs.get(env.DB);
   if (!byRun) {
     byRun = new Map();
-    commits.set(env.DB, byRun);
+    runs.set(env.DB, byRun);
   }
-  let commit = byRun.get(run);
-  if (!commit) {
-    commit = new GroupCommit<CommitItem, CommittedItem>({
+  let state = byRun.get(run);
+  if (!state) {
+    const commit = new GroupCommit<CommitItem, CommittedItem>({
       maxItems: COMMIT_MAX_ITEMS,
       maxBytes: COMMIT_MAX_BYTES,
       sizeOf: (item) => item.payload.byteLength,
     });
-    byRun.set(run, commit);
+    state = { commit, toldEpoch: null };
+    byRun.set(run, state);
   }
-  return commit;
+  return state;
 }
 
 export async function ingestGroups(
@@ -237,7 +229,7 @@ export async function ingestGroups(
     ]),
   };
   const { results, info } = await timings.measure("commit", () =>
-    groupCommitFor(env, run).submit(
+    runIngest(env, run).commit.submit(
       items.map((item) => ({ ...item, submission })),
       // A leader writes with its own request's bindings: they are bound to its I/O context.
       (all) => writeCommit(env, run, all),
