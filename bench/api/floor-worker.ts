@@ -2,8 +2,11 @@
  * The floor (bench:api `--floor`): a bare Worker on the same Miniflare doing only the work no
  * rollout API can skip for a submitted group: read the body, inflate it when gzip, parse it,
  * validate it with the same schema (src/core/schemas.ts), and make it durable with one write (one
- * D1 row, or one R2 object over 1 MiB, as received). No framework, auth, dedupe, canonical form or
- * delivery. The trainer routes answer canned JSON so the same load generator can drive it.
+ * D1 row, or one R2 object over 1 MiB, as received). No framework, auth, dedupe or canonical form.
+ * Delivery, for bodies kept in D1 as JSON text (no gzip): GET /batch takes the oldest
+ * GROUPS_PER_BATCH undelivered rows and marks them delivered in one statement that returns them,
+ * only when that many are there, and answers their JSON as received (no ack, no compression). The
+ * other trainer routes answer canned JSON so the same load generator can drive it.
  *
  * The lease floors: `/do` a no-op call to a Durable Object (the hop every lease takes to its
  * run's coordinator), `/do-read` that object reading D1 once (the least an empty lease can do
@@ -190,6 +193,19 @@ const json = (value: unknown, status = 200) =>
 
 let tableReady: Promise<unknown> | null = null;
 
+/** bench:api's batch: 64 sequences, in groups of 16. */
+const GROUPS_PER_BATCH = 4;
+
+function payloadsTable(db: D1Database): Promise<unknown> {
+  tableReady ??= db.batch([
+    db.prepare(
+      "CREATE TABLE IF NOT EXISTS payloads (id INTEGER PRIMARY KEY, body NOT NULL, delivered INTEGER NOT NULL DEFAULT 0)",
+    ),
+    db.prepare("CREATE INDEX IF NOT EXISTS payloads_queued ON payloads (id) WHERE delivered = 0"),
+  ]);
+  return tableReady;
+}
+
 export default {
   async fetch(request: Request, env: FloorEnv): Promise<Response> {
     const path = new URL(request.url).pathname;
@@ -198,7 +214,22 @@ export default {
     if (path === "/register-env") {
       return json({ status: "success", env_id: 0, wandb_name: "floor", checkpoint_dir: "c" });
     }
-    if (path === "/batch") return json({ batch: null });
+    if (path === "/batch") {
+      await payloadsTable(env.DB);
+      // Exactly GROUPS_PER_BATCH or nothing, and never a row twice: one statement decides both.
+      const leased = await env.DB.prepare(
+        `UPDATE payloads SET delivered = 1
+         WHERE id IN (SELECT id FROM payloads WHERE delivered = 0 ORDER BY id LIMIT ?1)
+           AND (SELECT COUNT(*) FROM (SELECT 1 FROM payloads WHERE delivered = 0 LIMIT ?1)) = ?1
+         RETURNING body`,
+      )
+        .bind(GROUPS_PER_BATCH)
+        .all<{ body: string }>();
+      if (leased.results.length === 0) return json({ batch: null });
+      return new Response(`{"batch":[${leased.results.map((r) => r.body).join(",")}]}`, {
+        headers: { "content-type": "application/json" },
+      });
+    }
     if (path.startsWith("/do")) {
       const object = env.FLOOR_DO.get(env.FLOOR_DO.idFromName("floor"));
       if (path === "/do") return json({ n: await object.noop() });
@@ -218,10 +249,7 @@ export default {
       return json({ n: await object.readWrite(path === "/do-read-write", statements) });
     }
     if (path !== "/scored_data") return json({ detail: "not found" }, 404);
-    tableReady ??= env.DB.prepare(
-      "CREATE TABLE IF NOT EXISTS payloads (id INTEGER PRIMARY KEY, body NOT NULL)",
-    ).run();
-    await tableReady;
+    await payloadsTable(env.DB);
     const raw = new Uint8Array(await request.arrayBuffer());
     const gzip = (request.headers.get("content-encoding") ?? "").includes("gzip");
     const text = decoder.decode(gzip ? gunzipBounded(raw) : raw);

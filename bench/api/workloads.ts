@@ -147,7 +147,8 @@ export async function runWorkload(
     });
     const total = w.groups * GROUP_SIZE;
     let lastDelivery = started;
-    const delivers = kind !== "floor";
+    // The floor delivers what it keeps as JSON text (floor-worker.ts): bodies sent without gzip.
+    const delivers = kind !== "floor" || !w.gzip;
     while (delivers && delivered < total && Date.now() < options.deadline) {
       const t0 = performance.now();
       const res = await client.get("/batch", { "accept-encoding": options.trainerEncoding });

@@ -28,7 +28,7 @@ import {
   ROLLOUT_QUEUE,
   rollOutItem,
 } from "../../src/worker/queue-handler";
-import { call, json, setupRun, uniqueRun } from "./helpers";
+import { call, json, post, setupRun, uniqueRun } from "./helpers";
 import {
   attemptsByKey,
   type FaultItem,
@@ -450,6 +450,54 @@ describe("in-process submission", () => {
     ).rejects.toThrow(/is not registered/);
     expect((await json<{ queue_size: number }>(call(`${base}/status`))).queue_size).toBe(0);
     const stored = await submitGroupInProcess(bindings, run, sample(4, envIds[0]!), "item:y:0");
+    expect(stored.status).toBe("received");
+    expect((await json<{ queue_size: number }>(call(`${base}/status`))).queue_size).toBe(1);
+  });
+
+  it("answers 503 'send it again' when the limits change between a refusing commit and its explanation", async () => {
+    const run = uniqueRun("limits-changed");
+    const { base, envIds } = await setupRun(run, 8, [GROUP_SIZE]);
+    const next = envIds[0]! + 1;
+    const group = {
+      tokens: Array.from({ length: GROUP_SIZE }, (_, s) => [s, 1, 2]),
+      masks: Array.from({ length: GROUP_SIZE }, (_, s) => [-100, 1, 2]),
+      scores: [1, 0, 1, 0],
+      env_id: next,
+    };
+    // The env the group names registers right after the commit that refused it, before the
+    // refusal is explained: that order cannot be arranged from outside the binding.
+    let registered = false;
+    const db = new Proxy(bindings.DB, {
+      get(target, prop) {
+        if (prop !== "batch") {
+          const value = Reflect.get(target, prop);
+          return typeof value === "function" ? value.bind(target) : value;
+        }
+        return async (statements: D1PreparedStatement[]) => {
+          const results = await target.batch(statements);
+          if (!registered) {
+            registered = true;
+            const env = await json<{ env_id: number }>(
+              post(`${base}/register-env`, {
+                max_token_length: 1024,
+                desired_name: "late",
+                weight: 1,
+                group_size: GROUP_SIZE,
+              }),
+            );
+            expect(env.env_id).toBe(next);
+          }
+          return results;
+        };
+      },
+    });
+    await expect(
+      submitGroupInProcess({ ...bindings, DB: db }, run, group, "item:late:0"),
+    ).rejects.toMatchObject({ status: 503, message: expect.stringMatching(/send it again/) });
+    expect(registered).toBe(true);
+    expect((await json<{ queue_size: number }>(call(`${base}/status`))).queue_size).toBe(0);
+    // Sent again, it is stored under the same key: the refusal used nothing up.
+    const stored = await submitGroupInProcess(bindings, run, group, "item:late:0");
     expect(stored.status).toBe("received");
     expect((await json<{ queue_size: number }>(call(`${base}/status`))).queue_size).toBe(1);
   });
