@@ -460,7 +460,7 @@ describe("in-process submission", () => {
     const next = envIds[0]! + 1;
     const group = {
       tokens: Array.from({ length: GROUP_SIZE }, (_, s) => [s, 1, 2]),
-      masks: Array.from({ length: GROUP_SIZE }, (_, s) => [-100, 1, 2]),
+      masks: Array.from({ length: GROUP_SIZE }, () => [-100, 1, 2]),
       scores: [1, 0, 1, 0],
       env_id: next,
     };
