@@ -106,11 +106,16 @@ export async function runWorkload(
   options: TargetOptions & { trainerEncoding: string; deadline: number },
 ) {
   const target: Target = await startTarget(kind, options);
-  const client = new Client(target.url, target.headers, w.producers + 2);
+  // Registration has connections of its own, closed before the bodies are built: building them
+  // blocks the event loop for seconds, long enough for a server to close an idle keep-alive
+  // connection (uvicorn after 5 s) without the pool noticing, and the first POST sent on it
+  // would fail at the connection level and be retried.
+  const setup = new Client(target.url, target.headers, 1);
+  const open = [setup];
   try {
-    await registerTrainer(client, w.tokens);
+    await registerTrainer(setup, w.tokens);
     const env = JSON.parse(
-      await client.post(
+      await setup.post(
         "/register-env",
         JSON.stringify({
           max_token_length: w.tokens,
@@ -120,7 +125,10 @@ export async function runWorkload(
         }),
       ),
     ) as { env_id: number };
+    await open.pop()!.close();
     const { bodies, wireBytes } = buildBodies(w, env.env_id);
+    const client = new Client(target.url, target.headers, w.producers + 2);
+    open.push(client);
     const path = w.perRequest === 1 ? "/scored_data" : "/scored_data_list";
     const postHeaders: Record<string, string> = w.gzip ? { "content-encoding": "gzip" } : {};
     const postLatencies: number[] = [];
@@ -197,7 +205,7 @@ export async function runWorkload(
     if (duplicates || missing) throw new Error(`exactly-once violated: ${JSON.stringify(result)}`);
     return result;
   } finally {
-    await client.close();
+    for (const c of open) await c.close();
     await target.stop();
   }
 }
