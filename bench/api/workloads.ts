@@ -155,7 +155,8 @@ export async function runWorkload(
     });
     const total = w.groups * GROUP_SIZE;
     let lastDelivery = started;
-    // The floor delivers what it keeps as JSON text (floor-worker.ts): bodies sent without gzip.
+    // The floor delivers what it keeps in D1 as JSON text (floor-worker.ts): bodies sent without
+    // gzip, each under 1 MiB (the 512-token workload's are 80 KB).
     const delivers = kind !== "floor" || !w.gzip;
     while (delivers && delivered < total && Date.now() < options.deadline) {
       const t0 = performance.now();
