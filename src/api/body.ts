@@ -4,6 +4,7 @@
  * arriving is answered 408 instead of holding its request open (workerd never times out a
  * pending request body; it closes only idle connections and slow headers).
  */
+import { concatBytes } from "../core/codecs/bytes";
 import { gunzipBounded, InflateLimitError } from "../core/codecs/gzip";
 import { MAX_JSON_DEPTH, tooDeep } from "../core/codecs/json-depth";
 import { ApiError } from "./errors";
@@ -160,21 +161,13 @@ export async function collect(
   declared: number | null = null,
 ): Promise<Uint8Array<ArrayBuffer>> {
   const chunks: Uint8Array[] = [];
-  let total = 0;
   for await (const chunk of chunksOf(stream, limit, idleMs, what, setting, declared)) {
     chunks.push(chunk);
-    total += chunk.byteLength;
   }
   if (chunks.length === 1 && chunks[0]!.buffer instanceof ArrayBuffer) {
     return chunks[0] as Uint8Array<ArrayBuffer>;
   }
-  const out = new Uint8Array(total);
-  let offset = 0;
-  for (const c of chunks) {
-    out.set(c, offset);
-    offset += c.byteLength;
-  }
-  return out;
+  return concatBytes(chunks);
 }
 
 /** Atropos' rule: any Content-Encoding that contains "gzip", in any case. */

@@ -70,7 +70,7 @@ const COMMIT_MAX_BYTES = 16 * 1024 * 1024;
  * (a transaction) with every insert, small payloads beside their rows. Nothing is acknowledged
  * before both writes, so a 200 still means durable.
  */
-async function writeCommit(env: Bindings, run: string, items: CommitItem[]) {
+async function writeCommit(env: Bindings, run: string, state: RunIngest, items: CommitItem[]) {
   const now = clockNow();
   const cutoff = dedupeCutoff(env, now);
   const toR2 = items.filter((item) => item.inline === null);
@@ -134,7 +134,6 @@ async function writeCommit(env: Bindings, run: string, items: CommitItem[]) {
   // Before anyone is answered: the coordinator must not repeat an empty lease answer now (a
   // duplicate too: the copy it retries may have been stored by a commit that failed to say so).
   // It may keep one only under an epoch this isolate has not told it about (storage/empty-epoch.ts).
-  const state = runIngest(env, run);
   const queued = rows.some((row) => row === null || row.status === "queued");
   if (queued && epoch !== null && state.toldEpoch !== epoch) {
     await env.RUN_COORDINATOR.get(env.RUN_COORDINATOR.idFromName(run)).noteQueued();
@@ -228,11 +227,12 @@ export async function ingestGroups(
       ...new Set(items.map((it) => it.summary.envId).filter((e) => e !== null)),
     ]),
   };
+  const state = runIngest(env, run);
   const { results, info } = await timings.measure("commit", () =>
-    runIngest(env, run).commit.submit(
+    state.commit.submit(
       items.map((item) => ({ ...item, submission })),
       // A leader writes with its own request's bindings: they are bound to its I/O context.
-      (all) => writeCommit(env, run, all),
+      (all) => writeCommit(env, run, state, all),
       keepAlive,
     ),
   );

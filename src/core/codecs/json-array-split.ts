@@ -4,6 +4,7 @@
  * element's text, not the whole document's object graph. Only the array's own syntax is checked
  * here (brackets, strings, commas); each element is checked by JSON.parse.
  */
+import { concatBytes } from "./bytes";
 
 /** The body is not a JSON array (its first non-blank byte is not `[`). */
 export class NotAnArray extends Error {}
@@ -31,7 +32,6 @@ export class JsonArraySplitter {
   private inString = false;
   private escaped = false;
   private pieces: Uint8Array[] = [];
-  private pieceBytes = 0;
   /** Elements emitted so far. */
   count = 0;
 
@@ -100,20 +100,12 @@ export class JsonArraySplitter {
   private keep(piece: Uint8Array): void {
     // A copy: the chunk it came from is not kept alive for one element's sake.
     this.pieces.push(piece.slice());
-    this.pieceBytes += piece.byteLength;
   }
 
   private take(last: Uint8Array): Uint8Array {
     if (this.pieces.length === 0) return last;
-    const out = new Uint8Array(this.pieceBytes + last.byteLength);
-    let offset = 0;
-    for (const p of this.pieces) {
-      out.set(p, offset);
-      offset += p.byteLength;
-    }
-    out.set(last, offset);
+    const out = concatBytes([...this.pieces, last]);
     this.pieces = [];
-    this.pieceBytes = 0;
     return out;
   }
 }

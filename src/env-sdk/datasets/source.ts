@@ -3,6 +3,7 @@
  * Everything here is web-standard except the local-path branch, which imports node:fs lazily so
  * a Worker bundle that never reads local files does not need it.
  */
+import { concatBytes } from "../../core/codecs/bytes";
 
 /** The part of an R2 bucket binding a dataset read needs (structural: no Env type required). */
 export interface DatasetBucket {
@@ -158,13 +159,7 @@ export async function readAllBounded(
     await reader.cancel().catch(() => {});
     throw error;
   }
-  const out = new Uint8Array(total);
-  let offset = 0;
-  for (const chunk of chunks) {
-    out.set(chunk, offset);
-    offset += chunk.byteLength;
-  }
-  return out;
+  return concatBytes(chunks);
 }
 
 export function tooLarge(label: string, maxBytes: number): DatasetError {
