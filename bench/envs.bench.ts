@@ -23,6 +23,7 @@ import { mkdtempSync } from "node:fs";
 import { cpus, tmpdir } from "node:os";
 import { join } from "node:path";
 import { performance } from "node:perf_hooks";
+import { freePort } from "../scripts/ports.mjs";
 import { validateGroup } from "../src/api/group-validation";
 import { startDevProcess } from "../src/cli/dev-process";
 import { canonicalGroupJson } from "../src/core/wire/canonical-group";
@@ -158,18 +159,6 @@ async function measureCpu() {
     cpu_ms_per_rollout_env_plus_api_median: perRollout(median(withApiUs)),
     wall_ms_per_rollout_median: median(wallMs) / GROUP_SIZE,
   };
-}
-
-async function freePort(): Promise<number> {
-  const { createServer } = await import("node:net");
-  return new Promise((resolve, reject) => {
-    const server = createServer();
-    server.listen(0, "127.0.0.1", () => {
-      const address = server.address();
-      server.close(() => resolve(typeof address === "object" && address ? address.port : 0));
-    });
-    server.on("error", reject);
-  });
 }
 
 interface PipelineResult {

@@ -26,10 +26,10 @@
 import { spawn } from "node:child_process";
 import { existsSync, readdirSync, readFileSync, rmSync } from "node:fs";
 import { createRequire } from "node:module";
-import { createServer } from "node:net";
 import { dirname, join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
 import { applyLocalMigrations, migrationSettings } from "./local-migrations.mjs";
+import { freePort, portIsFree } from "./ports.mjs";
 import { seedBucket } from "./tokenizers-r2.mjs";
 
 const packageRoot = join(dirname(fileURLToPath(import.meta.url)), "..");
@@ -368,26 +368,6 @@ async function seedTokenizers(setup, bucket) {
   } catch (error) {
     process.stderr.write(`dev: could not put the bundled tokenizers into local R2: ${error}\n`);
   }
-}
-
-function portIsFree(candidate, host) {
-  return new Promise((resolveFree) => {
-    const server = createServer();
-    server.once("error", () => resolveFree(false));
-    server.listen(candidate, host, () => server.close(() => resolveFree(true)));
-  });
-}
-
-/** A free loopback port. */
-function freePort() {
-  return new Promise((resolvePort, reject) => {
-    const server = createServer();
-    server.once("error", reject);
-    server.listen(0, "127.0.0.1", () => {
-      const { port: free } = server.address();
-      server.close(() => resolvePort(free));
-    });
-  });
 }
 
 async function serveWithWranglerDev() {

@@ -13,9 +13,9 @@
  */
 import { execFile, spawn } from "node:child_process";
 import { mkdirSync, mkdtempSync, readFileSync, symlinkSync, writeFileSync } from "node:fs";
-import { createServer } from "node:net";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
+import { freePort } from "./ports.mjs";
 
 const ROOT = resolve(import.meta.dirname, "..");
 
@@ -122,18 +122,6 @@ function run(cmd: string, args: string[], cwd: string, timeoutMs: number): Promi
         done({ code, stdout: String(stdout), stderr: String(stderr) });
       },
     );
-  });
-}
-
-function freePort(): Promise<number> {
-  return new Promise((done, fail) => {
-    const server = createServer();
-    server.once("error", fail);
-    server.listen(0, "127.0.0.1", () => {
-      const address = server.address();
-      const port = typeof address === "object" && address ? address.port : 0;
-      server.close(() => done(port));
-    });
   });
 }
 

@@ -4,24 +4,14 @@
  */
 import { spawn } from "node:child_process";
 import { mkdtempSync } from "node:fs";
-import { createServer } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { freePort } from "../../scripts/ports.mjs";
 import { type DevProcess, startDevProcess } from "../../src/cli/dev-process";
 
-export const ROOT = join(import.meta.dirname, "..", "..");
+export { freePort };
 
-export async function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const server = createServer();
-    server.listen(0, "127.0.0.1", () => {
-      const address = server.address();
-      const port = typeof address === "object" && address ? address.port : 0;
-      server.close(() => resolve(port));
-    });
-    server.on("error", reject);
-  });
-}
+export const ROOT = join(import.meta.dirname, "..", "..");
 
 export interface DevServer extends DevProcess {
   port: number;
