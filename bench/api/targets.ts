@@ -9,6 +9,7 @@ import { mkdtempSync, readdirSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import { build } from "esbuild";
 import { Miniflare } from "miniflare";
+import { freePort } from "../../scripts/ports.mjs";
 import { PROJECT_ROOT, startDevProcess } from "../../src/cli/dev-process";
 import { IsolateHeapSampler } from "../isolate-heap";
 import { CpuProfiler } from "./cpu-profile";
@@ -82,22 +83,21 @@ export interface TargetOptions {
   atropos?: { dir: string; python: string };
 }
 
-const port = () => 20000 + Math.floor(Math.random() * 40000);
-
 let profiles = 0;
 
 async function startEdge(o: TargetOptions): Promise<Target> {
-  const p = port();
+  const p = await freePort();
   const inspect = o.sampleHeap || o.cpuProfileDir !== undefined;
+  const inspector = inspect ? await freePort() : undefined;
   const persistDir = mkdtempSync(join(o.stateRoot, "bench-api-"));
   const dev = await startDevProcess({
     port: p,
     persistTo: persistDir,
-    inspectorPort: inspect ? p + 1 : undefined,
+    inspectorPort: inspector,
     vars: { API_TOKEN: o.token },
   });
-  const heap = o.sampleHeap ? await IsolateHeapSampler.start(p + 1) : null;
-  const profiler = o.cpuProfileDir ? await CpuProfiler.start(p + 1) : null;
+  const heap = o.sampleHeap && inspector ? await IsolateHeapSampler.start(inspector) : null;
+  const profiler = o.cpuProfileDir && inspector ? await CpuProfiler.start(inspector) : null;
   return {
     kind: "edge",
     url: dev.url,
@@ -148,7 +148,7 @@ const HTTPTOOLS = "uvicorn.protocols.http.httptools_impl.HttpToolsProtocol";
  */
 async function startAtropos(o: TargetOptions): Promise<Target> {
   const { dir, python } = o.atropos!;
-  const p = port();
+  const p = await freePort();
   const child: ChildProcess = spawn(
     python,
     [join(PROJECT_ROOT, "bench/atropos_server.py"), String(p)],
@@ -231,7 +231,7 @@ async function startFloor(o: TargetOptions): Promise<Target> {
         d1Databases: ["DB"],
         r2Buckets: ["R2"],
         durableObjects: { FLOOR_DO: "FloorObject" },
-        unsafeDirectSockets: [{ host: "127.0.0.1", port: port() }],
+        unsafeDirectSockets: [{ host: "127.0.0.1", port: await freePort() }],
       },
     ],
     host: "127.0.0.1",
