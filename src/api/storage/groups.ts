@@ -38,6 +38,17 @@ export interface GroupInsert {
   submission: { longestSeq: number; envIdsJson: string };
 }
 
+/**
+ * Where a submission with dedupe key ?{key} was stored after ?{cutoff}: looked up by the
+ * (run, dedupe_key) index. The `+` keeps SQLite off the (run, created_at) index, which it
+ * prefers without statistics and whose range holds every group of the dedupe window, so each
+ * lookup read more rows the faster groups came in (0.14 ms at 1,000 groups; 120 s of ingest at
+ * 200 groups/s is 24,000). Every dedupe lookup on groups uses this.
+ */
+export function storedCopy(key: number, cutoff: number): string {
+  return `run = ?1 AND dedupe_key = ?${key} AND +created_at > ?${cutoff}`;
+}
+
 const INSERT_GROUP = `
 INSERT INTO groups (run, env_id, status, num_seqs, total_tokens, completion_tokens, score_mean,
   score_min, score_max, scores_json, policy_version, payload_key, payload_encoding, payload_bytes,
@@ -53,7 +64,7 @@ WHERE (?2 IS NULL OR EXISTS (SELECT 1 FROM envs WHERE run = ?1 AND env_id = ?2))
   AND COALESCE((SELECT max_token_len < 0 OR ?23 <= max_token_len FROM runs WHERE name = ?1), 1)
   AND (SELECT COUNT(*) FROM envs WHERE run = ?1 AND env_id IN (SELECT value FROM json_each(?24)))
     = json_array_length(?24)
-  AND NOT EXISTS (SELECT 1 FROM groups WHERE run = ?1 AND dedupe_key = ?17 AND created_at > ?14)
+  AND NOT EXISTS (SELECT 1 FROM groups WHERE ${storedCopy(17, 14)})
   AND (?15 IS NULL OR NOT EXISTS (SELECT 1 FROM idempotency_keys WHERE run = ?1 AND key = ?15))
 RETURNING id, status`;
 
@@ -168,9 +179,7 @@ export function recentSubmission(
 ): Promise<{ id: number; status: string } | null> {
   return firstRow(
     d1
-      .prepare(
-        "SELECT id, status FROM groups WHERE run = ?1 AND dedupe_key = ?2 AND created_at > ?3 ORDER BY id LIMIT 1",
-      )
+      .prepare(`SELECT id, status FROM groups WHERE ${storedCopy(2, 3)} ORDER BY id LIMIT 1`)
       .bind(run, dedupeKey, cutoff),
     submissionRow,
   );

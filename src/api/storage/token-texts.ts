@@ -1,5 +1,6 @@
 /** Token texts stored beside their groups in D1 (table group_token_texts), for display only. */
 import { and, eq, sql } from "drizzle-orm";
+import { storedCopy } from "./groups";
 import { db } from "./runs";
 import { groupTokenTexts } from "./schema";
 
@@ -25,7 +26,7 @@ export function submissionTokenTextsInsert(
   return d1
     .prepare(
       `INSERT OR REPLACE INTO group_token_texts (run, group_id, body, created_at)
-SELECT ?1, id, ?3, ?4 FROM groups WHERE run = ?1 AND dedupe_key = ?2 AND created_at > ?5
+SELECT ?1, id, ?3, ?4 FROM groups WHERE ${storedCopy(2, 5)}
 ORDER BY id LIMIT 1`,
     )
     .bind(run, submission.dedupeKey, body, now, submission.dedupeCutoff);

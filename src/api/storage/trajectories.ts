@@ -2,6 +2,7 @@
 
 import { and, eq } from "drizzle-orm";
 import { type Trajectory, trajectorySchema } from "../../core/wire/trajectory";
+import { storedCopy } from "./groups";
 import { db as orm } from "./runs";
 import { trajectories as trajectoryTable } from "./schema";
 
@@ -37,7 +38,7 @@ export function submissionTrajectoryInserts(
     db
       .prepare(
         `INSERT OR REPLACE INTO trajectories (run, group_id, sequence, body, created_at)
-SELECT ?1, id, ?3, ?4, ?5 FROM groups WHERE run = ?1 AND dedupe_key = ?2 AND created_at > ?6
+SELECT ?1, id, ?3, ?4, ?5 FROM groups WHERE ${storedCopy(2, 6)}
 ORDER BY id LIMIT 1`,
       )
       .bind(
