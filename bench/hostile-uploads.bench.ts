@@ -21,6 +21,7 @@ import { connect } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { gzipSync } from "node:zlib";
+import { freePort } from "../scripts/ports.mjs";
 import { startDevProcess } from "../src/cli/dev-process";
 import { makeGroup, REGISTRATION } from "../test/e2e/harness";
 import { IsolateHeapSampler } from "./isolate-heap";
@@ -28,11 +29,12 @@ import { IsolateHeapSampler } from "./isolate-heap";
 const ADMIN = "bench-hostile-admin";
 const args = process.argv.slice(2);
 const entryAt = args.indexOf("--entry");
-const port = 20_000 + Math.floor(Math.random() * 20_000);
+const port = await freePort();
+const inspectorPort = await freePort();
 const dev = await startDevProcess({
   port,
   persistTo: mkdtempSync(join(tmpdir(), "hostile-bench-")),
-  inspectorPort: process.env.NO_HEAP ? undefined : port + 1,
+  inspectorPort: process.env.NO_HEAP ? undefined : inspectorPort,
   vars: { API_TOKEN: ADMIN },
   entry: entryAt >= 0 ? args[entryAt + 1] : undefined,
 });
@@ -41,7 +43,7 @@ const heap = process.env.NO_HEAP
       takePeak: () => ({ max_used_mib: Number.NaN, max_used_with_buffers_mib: Number.NaN }),
       stop() {},
     }
-  : await IsolateHeapSampler.start(port + 1);
+  : await IsolateHeapSampler.start(inspectorPort);
 
 async function post(path: string, body: string | Uint8Array, token = ADMIN, gzip = false) {
   const started = performance.now();

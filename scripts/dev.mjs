@@ -380,7 +380,7 @@ async function serveWithWranglerDev() {
     unstable_getMiniflareWorkerOptions(config).workerOptions,
   );
   // A free port unless given: several dev servers (tests, `npm start`) must not fight over 9229.
-  const inspector = inspectorPort ?? String(await freePort());
+  const inspector = inspectorPort ?? String(await freePort("127.0.0.1", [port]));
   const child = spawn(
     process.execPath,
     [

@@ -2,4 +2,4 @@
 export declare function ephemeralRange(): [number, number];
 export declare function pickPool(): [number, number];
 export declare function portIsFree(port: number, host?: string): Promise<boolean>;
-export declare function freePort(host?: string): Promise<number>;
+export declare function freePort(host?: string, exclude?: number[]): Promise<number>;

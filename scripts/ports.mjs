@@ -19,7 +19,8 @@ export function ephemeralRange() {
     const [low, high] = readFileSync(LINUX_RANGE, "utf8").trim().split(/\s+/).map(Number);
     if (Number.isInteger(low) && Number.isInteger(high) && low <= high) return [low, high];
   } catch {
-    // Not Linux: fall through to the IANA range macOS and Windows use.
+    // Not Linux: fall through to the IANA range macOS and Windows use (FreeBSD's starts lower,
+    // at 10000, so there the pool below lies inside its range: a collision stays possible).
   }
   return [49152, 65535];
 }
@@ -43,8 +44,11 @@ export function portIsFree(port, host = "127.0.0.1") {
   });
 }
 
-/** A port that is free at `host` now and that the kernel will not hand to anyone else meanwhile. */
-export async function freePort(host = "127.0.0.1") {
+/**
+ * A port that is free at `host` now and that the kernel will not hand to anyone else meanwhile,
+ * none of `exclude` (ports already promised to a server that has not bound them yet).
+ */
+export async function freePort(host = "127.0.0.1", exclude = []) {
   const [first, last] = pickPool();
   const size = last - first + 1;
   // Each process starts at its own place, so parallel test workers rarely probe the same ports.
@@ -52,7 +56,7 @@ export async function freePort(host = "127.0.0.1") {
   for (let tried = 0; tried < 1000; tried++) {
     const candidate = first + cursor;
     cursor = (cursor + 1) % size;
-    if (await portIsFree(candidate, host)) return candidate;
+    if (!exclude.includes(candidate) && (await portIsFree(candidate, host))) return candidate;
   }
   throw new Error(`no free port at ${host} among 1000 tried in ${first}-${last}`);
 }

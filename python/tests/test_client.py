@@ -172,13 +172,15 @@ def test_429_honours_retry_after_then_raises_rate_limit(api: FakeApi) -> None:
 
 
 def test_unreachable_api_is_a_connection_error_after_the_attempts() -> None:
-    with socket.socket() as s:  # a port nothing listens on
+    # Bound but not listening for the whole test: connections are refused, and no one else
+    # can take the port meanwhile.
+    with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
-    slept: list[float] = []
-    c = TrainerClient(f"http://127.0.0.1:{port}", attempts=3, sleep=slept.append)
-    with pytest.raises(ApiConnectionError) as info:
-        c.lease()
+        slept: list[float] = []
+        c = TrainerClient(f"http://127.0.0.1:{port}", attempts=3, sleep=slept.append)
+        with pytest.raises(ApiConnectionError) as info:
+            c.lease()
     assert info.value.attempts == 3 and len(slept) == 2
     assert "npm run dev" in str(info.value)
 

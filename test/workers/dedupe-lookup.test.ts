@@ -1,7 +1,8 @@
 /**
- * Every dedupe lookup on groups (the insert's retry check, the retry's answer, token texts and
- * trajectories beside a group) finds the submission's copy by its dedupe key, not by scanning the
- * groups of the dedupe window, on the migrated local D1.
+ * The fragment every dedupe lookup on groups is built from (`storedCopy`: the insert's retry
+ * check, the retry's answer, token texts and trajectories beside a group) finds the
+ * submission's copy by its dedupe key, not by scanning the groups of the dedupe window, on the
+ * migrated local D1.
  */
 import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
@@ -26,7 +27,7 @@ describe("the dedupe lookup", () => {
     expect(plan).not.toContain("groups_by_time");
   });
 
-  it("guards against a real choice: without the hint, this SQLite scans the window by created_at", async () => {
+  it("canary: without the hint, this SQLite plans the lookup on created_at (a red here after an upgrade means the hint may no longer be needed, not that the code is wrong)", async () => {
     const plan = await planOf(
       "SELECT id FROM groups WHERE run = ?1 AND dedupe_key = ?2 AND created_at > ?3 ORDER BY id LIMIT 1",
     );

@@ -1,23 +1,14 @@
 import { mkdtempSync, readFileSync, writeFileSync } from "node:fs";
-import { createServer } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
+import { freePort } from "../../../scripts/ports.mjs";
 import { runServe, serveSummaryLine, stopsWhen } from "../../../src/cli/serve-command";
 import { startFakeAtropos } from "../runtime/fake-atropos";
 
-/** A loopback port with nothing listening on it. */
-async function closedPort(): Promise<number> {
-  const server = createServer();
-  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
-  const { port } = server.address() as { port: number };
-  await new Promise((resolve) => server.close(resolve));
-  return port;
-}
-
 describe("serve", () => {
   it("says the rollout API cannot be reached, and what to check", async () => {
-    const api = `http://127.0.0.1:${await closedPort()}`;
+    const api = `http://127.0.0.1:${await freePort()}`;
     const lines: string[] = [];
     await expect(
       runServe(
