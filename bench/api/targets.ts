@@ -257,8 +257,8 @@ async function startFloor(o: TargetOptions): Promise<Target> {
 }
 
 /**
- * Starts a server of `kind` on a random port; a port taken meanwhile (the random range overlaps
- * the kernel's ephemeral ports) is retried on another, at most twice.
+ * Starts a server of `kind` on a free port (scripts/ports.mjs); a port that another process
+ * bound between the check and the server's own bind is retried on another, at most twice.
  */
 export async function startTarget(kind: Kind, o: TargetOptions): Promise<Target> {
   const start = kind === "edge" ? startEdge : kind === "atropos" ? startAtropos : startFloor;

@@ -43,7 +43,7 @@ export interface GroupInsert {
  * (run, dedupe_key) index. The `+` keeps SQLite off the (run, created_at) index, which it
  * prefers without statistics and whose range holds every group of the dedupe window, so each
  * lookup read more rows the faster groups came in (0.14 ms at 1,000 groups; 120 s of ingest at
- * 200 groups/s is 24,000). Every dedupe lookup on groups uses this.
+ * 200 groups/s is 24,000). Every lookup of a copy within the dedupe window uses this.
  */
 export function storedCopy(key: number, cutoff: number): string {
   return `run = ?1 AND dedupe_key = ?${key} AND +created_at > ?${cutoff}`;
