@@ -1,15 +1,15 @@
 /**
- * `npm run bench:api:sequential -- [--floor] [--posts N] [--runs N] [--trainer] [--drain] [--json FILE] [--cpu-profile DIR]`
+ * `npm run bench:api:sequential -- [--floor] [--posts N] [--runs N] [--tokens N] [--trainer] [--drain] [--json FILE] [--cpu-profile DIR]`
  *
- * What one 512-token group costs this API, without the noise of concurrency: one producer POSTs
- * `--posts` bodies one after another (after 50 of warm-up) and the server's CPU (all its
- * processes, /proc) is divided by the POSTs. `--trainer` pulls GET /batch meanwhile as bench:api's
- * trainer does (gzip, parsed, 20 ms back-off on an empty answer), so the CPU per POST includes
- * delivery; `--drain` (without `--trainer`) then pulls the queue empty alone and reports the CPU
- * per pull (a batch of 64 sequences: 4 groups). `--floor` measures the floor Worker
- * (api/floor-worker.ts) instead: its one-write ingest, and its one-statement delivery under
- * `--trainer` or `--drain`. `--cpu-profile DIR`
- * samples the API isolate as bench:api's option does (its CPU numbers are then not comparable).
+ * What one 512-token group (`--tokens N`: N tokens per sequence) costs this API, without the
+ * noise of concurrency: one producer POSTs `--posts` bodies one after another (after 50 of
+ * warm-up) and the server's CPU (all its processes, /proc) is divided by the POSTs. `--trainer`
+ * pulls GET /batch meanwhile as bench:api's trainer does (gzip, parsed, 20 ms back-off on an
+ * empty answer), so the CPU per POST includes delivery; `--drain` (without `--trainer`) then
+ * pulls the queue empty alone and reports the CPU per pull (a batch of 64 sequences: 4 groups).
+ * `--floor` measures the floor Worker (api/floor-worker.ts) instead: its one-write ingest, and
+ * its one-statement delivery under `--trainer` or `--drain`. `--cpu-profile DIR` samples the API
+ * isolate as bench:api's option does (its CPU numbers are then not comparable).
  *
  * To judge a change, run it alternately from two checkouts (a `git worktree` of the base beside
  * this one) and compare medians: the run-to-run spread on a shared 2-core VM is ±15 %.
@@ -30,7 +30,7 @@ const whole = (name: string, fallback: number) => {
 const POSTS = whole("--posts", 400);
 const RUNS = whole("--runs", 1);
 const WARMUP = 50;
-const TOKENS = 512;
+const TOKENS = whole("--tokens", 512);
 const kind = args.includes("--floor") ? "floor" : "edge";
 const withTrainer = args.includes("--trainer");
 const drain = args.includes("--drain");
@@ -95,6 +95,7 @@ async function run() {
     await trainer;
     const result: Record<string, number | string> = {
       server: kind,
+      tokens: TOKENS,
       posts: POSTS,
       groups_per_s: POSTS / seconds,
       cpu_ms_per_post: cpu / POSTS,
