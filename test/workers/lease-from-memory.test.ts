@@ -146,6 +146,10 @@ describe("a lease planned from the previous lease's read-back", () => {
     const again = await lease(run, { lease_seconds: 60 });
     expect(again.batch.batch_id).toBe(first.batch.batch_id);
     expect(again.batch.redelivered).toBe(true);
+    // The same groups, read in the lease's second round trip (only an expired lease takes one).
+    const ids = (l: typeof first) => l.batch.groups.map((g) => g.group_id);
+    expect(ids(again)).toEqual(ids(first));
+    expect(ids(again)).toHaveLength(2);
     expect(await batchRows(run)).toEqual([{ step: 1, status: "leased" }]);
   });
 

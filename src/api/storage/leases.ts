@@ -1,9 +1,9 @@
 /**
  * The queue reads and writes of batch formation (acknowledgement: acks.ts). Each function is one
- * D1 round trip: what a lease decides from is read in one `batch()`, and forming or renewing a
- * lease is written in one (a lease API lease marks its groups in a second, after its answer:
- * lease-writes.ts). Only the RunCoordinator calls these, under its run's
- * lock, so a read and the write that follows it see the same queue.
+ * D1 round trip: what a lease decides from is read in one `batch()` (an expired lease's groups
+ * in a second), and forming or renewing a lease is written in one (a lease API lease marks its
+ * groups in a second, after its answer: lease-writes.ts). Only the RunCoordinator calls these,
+ * under its run's lock, so a read and the write that follows it see the same queue.
  */
 import {
   and,
@@ -12,7 +12,6 @@ import {
   getTableColumns,
   gt,
   gte,
-  inArray,
   lte,
   type Placeholder,
   type SQL,
@@ -141,14 +140,24 @@ function liveCompatLeases() {
   );
 }
 
+/** The run's row, its allocating envs and the queue's window (see `leaseReads.head`). */
+function headColumns() {
+  return {
+    ...getTableColumns(runs),
+    // Qualified names: drizzle leaves the outer query's columns unqualified.
+    allocatingEnvsJson: sql<string>`(SELECT json_group_array(json_array(e.env_id, e.real_name,
+      e.min_batch_allocation, e.paused, e.connected, e.last_seen_at))
+      FROM envs AS e WHERE e.run = ${p.run} AND e.min_batch_allocation > 0)`,
+    windowJson: sql<string>`(SELECT json_group_array(json_array(id, env_id, num_seqs)) FROM (
+      SELECT q.id, q.env_id, q.num_seqs FROM groups AS q
+      WHERE q.run = ${p.run} AND q.status = 'queued'
+        AND q.policy_version >= COALESCE(runs.policy_version - ${p.maxStaleness}, -1)
+      ORDER BY q.id LIMIT ${p.limit}))`,
+  };
+}
+
 /** What a lease decides from, compiled once; `maxStaleness` null keeps every version. */
 const leaseReads = {
-  expired: compiled((d) =>
-    d
-      .select({ id: batches.id, step: batches.step, replayIds: batches.replayIds })
-      .from(batches)
-      .where(inArray(batches.id, expiredLeaseId(d))),
-  ),
   // By the batch's group list: replayed groups keep their own batch_id.
   expiredRefs: compiled((d) =>
     d
@@ -164,30 +173,25 @@ const leaseReads = {
       )
       .orderBy(asc(groups.id)),
   ),
-  leased: compiled((d) =>
-    d
-      .select({ n: sql<number>`COUNT(*)` })
-      .from(batches)
-      .where(and(eq(batches.run, p.run), eq(batches.status, "leased"))),
-  ),
   /**
    * The queue head in one statement (each statement of a D1 batch costs on its own): the run's
    * row, with its allocating envs and the queue's window as JSON arrays (env_id, real_name,
    * min_batch_allocation, paused, connected, last_seen_at) and (id, env_id, num_seqs).
    */
-  head: compiled((d) =>
+  head: compiled((d) => d.select(headColumns()).from(runs).where(eq(runs.name, p.run)).limit(1)),
+  /**
+   * The head with what a lease also decides from, in the same statement: the expired lease to
+   * hand out again, if any, as a JSON array (id, step, replay_ids), and how many batches are
+   * leased.
+   */
+  leaseHead: compiled((d) =>
     d
       .select({
-        ...getTableColumns(runs),
-        // Qualified names: drizzle leaves the outer query's columns unqualified.
-        allocatingEnvsJson: sql<string>`(SELECT json_group_array(json_array(e.env_id, e.real_name,
-          e.min_batch_allocation, e.paused, e.connected, e.last_seen_at))
-          FROM envs AS e WHERE e.run = ${p.run} AND e.min_batch_allocation > 0)`,
-        windowJson: sql<string>`(SELECT json_group_array(json_array(id, env_id, num_seqs)) FROM (
-          SELECT q.id, q.env_id, q.num_seqs FROM groups AS q
-          WHERE q.run = ${p.run} AND q.status = 'queued'
-            AND q.policy_version >= COALESCE(runs.policy_version - ${p.maxStaleness}, -1)
-          ORDER BY q.id LIMIT ${p.limit}))`,
+        ...headColumns(),
+        expiredJson: sql<string | null>`(SELECT json_array(x.id, x.step, x.replay_ids)
+          FROM ${batches} AS x WHERE x.id = (${expiredLeaseId(d)}))`,
+        leasedCount: sql<number>`(SELECT COUNT(*) FROM ${batches} AS l
+          WHERE l.run = ${p.run} AND l.status = 'leased')`,
       })
       .from(runs)
       .where(eq(runs.name, p.run))
@@ -301,44 +305,13 @@ export function headPrefixReads(
   };
 }
 
-/** The reads of everything a lease decides from: the queue head, an expired lease, the leased count. */
-function leaseStateReads(
-  d1: D1Database,
-  run: string,
-  q: Omit<LeaseStateQuery, "ackCompat">,
-): Reads<LeaseState> {
-  const head = queueHeadReads(d1, run, q);
-  const values = { run, now: q.now };
-  const more = [leaseReads.expired, leaseReads.expiredRefs, leaseReads.leased].map((query) =>
-    query.bind(d1, values),
-  );
-  const parse = (results: readonly D1Result[]): LeaseState => {
-    const at = head.statements.length;
-    const [expiredRows, expiredRefs, leased] = results.slice(at);
-    const expired = leaseReads.expired.rows(expiredRows!)[0];
-    return {
-      ...head.parse(results.slice(0, at)),
-      expired: expired
-        ? {
-            id: expired.id,
-            step: expired.step,
-            groups: markReplayed(
-              leaseReads.expiredRefs.rows(expiredRefs!).map(groupRef),
-              parseIds(expired.replayIds),
-            ),
-          }
-        : null,
-      compatAcked: 0,
-      leased: leaseReads.leased.rows(leased!)[0]?.n ?? 0,
-      emptyEpochRenewed: false,
-    };
-  };
-  return { statements: [...head.statements, ...more], parse };
-}
-
 /**
- * Everything a lease decides from, in one round trip. Guarded (transitions.ts): a lease planned
- * from this read, and GET /batch's acknowledgement in it, rely on the batch triggers.
+ * Everything a lease decides from: the queue head, an expired lease and the leased count, in one
+ * statement, in one round trip (with GET /batch's acknowledgement and the empty epoch's draw,
+ * when asked). An expired lease's groups take a second round trip: leases seldom expire, and
+ * every lease would otherwise pay for the statement that reads them. Guarded (transitions.ts): a
+ * lease planned from this read, and GET /batch's acknowledgement in it, rely on the batch
+ * triggers.
  */
 export async function readLeaseState(
   d1: D1Database,
@@ -346,13 +319,37 @@ export async function readLeaseState(
   q: LeaseStateQuery,
 ): Promise<LeaseState> {
   const acks = q.ackCompat ? [compatAckStatement(d1, run, q.now)] : [];
-  const reads = leaseStateReads(d1, run, q);
+  const values = { run, now: q.now, limit: q.windowLimit, maxStaleness: q.maxStaleness };
   const renew = q.renewEmptyEpoch ? [renewEmptyEpochStatement(d1, run)] : [];
-  const results = await guardedBatch(d1, [...acks, ...reads.statements, ...renew]);
+  const results = await guardedBatch(d1, [
+    ...acks,
+    leaseReads.leaseHead.bind(d1, values),
+    ...renew,
+  ]);
   const compatAcked = q.ackCompat ? compatAckedCount(results[0]!) : 0;
-  const state = reads.parse(results.slice(acks.length, acks.length + reads.statements.length));
-  const emptyEpochRenewed = q.renewEmptyEpoch === true && renewedOf(results.at(-1));
-  return { ...state, compatAcked, emptyEpochRenewed };
+  const row = leaseReads.leaseHead.rows(results[acks.length]!)[0];
+  const { expiredJson = null, leasedCount = 0, ...head } = row ?? {};
+  const expired = expiredJson
+    ? (JSON.parse(expiredJson) as [id: string, step: number, replayIds: string | null])
+    : null;
+  return {
+    ...queueHeadOf(row ? (head as HeadRow) : undefined, q.windowLimit),
+    expired: expired && {
+      id: expired[0],
+      step: expired[1],
+      // The lock this read runs under keeps that lease expired and its batch unchanged.
+      groups: markReplayed(await expiredLeaseRefs(d1, run, q.now), parseIds(expired[2])),
+    },
+    compatAcked,
+    leased: leasedCount,
+    emptyEpochRenewed: q.renewEmptyEpoch === true && renewedOf(results.at(-1)),
+  };
+}
+
+/** The groups of the run's first expired lease, by the batch's group list. */
+async function expiredLeaseRefs(d1: D1Database, run: string, now: number) {
+  const [result] = await d1.batch([leaseReads.expiredRefs.bind(d1, { run, now })]);
+  return leaseReads.expiredRefs.rows(result!).map(groupRef);
 }
 
 /** The oldest `limit` queued groups with policy version ≥ `minVersion`. */
