@@ -6,6 +6,7 @@ export default defineConfig({
     include: ["test/e2e/**/*.test.ts"],
     environment: "node",
     globalSetup: ["test/scratch-tmpdir.ts"],
+    setupFiles: ["test/e2e/dev-logs-on-failure.ts"],
     testTimeout: 180_000,
     hookTimeout: 180_000,
     fileParallelism: false,

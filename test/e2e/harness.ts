@@ -33,7 +33,17 @@ export async function startDevServer(
   // Hermetic: an API_TOKEN exported in the shell running the tests does not lock the server.
   const env = options.env ?? { ...process.env, API_TOKEN: "" };
   const dev = await startDevProcess({ port, persistTo, vars: options.vars, env });
-  return { ...dev, port, persistTo };
+  const server = { ...dev, port, persistTo };
+  started.push(server);
+  return server;
+}
+
+// The dev servers this test file started, stopped or not (their output outlives them).
+const started: DevServer[] = [];
+
+/** The dev servers this test file started, oldest first. */
+export function devServersStarted(): readonly DevServer[] {
+  return started;
 }
 
 export const REGISTRATION = {
