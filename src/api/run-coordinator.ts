@@ -329,6 +329,11 @@ export class RunCoordinator extends DurableObject<BaseBindings> {
         ackCompat: true,
         // It writes anyway: an empty answer it gives is then kept without a second round trip.
         renewEmptyEpoch: !this.memory.staleMayExist,
+      }).catch(async (err: unknown) => {
+        // The acknowledgement may be written and a later round trip of the read have failed (an
+        // expired lease's groups): what it acknowledged still gets its retention alarm.
+        await this.scheduleRetention(run, now).catch(() => {});
+        throw err;
       });
       stages.read = performance.now() - started;
       // Replay: what those batches carried at or above the threshold joined the buffer in the

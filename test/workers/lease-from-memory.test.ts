@@ -153,6 +153,32 @@ describe("a lease planned from the previous lease's read-back", () => {
     expect(await batchRows(run)).toEqual([{ step: 1, status: "leased" }]);
   });
 
+  it("hands an expired lease with replayed groups out again with the same groups, marked", async () => {
+    const run = uniqueRun("memo-expired-replay");
+    const { base, envIds } = await setupRun(run, 4, [2]);
+    for (let i = 0; i < 10; i++) {
+      await post(`${base}/scored_data`, { ...group(i, 2, envIds[0]!), scores: [1, 1] });
+    }
+    const res = await call(`/v1/runs/${run}/replay`, {
+      method: "PUT",
+      headers: { "content-type": "application/json" },
+      body: JSON.stringify({ enabled: true, fraction: 0.5, capacity: 10 }),
+    });
+    expect(res.status).toBe(200);
+    // The first batch fills the buffer; the second mixes a replayed group in, and lapses.
+    const first = await lease(run);
+    await ack(run, first.batch.batch_id);
+    const second = await lease(run, { lease_seconds: 1 });
+    const marked = (l: typeof second) =>
+      l.batch.groups.map((g) => [g.group_id, g.replayed === true]).sort((a, b) => +a[0]! - +b[0]!);
+    expect(second.batch.groups.some((g) => g.replayed)).toBe(true);
+    advanceClock(1100);
+    const again = await lease(run, { lease_seconds: 60 });
+    expect(again.batch.batch_id).toBe(second.batch.batch_id);
+    expect(again.batch.redelivered).toBe(true);
+    expect(marked(again)).toEqual(marked(second));
+  });
+
   it("forms a batch from groups queued after the read-back when the remembered head falls short", async () => {
     const run = uniqueRun("memo-short");
     const { base, envIds } = await setupRun(run, 4, [2]);

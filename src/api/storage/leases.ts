@@ -159,7 +159,7 @@ function headColumns() {
 /** What a lease decides from, compiled once; `maxStaleness` null keeps every version. */
 const leaseReads = {
   // By the batch's group list: replayed groups keep their own batch_id.
-  expiredRefs: compiled((d) =>
+  batchRefs: compiled((d) =>
     d
       .select(refColumns)
       .from(groups)
@@ -168,7 +168,7 @@ const leaseReads = {
         and(
           // Unary plus: looked up by id, not by scanning the run's groups.
           sql`+${groups.run} = ${p.run}`,
-          sql`${groups.id} IN (SELECT value FROM json_each((SELECT ${batches.groupIds} FROM ${batches} WHERE ${batches.id} = (${expiredLeaseId(d)}))))`,
+          sql`${groups.id} IN (SELECT value FROM json_each((SELECT ${batches.groupIds} FROM ${batches} WHERE ${batches.id} = ${p.batchId})))`,
         ),
       )
       .orderBy(asc(groups.id)),
@@ -337,8 +337,8 @@ export async function readLeaseState(
     expired: expired && {
       id: expired[0],
       step: expired[1],
-      // The lock this read runs under keeps that lease expired and its batch unchanged.
-      groups: markReplayed(await expiredLeaseRefs(d1, run, q.now), parseIds(expired[2])),
+      // A batch's group list never changes once the batch is formed.
+      groups: markReplayed(await batchRefs(d1, run, expired[0]), parseIds(expired[2])),
     },
     compatAcked,
     leased: leasedCount,
@@ -346,10 +346,10 @@ export async function readLeaseState(
   };
 }
 
-/** The groups of the run's first expired lease, by the batch's group list. */
-async function expiredLeaseRefs(d1: D1Database, run: string, now: number) {
-  const [result] = await d1.batch([leaseReads.expiredRefs.bind(d1, { run, now })]);
-  return leaseReads.expiredRefs.rows(result!).map(groupRef);
+/** The groups of a batch of the run, by the batch's group list. */
+async function batchRefs(d1: D1Database, run: string, batchId: string) {
+  const [result] = await d1.batch([leaseReads.batchRefs.bind(d1, { run, batchId })]);
+  return leaseReads.batchRefs.rows(result!).map(groupRef);
 }
 
 /** The oldest `limit` queued groups with policy version ≥ `minVersion`. */
