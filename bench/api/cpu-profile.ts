@@ -5,7 +5,8 @@
  * change is judged by where the CPU went. Profiling costs the isolate a little: timed comparisons
  * run without it.
  */
-import { writeFileSync } from "node:fs";
+import { mkdirSync, writeFileSync } from "node:fs";
+import { dirname } from "node:path";
 import WebSocket from "ws";
 
 interface ProfileNode {
@@ -77,6 +78,7 @@ export class CpuProfiler {
   async stop(file: string): Promise<string> {
     const { profile } = (await this.call("Profiler.stop")) as { profile: Profile };
     this.ws.close();
+    mkdirSync(dirname(file), { recursive: true });
     writeFileSync(file, JSON.stringify(profile));
     return summarise(profile);
   }

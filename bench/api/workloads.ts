@@ -1,13 +1,15 @@
 /**
  * One ingest workload run against one server: C producers POST pre-built bodies (gzip when the
- * workload says, as the Python env sends them) while a trainer pulls batches with GET /batch;
- * every sequence starts with a unique id and must arrive exactly once (counted, or the run fails).
+ * workload says, as the Python env sends them) while a trainer, in a process of its own
+ * (trainer-process.ts), pulls batches with GET /batch; every sequence starts with a unique id and
+ * must arrive exactly once (counted, or the run fails).
  * The floor delivers only bodies sent without gzip (floor-worker.ts); on the other workloads its
  * runs measure ingest alone.
  */
 import { gzipSync } from "node:zlib";
 import { Client, percentile } from "./http";
 import { type Kind, startTarget, type Target, type TargetOptions } from "./targets";
+import { startTrainer, wallMs } from "./trainer-process";
 
 export interface Workload {
   name: string;
@@ -133,19 +135,30 @@ export async function runWorkload(
     ) as { env_id: number };
     await open.pop()!.close();
     const { bodies, wireBytes } = buildBodies(w, env.env_id);
-    const client = new Client(target.url, target.headers, w.producers + 2);
+    const client = new Client(target.url, target.headers, w.producers);
     open.push(client);
     const path = w.perRequest === 1 ? "/scored_data" : "/scored_data_list";
     const postHeaders: Record<string, string> = w.gzip ? { "content-encoding": "gzip" } : {};
     const postLatencies: number[] = [];
-    const batchLatencies: number[] = [];
-    const seen = new Uint8Array(w.groups * GROUP_SIZE);
-    let duplicates = 0;
-    let delivered = 0;
+    const total = w.groups * GROUP_SIZE;
+    // The floor delivers what it keeps in D1 as JSON text (floor-worker.ts): bodies sent without
+    // gzip, each under 1 MiB (the 512-token workload's are 80 KB).
+    const delivers = kind !== "floor" || !w.gzip;
+    const trainer = delivers
+      ? await startTrainer({
+          url: target.url,
+          headers: target.headers,
+          total,
+          encoding: options.trainerEncoding,
+          deadline: options.deadline,
+          noProgressMs: NO_PROGRESS_MS,
+        })
+      : null;
     let next = 0;
     const cpuBefore = target.cpuMs();
     let cpuAtIngest = 0;
-    const started = performance.now();
+    const started = wallMs();
+    trainer?.go();
     let ingestDone = 0;
     const producer = async () => {
       while (next < bodies.length) {
@@ -156,40 +169,24 @@ export async function runWorkload(
       }
     };
     const producers = Promise.all(Array.from({ length: w.producers }, producer)).then(() => {
-      ingestDone = performance.now();
+      ingestDone = wallMs();
       cpuAtIngest = target.cpuMs();
+      trainer?.ingestDone(ingestDone);
     });
-    const total = w.groups * GROUP_SIZE;
-    let lastDelivery = started;
-    // The floor delivers what it keeps in D1 as JSON text (floor-worker.ts): bodies sent without
-    // gzip, each under 1 MiB (the 512-token workload's are 80 KB).
-    const delivers = kind !== "floor" || !w.gzip;
-    const stalled = () =>
-      ingestDone > 0 && performance.now() - Math.max(lastDelivery, ingestDone) > NO_PROGRESS_MS;
-    while (delivers && delivered < total && Date.now() < options.deadline && !stalled()) {
-      const t0 = performance.now();
-      const res = await client.get("/batch", { "accept-encoding": options.trainerEncoding });
-      const body = JSON.parse(res.text) as { batch: { tokens: number[][] }[] | null };
-      if (!body.batch) {
-        await new Promise((r) => setTimeout(r, 20));
-        continue;
-      }
-      batchLatencies.push(performance.now() - t0);
-      for (const g of body.batch) {
-        for (const seq of g.tokens) {
-          const id = seq[0]!;
-          if (seen[id]) duplicates++;
-          seen[id] = 1;
-          delivered++;
-        }
-      }
-      lastDelivery = performance.now();
-    }
-    await producers;
+    const trained = await Promise.all([trainer?.result, producers]).catch((error: unknown) => {
+      trainer?.kill();
+      throw error;
+    });
+    const { delivered, duplicates, missing, batchLatencies, lastDelivery } = trained[0] ?? {
+      delivered: 0,
+      duplicates: 0,
+      missing: 0,
+      batchLatencies: [],
+      lastDelivery: null,
+    };
     const cpuAtEnd = target.cpuMs();
-    const missing = delivers ? seen.reduce((m, v) => m + (v ? 0 : 1), 0) : 0;
     const ingestS = (ingestDone - started) / 1000;
-    const e2eS = (lastDelivery - started) / 1000;
+    const e2eS = ((lastDelivery ?? started) - started) / 1000;
     const result = {
       server: kind,
       workload: w.name,
