@@ -4,6 +4,7 @@
  */
 import type { MiddlewareHandler } from "hono";
 import type { AppEnv } from "../context";
+import { setResponseHeader } from "./response-headers";
 
 export const cors: MiddlewareHandler<AppEnv> = async (c, next) => {
   const origin = c.req.header("origin");
@@ -24,6 +25,6 @@ export const cors: MiddlewareHandler<AppEnv> = async (c, next) => {
     return new Response(null, { status: 204, headers });
   }
   await next();
-  c.header("Vary", "Origin", { append: true });
-  if (ok) c.header("Access-Control-Allow-Origin", origin);
+  setResponseHeader(c, "Vary", "Origin", { append: true });
+  if (ok) setResponseHeader(c, "Access-Control-Allow-Origin", origin);
 };

@@ -12,9 +12,10 @@
  *   it, unless the response says `Cache-Control: no-transform`; responses left plain here say so.
  */
 import { gzipSync } from "node:zlib";
-import type { MiddlewareHandler } from "hono";
+import type { Context, MiddlewareHandler } from "hono";
 import type { AppEnv } from "../context";
 import { acceptsGzip } from "../request";
+import { replaceResponse } from "./response-headers";
 
 const MIN_BYTES = 1000;
 
@@ -26,20 +27,26 @@ function markNoTransform(headers: Headers): void {
   }
 }
 
+/** Marks the response no-transform, on a copy when its headers are immutable (from a binding). */
+function markPlain(c: Context): void {
+  try {
+    markNoTransform(c.res.headers);
+  } catch (error) {
+    if (!(error instanceof TypeError)) throw error;
+    replaceResponse(c, new Response(c.res.body, c.res));
+    markNoTransform(c.res.headers);
+  }
+}
+
 export const gzipResponse: MiddlewareHandler<AppEnv> = async (c, next) => {
   await next();
   if (!c.res.body || c.res.headers.has("content-encoding")) return;
   const type = c.res.headers.get("content-type") ?? "";
   if (!/json|text\/plain/.test(type)) return;
-  if (!acceptsGzip(c.req.raw)) {
-    // A copy: responses fetched from bindings have immutable headers.
-    c.res = new Response(c.res.body, c.res);
-    markNoTransform(c.res.headers);
-    return;
-  }
+  if (!acceptsGzip(c.req.raw)) return markPlain(c);
   const bytes = new Uint8Array(await c.res.arrayBuffer());
   if (bytes.byteLength < MIN_BYTES) {
-    c.res = new Response(bytes, c.res);
+    replaceResponse(c, new Response(bytes, c.res));
     markNoTransform(c.res.headers);
     return;
   }
@@ -53,5 +60,5 @@ export const gzipResponse: MiddlewareHandler<AppEnv> = async (c, next) => {
   compressed.headers.set("Content-Encoding", "gzip");
   compressed.headers.delete("content-length");
   compressed.headers.append("Vary", "Accept-Encoding");
-  c.res = compressed;
+  replaceResponse(c, compressed);
 };

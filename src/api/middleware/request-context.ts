@@ -1,8 +1,15 @@
 import type { MiddlewareHandler } from "hono";
 import type { AppEnv } from "../context";
 import { Timings } from "../timings";
+import { setResponseHeader } from "./response-headers";
 
-/** Request id (echoed if the client sent one) and one structured log line per request. */
+/**
+ * Request id (echoed if the client sent one), Server-Timing, and one structured log line per
+ * request that failed or moved a batch: a pull that delivered one (it names it in `x-batch-id`)
+ * and an ack. Empty pulls are not logged: a trainer polls many times a second while it waits,
+ * and a line per poll costs CPU and log volume (billed per line on Workers Logs) and says
+ * nothing /stats does not.
+ */
 export const requestContext: MiddlewareHandler<AppEnv> = async (c, next) => {
   const incoming = c.req.header("x-request-id");
   const requestId = incoming && /^[\w.-]{1,100}$/.test(incoming) ? incoming : crypto.randomUUID();
@@ -11,10 +18,10 @@ export const requestContext: MiddlewareHandler<AppEnv> = async (c, next) => {
   c.set("timings", timings);
   const started = Date.now();
   await next();
-  c.header("x-request-id", requestId);
+  setResponseHeader(c, "x-request-id", requestId);
   const serverTiming = timings.header();
-  if (serverTiming) c.header("Server-Timing", serverTiming);
-  if (c.res.status >= 400 || c.req.path.includes("batch")) {
+  if (serverTiming) setResponseHeader(c, "Server-Timing", serverTiming);
+  if (c.res.status >= 400 || movedBatch(c.req.path, c.res)) {
     console.log(
       JSON.stringify({
         level: c.res.status >= 500 ? "error" : "info",
@@ -28,3 +35,7 @@ export const requestContext: MiddlewareHandler<AppEnv> = async (c, next) => {
     );
   }
 };
+
+function movedBatch(path: string, res: Response): boolean {
+  return res.headers.has("x-batch-id") || path.endsWith("/ack");
+}
