@@ -1,7 +1,7 @@
 /**
  * `npm run bench:api [-- --atropos DIR [--python BIN]] [--floor] [--quick] [--runs N]`
  *   `[--workloads 1,2] [--depths 20000 | --no-depths] [--leases N] [--lease-gap-ms MS] [--wal]`
- *   `[--no-empty] [--no-list] [--heap]`
+ *   `[--no-empty] [--no-list] [--no-warmup] [--heap]`
  *   `[--trainer-encoding gzip|identity] [--state-root DIR] [--json out.json] [--cpu-profile DIR]`
  *
  * The rollout API under a real `npm run dev` (fresh state per run, loopback only, the API token
@@ -61,6 +61,7 @@ const workloadOptions = {
   ...base,
   trainerEncoding: option("--trainer-encoding") ?? "gzip",
   deadline: DEADLINE,
+  warmUp: !args.includes("--no-warmup"),
 };
 
 const WORKLOADS: Workload[] = [
