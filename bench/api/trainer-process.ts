@@ -9,7 +9,7 @@
  */
 import { fork } from "node:child_process";
 import { fileURLToPath } from "node:url";
-import { Client } from "./http";
+import { Client, ServerStalled } from "./http";
 
 export interface TrainerOptions {
   url: string;
@@ -28,6 +28,8 @@ export interface TrainerResult {
   delivered: number;
   duplicates: number;
   missing: number;
+  /** Sequences whose id is not one of the measured run's (a warm-up group left queued). */
+  foreign: number;
   /** Latency of each GET /batch that carried a batch, ms. */
   batchLatencies: number[];
   /** When the last batch arrived (`wallMs`), or null when none did. */
@@ -41,7 +43,7 @@ type ToTrainer =
 type FromTrainer =
   | { kind: "ready" }
   | { kind: "done"; result: TrainerResult }
-  | { kind: "failed"; message: string };
+  | { kind: "failed"; message: string; stalled: boolean };
 
 /** Wall-clock ms with a fraction, comparable across processes. */
 export function wallMs(): number {
@@ -65,7 +67,11 @@ export async function startTrainer(options: TrainerOptions): Promise<TrainerProc
     execArgv: ["--import", "tsx"],
     stdio: ["ignore", "inherit", "inherit", "ipc"],
   });
-  const send = (message: ToTrainer) => child.send(message);
+  // After the result the channel is closed: a late message is dropped, not an uncaught error.
+  const send = (message: ToTrainer) => {
+    if (child.connected) child.send(message);
+  };
+  child.on("error", () => {});
   send({ kind: "start", options });
   let ready: () => void = () => {};
   const isReady = new Promise<void>((resolve) => {
@@ -75,6 +81,8 @@ export async function startTrainer(options: TrainerOptions): Promise<TrainerProc
     child.on("message", (message: FromTrainer) => {
       if (message.kind === "ready") ready();
       else if (message.kind === "done") resolve(message.result);
+      // A server that stopped answering voids the run (bench:api runs it again): say so as such.
+      else if (message.stalled) reject(new ServerStalled(message.message));
       else reject(new Error(`the trainer failed: ${message.message}`));
     });
     child.on("exit", (code) => reject(new Error(`the trainer's process exited (${code})`)));
@@ -98,6 +106,7 @@ async function train(options: TrainerOptions, started: Promise<void>, ingestDone
   const batchLatencies: number[] = [];
   let delivered = 0;
   let duplicates = 0;
+  let foreign = 0;
   let lastDelivery: number | null = null;
   await started;
   const stalled = () => {
@@ -117,6 +126,10 @@ async function train(options: TrainerOptions, started: Promise<void>, ingestDone
       for (const group of body.batch) {
         for (const sequence of group.tokens) {
           const id = sequence[0]!;
+          if (!(id >= 0 && id < options.total)) {
+            foreign++;
+            continue;
+          }
           if (seen[id]) duplicates++;
           seen[id] = 1;
           delivered++;
@@ -128,7 +141,7 @@ async function train(options: TrainerOptions, started: Promise<void>, ingestDone
     await client.close();
   }
   const missing = seen.reduce((count, v) => count + (v ? 0 : 1), 0);
-  return { delivered, duplicates, missing, batchLatencies, lastDelivery };
+  return { delivered, duplicates, missing, foreign, batchLatencies, lastDelivery };
 }
 
 function runAsTrainer(): void {
@@ -144,7 +157,12 @@ function runAsTrainer(): void {
     else {
       train(message.options, started, () => ingestDoneAt).then(
         (result) => reply({ kind: "done", result }),
-        (error: unknown) => reply({ kind: "failed", message: String(error) }),
+        (error: unknown) =>
+          reply({
+            kind: "failed",
+            message: error instanceof Error ? error.message : String(error),
+            stalled: error instanceof ServerStalled,
+          }),
       );
       reply({ kind: "ready" });
     }

@@ -178,11 +178,12 @@ export async function runWorkload(
     // gzip, each under 1 MiB (the 512-token workload's are 80 KB).
     const delivers = kind !== "floor" || !w.gzip;
     if (options.warmUp) {
-      // Their sequence ids lie past the measured ones, which the trainer counts.
+      // Their sequence ids lie past the measured ones: one delivered in the measured run fails it.
       const warm = buildBodies(w, env.env_id, w.groups, WARMUP_GROUPS).bodies;
       const post = { path, headers: postHeaders, bodies: warm };
       await warmUp(client, post, delivers, options.trainerEncoding, options.deadline);
     }
+    const retriesBefore = client.retries;
     const trainer = delivers
       ? await startTrainer({
           url: target.url,
@@ -216,13 +217,15 @@ export async function runWorkload(
       trainer?.kill();
       throw error;
     });
-    const { delivered, duplicates, missing, batchLatencies, lastDelivery } = trained[0] ?? {
-      delivered: 0,
-      duplicates: 0,
-      missing: 0,
-      batchLatencies: [],
-      lastDelivery: null,
-    };
+    const { delivered, duplicates, missing, foreign, batchLatencies, lastDelivery } =
+      trained[0] ?? {
+        delivered: 0,
+        duplicates: 0,
+        missing: 0,
+        foreign: 0,
+        batchLatencies: [],
+        lastDelivery: null,
+      };
     const cpuAtEnd = target.cpuMs();
     const ingestS = (ingestDone - started) / 1000;
     const e2eS = ((lastDelivery ?? started) - started) / 1000;
@@ -243,13 +246,14 @@ export async function runWorkload(
       delivered,
       duplicates,
       missing,
-      post_retries: client.retries,
+      foreign,
+      post_retries: client.retries - retriesBefore,
       runtime: target.runtime,
       isolate_heap: target.heap?.takePeak() ?? null,
     };
     // The floor does not dedupe: a POST retried after a lost connection may be stored twice there.
-    const allowedDuplicates = kind === "floor" ? client.retries : 0;
-    if (duplicates > allowedDuplicates || missing) {
+    const allowedDuplicates = kind === "floor" ? result.post_retries : 0;
+    if (duplicates > allowedDuplicates || missing || foreign) {
       throw new Error(`exactly-once violated: ${JSON.stringify(result)}`);
     }
     return result;

@@ -20,6 +20,8 @@ export interface AppEnv {
     principal: Principal;
     /** Forwards inference-proxy calls; absent when the Worker was built without one. */
     inferenceProxy: InferenceProxy | undefined;
+    /** Set by a pull that found no batch and changed nothing: the request log leaves it out. */
+    quietPoll: boolean;
   };
 }
 

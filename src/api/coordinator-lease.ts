@@ -40,8 +40,14 @@ export interface LeaseStages {
   write: number;
 }
 
-/** `stages` is empty for an answer the coordinator gave from memory, without D1. */
-export type TimedLeaseOutcome = LeaseOutcome & { stages: Partial<LeaseStages> };
+/**
+ * `stages` is empty for an answer the coordinator gave from memory, without D1. `acknowledged`:
+ * the earlier batches a GET /batch acknowledged (absent when none).
+ */
+export type TimedLeaseOutcome = LeaseOutcome & {
+  stages: Partial<LeaseStages>;
+  acknowledged?: number;
+};
 
 export function newStages(): LeaseStages {
   return { read: 0, plan: 0, write: 0 };

@@ -320,7 +320,7 @@ export class RunCoordinator extends DurableObject<BaseBindings> {
             );
           });
         }
-        return { ...remembered.outcome, stages: withoutRead(stages) };
+        return { ...remembered.outcome, stages: withoutRead(stages), acknowledged: acked };
       }
       const state = await readLeaseState(this.db, run, {
         now,
@@ -339,10 +339,11 @@ export class RunCoordinator extends DurableObject<BaseBindings> {
       // Replay: what those batches carried at or above the threshold joined the buffer in the
       // same statement (its trigger), before this lease draws from it.
       if (state.compatAcked > 0) await this.scheduleRetention(run, now);
-      if (!state.run?.registered) return { kind: "not_registered", stages };
+      const acknowledged = state.compatAcked;
+      if (!state.run?.registered) return { kind: "not_registered", stages, acknowledged };
       const outcome = await leaseLocked(this.leaseContext, run, state.run, state, timing, options);
       await this.rememberEmpty(at, run, state, outcome);
-      return { ...outcome, stages };
+      return { ...outcome, stages, acknowledged };
     }, true);
   }
 

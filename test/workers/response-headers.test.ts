@@ -99,18 +99,26 @@ describe("the request log", () => {
     return lines.map(({ path, status }) => `${status} ${path}`);
   }
 
-  it("has a line for a pull that delivered, an ack and an error, none for an empty pull", async () => {
+  it("has a line for every batch request but a pull that found none and changed nothing", async () => {
     const run = uniqueRun("log");
     const base = `/runs/${run}`;
+    const pull = () => callWith({}, `${base}/batch`);
+    expect(await logged(pull)).toEqual([`200 ${base}/batch`]); // not registered: a trainer's error
     const { envIds } = await setupRun(run, 4, [4]);
-    expect(await logged(() => callWith({}, `${base}/batch`))).toEqual([]);
+    expect(await logged(pull)).toEqual([]);
 
     await post(`${base}/scored_data`, group(1, 4, envIds[0]!));
-    expect(await logged(() => callWith({}, `${base}/batch`))).toEqual([`200 ${base}/batch`]);
+    expect(await logged(pull)).toEqual([`200 ${base}/batch`]);
+    // Empty, but it acknowledged the batch just pulled.
+    expect(await logged(pull)).toEqual([`200 ${base}/batch`]);
+    expect(await logged(pull)).toEqual([]);
 
+    const lease = `/v1/runs/${run}/batches/lease`;
+    const leased = () => callWith({}, lease, { method: "POST" });
+    expect(await logged(leased)).toEqual([]);
     await post(`${base}/scored_data`, group(2, 4, envIds[0]!));
-    const lease = await callWith({}, `/v1/runs/${run}/batches/lease`, { method: "POST" });
-    const { batch_id, lease_id } = await lease.json<{ batch_id: string; lease_id: string }>();
+    const res = await leased();
+    const { batch_id, lease_id } = await res.json<{ batch_id: string; lease_id: string }>();
     const ack = `/v1/runs/${run}/batches/${batch_id}/ack`;
     const acked = () =>
       callWith({}, ack, {

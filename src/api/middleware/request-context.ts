@@ -5,10 +5,9 @@ import { setResponseHeader } from "./response-headers";
 
 /**
  * Request id (echoed if the client sent one), Server-Timing, and one structured log line per
- * request that failed or moved a batch: a pull that delivered one (it names it in `x-batch-id`)
- * and an ack. Empty pulls are not logged: a trainer polls many times a second while it waits,
- * and a line per poll costs CPU and log volume (billed per line on Workers Logs) and says
- * nothing /stats does not.
+ * request that failed or addressed a batch, except a pull that found none and changed nothing
+ * (`quietPoll`): a trainer polls many times a second while it waits, and a line per poll costs
+ * CPU and log volume (billed per line on Workers Logs) and says nothing /stats does not.
  */
 export const requestContext: MiddlewareHandler<AppEnv> = async (c, next) => {
   const incoming = c.req.header("x-request-id");
@@ -21,7 +20,7 @@ export const requestContext: MiddlewareHandler<AppEnv> = async (c, next) => {
   setResponseHeader(c, "x-request-id", requestId);
   const serverTiming = timings.header();
   if (serverTiming) setResponseHeader(c, "Server-Timing", serverTiming);
-  if (c.res.status >= 400 || movedBatch(c.req.path, c.res)) {
+  if (c.res.status >= 400 || (c.req.path.includes("batch") && !c.get("quietPoll"))) {
     console.log(
       JSON.stringify({
         level: c.res.status >= 500 ? "error" : "info",
@@ -35,7 +34,3 @@ export const requestContext: MiddlewareHandler<AppEnv> = async (c, next) => {
     );
   }
 };
-
-function movedBatch(path: string, res: Response): boolean {
-  return res.headers.has("x-batch-id") || path.endsWith("/ack");
-}

@@ -40,6 +40,7 @@ export const batch = defineRoute(
       });
     }
     if (outcome.kind === "none") {
+      c.set("quietPoll", !outcome.acknowledged);
       c.header("X-Atropos-Edge-Reason", outcome.reason.replace(/[^\x20-\x7e]/g, "?"));
       return c.json({ batch: null });
     }

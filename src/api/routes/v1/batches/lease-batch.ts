@@ -45,6 +45,8 @@ export const leaseBatch = defineRoute(
       );
     }
     if (outcome.kind === "none") {
+      // With a staleness bound, an empty answer may have set stale groups aside: that is logged.
+      c.set("quietPoll", body.max_staleness == null);
       return new Response(null, {
         status: 204,
         headers: { "X-Atropos-Edge-Reason": outcome.reason.replace(/[^\x20-\x7e]/g, "?") },
