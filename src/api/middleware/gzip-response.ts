@@ -15,26 +15,16 @@ import { gzipSync } from "node:zlib";
 import type { Context, MiddlewareHandler } from "hono";
 import type { AppEnv } from "../context";
 import { acceptsGzip } from "../request";
-import { replaceResponse } from "./response-headers";
+import { replaceResponse, setResponseHeader } from "./response-headers";
 
 const MIN_BYTES = 1000;
 
-function markNoTransform(headers: Headers): void {
-  const cacheControl = headers.get("cache-control");
-  if (!cacheControl) headers.set("Cache-Control", "no-transform");
+/** Marks the response no-transform (setResponseHeader: on a copy when its headers are immutable). */
+function markNoTransform(c: Context): void {
+  const cacheControl = c.res.headers.get("cache-control");
+  if (!cacheControl) setResponseHeader(c, "Cache-Control", "no-transform");
   else if (!/\bno-transform\b/i.test(cacheControl)) {
-    headers.set("Cache-Control", `${cacheControl}, no-transform`);
-  }
-}
-
-/** Marks the response no-transform, on a copy when its headers are immutable (from a binding). */
-function markPlain(c: Context): void {
-  try {
-    markNoTransform(c.res.headers);
-  } catch (error) {
-    if (!(error instanceof TypeError)) throw error;
-    replaceResponse(c, new Response(c.res.body, c.res));
-    markNoTransform(c.res.headers);
+    setResponseHeader(c, "Cache-Control", `${cacheControl}, no-transform`);
   }
 }
 
@@ -43,11 +33,11 @@ export const gzipResponse: MiddlewareHandler<AppEnv> = async (c, next) => {
   if (!c.res.body || c.res.headers.has("content-encoding")) return;
   const type = c.res.headers.get("content-type") ?? "";
   if (!/json|text\/plain/.test(type)) return;
-  if (!acceptsGzip(c.req.raw)) return markPlain(c);
+  if (!acceptsGzip(c.req.raw)) return markNoTransform(c);
   const bytes = new Uint8Array(await c.res.arrayBuffer());
   if (bytes.byteLength < MIN_BYTES) {
     replaceResponse(c, new Response(bytes, c.res));
-    markNoTransform(c.res.headers);
+    markNoTransform(c);
     return;
   }
   // In memory: compressed here at level 1, a third of the runtime's own cost for batch JSON
